@@ -1,0 +1,17 @@
+# Build step: wraps every NNNN_name.sql of DIR in a C++ raw string, in file-name order, as
+# `const std::vector<hookbox::Migration> VAR` in OUT. Run by CMakeLists.txt at build time.
+file(GLOB files ${DIR}/*.sql)
+list(SORT files)
+set(body "// Generated from ${DIR} by cmake/embed_schema.cmake. Do not edit.\n")
+string(APPEND body "#include \"inbox/migration.h\"\nnamespace hookbox {\n")
+string(APPEND body "const std::vector<Migration> ${VAR} = {\n")
+foreach(f ${files})
+  get_filename_component(name ${f} NAME_WE)
+  string(REGEX MATCH "^[0-9]+" number ${name})
+  math(EXPR number "${number}")
+  file(READ ${f} sql)
+  string(APPEND body "  {${number}, \"${name}\", R\"hookbox_sql(${sql})hookbox_sql\"},\n")
+endforeach()
+string(APPEND body "};\n}  // namespace hookbox\n")
+file(WRITE ${OUT}.tmp "${body}")
+file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what hookbox needs to build and test on Debian 12, and nothing when it is all
+# there already. Runs apt-get as root, or through sudo. Called by `make run` and `make test`.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libcpp-httplib-dev libsqlite3-dev libssl-dev libyaml-cpp-dev libcli11-dev
+  libsimdjson-dev nlohmann-json3-dev catch2
+  sqlite3 openssl curl ca-certificates
+  nodejs npm
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}" >&2
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: run as root or install sudo" >&2; exit 1; }
+  sudo=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

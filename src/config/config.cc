@@ -1,0 +1,758 @@
+// config.yaml -> Config. The loader walks the document once, checking each mapping against
+// a small table of the keys it may hold, and records every problem as one line
+// "where: what" instead of stopping at the first, so `hookbox check-config` shows them all at
+// once. Secrets are resolved here too (secrets.cc), so a daemon that loaded its config can
+// verify. yaml-cpp throws; its exceptions stop at this file's edge and become error lines.
+
+#include "config/config.h"
+
+#include <charconv>
+#include <functional>
+#include <initializer_list>
+#include <limits>
+#include <map>
+#include <set>
+#include <span>
+
+#include "config/secrets.h"
+
+namespace hookbox {
+namespace {
+
+using config_internal::ResolveSecret;
+using config_internal::SecretSource;
+
+template <typename T>
+struct Choice {
+  std::string_view name;
+  T value;
+};
+
+constexpr Choice<Provider> kProviders[] = {
+    {"stripe", Provider::kStripe},     {"github", Provider::kGithub},
+    {"standard", Provider::kStandard}, {"shopify", Provider::kShopify},
+    {"slack", Provider::kSlack},       {"gitlab", Provider::kGitlab},
+    {"hmac", Provider::kHmac}};
+constexpr Choice<Durability> kDurabilities[] = {{"full", Durability::kFull},
+                                                {"normal", Durability::kNormal}};
+constexpr Choice<Mode> kModes[] = {{"async", Mode::kAsync}, {"sync", Mode::kSync}};
+constexpr Choice<std::string_view> kHmacAlgorithms[] = {
+    {"sha1", "sha1"}, {"sha256", "sha256"}, {"sha512", "sha512"}};
+constexpr Choice<std::string_view> kHmacEncodings[] = {{"hex", "hex"}, {"base64", "base64"}};
+constexpr Choice<SecretSource> kSecretSources[] = {
+    {"env", SecretSource::kEnv}, {"file", SecretSource::kFile}, {"value", SecretSource::kValue}};
+constexpr std::string_view kHandlerKinds[] = {"exec", "http", "file", "sql"};
+
+// Producers retry for up to 3 days; purging earlier than that forgets events they may still
+// redeliver.
+constexpr auto kProducerRetryWindow = std::chrono::hours(72);
+constexpr Duration kPositive{1};
+constexpr Duration kZero{0};
+constexpr size_t kMaxConfigFile = 16 << 20;
+
+std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
+std::string Key(const std::string& where, std::string_view key) {
+  return where.empty() ? std::string(key) : where + "." + std::string(key);
+}
+std::string Item(const std::string& where, size_t index) {
+  return where + "[" + std::to_string(index) + "]";
+}
+
+template <typename T, typename U>
+void Set(T& target, std::optional<U> value) {
+  if (value) target = static_cast<T>(std::move(*value));
+}
+
+template <typename T>
+std::string Names(std::span<const Choice<T>> choices) {
+  std::string names;
+  for (const auto& c : choices) names += (names.empty() ? "" : ", ") + std::string(c.name);
+  return names;
+}
+
+// [A-Za-z0-9_.-]+: endpoint and handler names end up in URLs, metrics labels and file names.
+bool IsPlainName(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// RFC 7230 token: the characters an HTTP header name may use.
+bool IsHeaderName(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// RFC 6901: "" (the whole document) or "/"-separated tokens where "~" is only "~0" or "~1".
+bool IsJsonPointer(std::string_view s) {
+  if (!s.empty() && s.front() != '/') return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '~' && (i + 1 == s.size() || (s[i + 1] != '0' && s[i + 1] != '1'))) return false;
+  }
+  return true;
+}
+
+// One key a mapping may hold, and what to do with its value (given with its "where").
+struct Field {
+  std::string_view key;
+  std::function<void(const YAML::Node& value, const std::string& where)> read;
+};
+
+// Turns a YAML document into a Config, collecting errors and warnings in `out`.
+class Loader final {
+ public:
+  Loader(LoadResult& out, LoadOptions options) : out_(out), options_(options) {}
+
+  void ReadDocument(const YAML::Node& root, const std::string& file, Config& config);
+
+ private:
+  void Error(const std::string& where, std::string_view what) {
+    out_.errors.push_back(where.empty() ? std::string(what) + " (top level)"
+                                        : where + ": " + std::string(what));
+  }
+  void Warning(const std::string& where, std::string_view what) {
+    out_.warnings.push_back(where + ": " + std::string(what));
+  }
+
+  // Checks that `node` is a mapping whose keys are all in `fields`, each at most once, and
+  // hands every value to its field's reader. False (after an error) if it is not a mapping.
+  bool ReadMapping(const YAML::Node& node, const std::string& where,
+                   std::initializer_list<Field> fields);
+  // Checks that `node` is a list (non-empty when `non_empty`) and calls read(item, where[i]).
+  void ReadList(const YAML::Node& node, const std::string& where, bool non_empty,
+                const std::function<void(const YAML::Node&, const std::string&, size_t)>& read);
+  void Require(const YAML::Node& node, const std::string& where,
+               std::initializer_list<std::string_view> keys);
+
+  // Scalar readers: the value, or nullopt after recording why not.
+  std::optional<std::string> Text(const YAML::Node& node, const std::string& where);
+  std::optional<std::string> NonEmptyText(const YAML::Node& node, const std::string& where);
+  // Non-empty text that passes `valid`; otherwise "<text><complaint>".
+  std::optional<std::string> Checked(const YAML::Node& node, const std::string& where,
+                                     bool (*valid)(std::string_view), std::string_view complaint);
+  std::optional<std::string> Name(const YAML::Node& node, const std::string& where) {
+    return Checked(node, where, IsPlainName,
+                   " may use only letters, digits, \"_\", \".\" and \"-\"");
+  }
+  std::optional<int> Int(const YAML::Node& node, const std::string& where, int min, int max);
+  std::optional<bool> Bool(const YAML::Node& node, const std::string& where);
+  // Text that `parse` accepts, parsed; its message otherwise.
+  template <typename T>
+  std::optional<T> Parsed(const YAML::Node& node, const std::string& where,
+                          StatusOr<T> (*parse)(std::string_view));
+  std::optional<Duration> DurationValue(const YAML::Node& node, const std::string& where,
+                                        Duration min = kPositive);
+  std::optional<size_t> Size(const YAML::Node& node, const std::string& where);
+  std::optional<std::string> Address(const YAML::Node& node, const std::string& where,
+                                     bool allow_empty);
+  std::optional<std::string> Database(const YAML::Node& node, const std::string& where);
+  std::optional<std::string> ClockTime(const YAML::Node& node, const std::string& where);
+  std::optional<FieldRef> Source(const YAML::Node& node, const std::string& where);
+  template <typename T>
+  std::optional<T> OneOf(const YAML::Node& node, const std::string& where,
+                         std::span<const Choice<T>> choices);
+
+  // Sections.
+  void ReadLimits(const YAML::Node& node, const std::string& where, Limits& limits);
+  void ReadRetention(const YAML::Node& node, const std::string& where, Retention& retention);
+  void ReadEndpoint(const YAML::Node& node, const std::string& where, Endpoint& endpoint);
+  void ReadSecrets(const YAML::Node& node, const std::string& where, Endpoint& endpoint);
+  void ReadHmac(const YAML::Node& node, const std::string& where, HmacScheme& hmac);
+  void ReadRetry(const YAML::Node& node, const std::string& where, RetryPolicy& retry);
+  void ReadRoutes(const YAML::Node& node, const std::string& where, std::vector<Route>& routes);
+  void ReadHandler(const YAML::Node& node, const std::string& where, size_t route, size_t index,
+                   HandlerSpec& handler);
+  void CheckUnique(const std::vector<Endpoint>& endpoints);
+
+  LoadResult& out_;
+  LoadOptions options_;
+};
+
+bool Loader::ReadMapping(const YAML::Node& node, const std::string& where,
+                         std::initializer_list<Field> fields) {
+  if (!node.IsMap()) {
+    Error(where, "expected a mapping");
+    return false;
+  }
+  std::set<std::string> seen;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    if (!it->first.IsScalar()) {
+      Error(where, "a key must be a plain name");
+      continue;
+    }
+    const std::string& key = it->first.Scalar();
+    const Field* field = nullptr;
+    for (const Field& f : fields) {
+      if (f.key == key) field = &f;
+    }
+    if (field == nullptr) {
+      Error(where, "unknown key " + Quote(key));
+    } else if (!seen.insert(key).second) {
+      Error(where, "key " + Quote(key) + " appears twice");
+    } else {
+      field->read(it->second, Key(where, key));
+    }
+  }
+  return true;
+}
+
+void Loader::ReadList(
+    const YAML::Node& node, const std::string& where, bool non_empty,
+    const std::function<void(const YAML::Node&, const std::string&, size_t)>& read) {
+  if (!node.IsSequence()) {
+    Error(where, "expected a list");
+    return;
+  }
+  if (non_empty && node.size() == 0) {
+    Error(where, "expected a non-empty list");
+    return;
+  }
+  for (size_t i = 0; i < node.size(); ++i) read(node[i], Item(where, i), i);
+}
+
+void Loader::Require(const YAML::Node& node, const std::string& where,
+                     std::initializer_list<std::string_view> keys) {
+  if (!node.IsMap()) return;  // already reported by ReadMapping
+  for (std::string_view key : keys) {
+    if (!node[std::string(key)]) Error(where, std::string(key) + " is required");
+  }
+}
+
+std::optional<std::string> Loader::Text(const YAML::Node& node, const std::string& where) {
+  if (node.IsScalar()) return node.Scalar();
+  if (node.IsNull()) {
+    Error(where, "expected a value, found nothing");
+  } else {
+    Error(where, node.IsSequence() ? "expected a single value, found a list"
+                                   : "expected a single value, found a mapping");
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> Loader::NonEmptyText(const YAML::Node& node, const std::string& where) {
+  auto text = Text(node, where);
+  if (text && text->empty()) {
+    Error(where, "must not be empty");
+    return std::nullopt;
+  }
+  return text;
+}
+
+std::optional<std::string> Loader::Checked(const YAML::Node& node, const std::string& where,
+                                           bool (*valid)(std::string_view),
+                                           std::string_view complaint) {
+  auto text = NonEmptyText(node, where);
+  if (text && !valid(*text)) {
+    Error(where, Quote(*text) + std::string(complaint));
+    return std::nullopt;
+  }
+  return text;
+}
+
+std::optional<int> Loader::Int(const YAML::Node& node, const std::string& where, int min, int max) {
+  auto text = Text(node, where);
+  if (!text) return std::nullopt;
+  int value = 0;
+  const char* end = text->data() + text->size();
+  auto [ptr, ec] = std::from_chars(text->data(), end, value);
+  if (ec == std::errc() && ptr == end && value >= min && value <= max) return value;
+  std::string range = max == std::numeric_limits<int>::max()
+                          ? ">= " + std::to_string(min)
+                          : "in " + std::to_string(min) + ".." + std::to_string(max);
+  Error(where, Quote(*text) + " is not a whole number " + range);
+  return std::nullopt;
+}
+
+std::optional<bool> Loader::Bool(const YAML::Node& node, const std::string& where) {
+  bool value = false;
+  if (node.IsScalar() && YAML::convert<bool>::decode(node, value)) return value;
+  if (node.IsScalar()) {
+    Error(where, Quote(node.Scalar()) + " is not true or false");
+  } else {
+    Text(node, where);  // reports the shape
+  }
+  return std::nullopt;
+}
+
+template <typename T>
+std::optional<T> Loader::Parsed(const YAML::Node& node, const std::string& where,
+                                StatusOr<T> (*parse)(std::string_view)) {
+  auto text = Text(node, where);
+  if (!text) return std::nullopt;
+  auto value = parse(*text);
+  if (!value.ok()) {
+    Error(where, value.status().what());
+    return std::nullopt;
+  }
+  return std::move(*value);
+}
+
+std::optional<Duration> Loader::DurationValue(const YAML::Node& node, const std::string& where,
+                                              Duration min) {
+  auto value = Parsed(node, where, ParseDuration);
+  if (value && *value < min) {
+    Error(where, Quote(node.Scalar()) + " is too short (at least " + FormatDuration(min) + ")");
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<size_t> Loader::Size(const YAML::Node& node, const std::string& where) {
+  auto value = Parsed(node, where, ParseSize);
+  if (value && *value == 0) {
+    Error(where, "must be greater than 0");
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<std::string> Loader::Address(const YAML::Node& node, const std::string& where,
+                                           bool allow_empty) {
+  if (allow_empty && node.IsScalar() && node.Scalar().empty()) return std::string();
+  if (!Parsed(node, where, ParseHostPort)) return std::nullopt;
+  return node.Scalar();
+}
+
+std::optional<std::string> Loader::Database(const YAML::Node& node, const std::string& where) {
+  auto text = NonEmptyText(node, where);
+  if (!text) return std::nullopt;
+  bool postgres = text->starts_with("postgresql://") || text->starts_with("postgres://");
+  if (!postgres && text->find("://") != std::string::npos) {
+    Error(where, "expected a file path (SQLite) or a postgresql:// URL");
+    return std::nullopt;
+  }
+  return text;
+}
+
+std::optional<std::string> Loader::ClockTime(const YAML::Node& node, const std::string& where) {
+  auto text = Text(node, where);
+  if (!text) return std::nullopt;
+  const std::string& t = *text;
+  auto digit = [&](size_t i) { return t[i] >= '0' && t[i] <= '9'; };
+  bool shape = t.size() == 5 && t[2] == ':' && digit(0) && digit(1) && digit(3) && digit(4);
+  if (shape && std::stoi(t.substr(0, 2)) < 24 && std::stoi(t.substr(3, 2)) < 60) return text;
+  Error(where, Quote(t) + " is not a time of day (use HH:MM, 24-hour, e.g. \"03:30\")");
+  return std::nullopt;
+}
+
+std::optional<FieldRef> Loader::Source(const YAML::Node& node, const std::string& where) {
+  auto text = Text(node, where);
+  if (!text) return std::nullopt;
+  std::string_view t = *text;
+  if (t.starts_with("header:")) {
+    std::string_view name = t.substr(7);
+    if (IsHeaderName(name)) return FieldRef{FieldRef::From::kHeader, std::string(name)};
+    Error(where, Quote(t) + " does not name a valid header");
+    return std::nullopt;
+  }
+  if (t.starts_with("body:")) {
+    std::string_view pointer = t.substr(5);
+    if (IsJsonPointer(pointer)) return FieldRef{FieldRef::From::kBody, std::string(pointer)};
+    Error(where,
+          Quote(t) + " is not a JSON pointer (RFC 6901: \"\" or \"/a/b\", \"~\" only as ~0 or ~1)");
+    return std::nullopt;
+  }
+  Error(where, Quote(t) + " is not a field (use header:NAME or body:/json/pointer)");
+  return std::nullopt;
+}
+
+template <typename T>
+std::optional<T> Loader::OneOf(const YAML::Node& node, const std::string& where,
+                               std::span<const Choice<T>> choices) {
+  auto text = Text(node, where);
+  if (!text) return std::nullopt;
+  for (const auto& c : choices) {
+    if (c.name == *text) return c.value;
+  }
+  Error(where, Quote(*text) + " is not one of " + Names(choices));
+  return std::nullopt;
+}
+
+void Loader::ReadDocument(const YAML::Node& root, const std::string& file, Config& config) {
+  if (root.IsNull() || !root.IsDefined()) {
+    Error(file, "the file is empty; expected the settings as a mapping");
+    return;
+  }
+  bool has_endpoints = false;
+  const std::string top;
+  bool is_map = ReadMapping(
+      root, top,
+      {
+          {"listen", [&](auto& n, auto& w) { Set(config.listen, Address(n, w, false)); }},
+          {"admin_listen",
+           [&](auto& n, auto& w) { Set(config.admin_listen, Address(n, w, true)); }},
+          {"database", [&](auto& n, auto& w) { Set(config.database, Database(n, w)); }},
+          {"durability",
+           [&](auto& n, auto& w) {
+             Set(config.durability, OneOf<Durability>(n, w, kDurabilities));
+           }},
+          {"limits", [&](auto& n, auto& w) { ReadLimits(n, w, config.limits); }},
+          {"workers", [&](auto& n, auto& w) { Set(config.workers, Int(n, w, 0, 256)); }},
+          {"retention", [&](auto& n, auto& w) { ReadRetention(n, w, config.retention); }},
+          {"purge_at", [&](auto& n, auto& w) { Set(config.purge_at, ClockTime(n, w)); }},
+          {"shutdown_grace",
+           [&](auto& n, auto& w) { Set(config.shutdown_grace, DurationValue(n, w, kZero)); }},
+          {"endpoints",
+           [&](auto& n, auto& w) {
+             has_endpoints = true;
+             ReadList(n, w, true, [&](auto& item, auto& iw, size_t) {
+               ReadEndpoint(item, iw, config.endpoints.emplace_back());
+             });
+           }},
+      });
+  if (!is_map) return;
+  if (!has_endpoints) Error("endpoints", "required: list at least one endpoint");
+  CheckUnique(config.endpoints);
+
+  // The admin port serves /metrics and must never share the public webhook port.
+  auto listen = ParseHostPort(config.listen);
+  auto admin = ParseHostPort(config.admin_listen);
+  if (listen.ok() && admin.ok() && listen->port != 0 && listen->port == admin->port) {
+    Error("admin_listen", "must not use the same port as listen (" + config.listen + ")");
+  }
+}
+
+void Loader::ReadLimits(const YAML::Node& node, const std::string& where, Limits& limits) {
+  ReadMapping(
+      node, where,
+      {
+          {"max_body", [&](auto& n, auto& w) { Set(limits.max_body, Size(n, w)); }},
+          {"read_timeout",
+           [&](auto& n, auto& w) { Set(limits.read_timeout, DurationValue(n, w)); }},
+          {"threads", [&](auto& n, auto& w) { Set(limits.threads, Int(n, w, 1, 1024)); }},
+          {"max_headers", [&](auto& n, auto& w) { Set(limits.max_headers, Int(n, w, 1, 1000)); }},
+      });
+}
+
+void Loader::ReadRetention(const YAML::Node& node, const std::string& where, Retention& retention) {
+  auto read = [&](Duration& target, std::string_view consequence) {
+    return [this, &target, consequence](const YAML::Node& n, const std::string& w) {
+      auto value = DurationValue(n, w);
+      if (!value) return;
+      target = *value;
+      if (*value < kProducerRetryWindow) {
+        Warning(w, FormatDuration(*value) +
+                       " is shorter than 3 days; producers retry for up to 3 days, so " +
+                       std::string(consequence));
+      }
+    };
+  };
+  ReadMapping(
+      node, where,
+      {
+          {"processed",
+           read(retention.processed, "a redelivery after the purge would run its handlers again")},
+          {"dead",
+           read(retention.dead, "a redelivery after the purge would run its handlers again")},
+          {"sequences",
+           read(retention.sequences, "an old delivery after the purge would not be seen as stale")},
+      });
+}
+
+void Loader::ReadEndpoint(const YAML::Node& node, const std::string& where, Endpoint& endpoint) {
+  // secrets and hmac depend on the provider, which may come later in the mapping.
+  std::optional<YAML::Node> secrets, hmac;
+  bool has_provider = false, verify_none = false;
+  bool is_map = ReadMapping(
+      node, where,
+      {
+          {"name", [&](auto& n, auto& w) { Set(endpoint.name, Name(n, w)); }},
+          {"path",
+           [&](auto& n, auto& w) {
+             auto path = NonEmptyText(n, w);
+             if (!path) return;
+             if (!path->starts_with('/')) {
+               Error(w, Quote(*path) + " must start with \"/\"");
+             } else if (path->find_first_of("?#") != std::string::npos) {
+               Error(w, Quote(*path) + " must not contain \"?\" or \"#\"");
+             } else if (path->find_first_of(" \t\r\n") != std::string::npos) {
+               Error(w, Quote(*path) + " must not contain spaces");
+             }
+             endpoint.path = *path;
+           }},
+          {"provider",
+           [&](auto& n, auto& w) {
+             has_provider = true;
+             Set(endpoint.provider, OneOf<Provider>(n, w, kProviders));
+           }},
+          {"verify",
+           [&](auto& n, auto& w) {
+             auto text = Text(n, w);
+             if (text && *text != "none") {
+               Error(w, Quote(*text) + " is not allowed; the only value is none");
+             }
+             verify_none = true;
+           }},
+          {"secrets", [&](auto& n, auto&) { secrets = n; }},
+          {"tolerance", [&](auto& n, auto& w) { Set(endpoint.tolerance, DurationValue(n, w)); }},
+          {"hmac", [&](auto& n, auto&) { hmac = n; }},
+          {"event_id", [&](auto& n, auto& w) { Set(endpoint.event_id, Source(n, w)); }},
+          {"event_type", [&](auto& n, auto& w) { Set(endpoint.event_type, Source(n, w)); }},
+          {"resource", [&](auto& n, auto& w) { Set(endpoint.resource, Source(n, w)); }},
+          {"sequence", [&](auto& n, auto& w) { Set(endpoint.sequence, Source(n, w)); }},
+          {"strict_body", [&](auto& n, auto& w) { Set(endpoint.strict_body, Bool(n, w)); }},
+          {"mode", [&](auto& n, auto& w) { Set(endpoint.mode, OneOf<Mode>(n, w, kModes)); }},
+          {"sync_wait", [&](auto& n, auto& w) { Set(endpoint.sync_wait, DurationValue(n, w)); }},
+          {"retry", [&](auto& n, auto& w) { ReadRetry(n, w, endpoint.retry); }},
+          {"routes", [&](auto& n, auto& w) { ReadRoutes(n, w, endpoint.routes); }},
+      });
+  if (!is_map) return;
+  Require(node, where, {"name", "path"});
+
+  // Verification: a provider with its secrets, or an explicit `verify: none`.
+  if (has_provider && verify_none) {
+    Error(where, "provider and verify: none exclude each other; set one");
+  } else if (!has_provider && !verify_none) {
+    Error(where, "no provider; set one, or verify: none to accept unsigned deliveries");
+  }
+  if (verify_none && secrets) {
+    Error(Key(where, "secrets"), "not allowed with verify: none");
+  } else if (has_provider && !secrets) {
+    Error(where, "secrets is required with a provider (at least one)");
+  } else if (secrets) {
+    ReadSecrets(*secrets, Key(where, "secrets"), endpoint);
+  }
+  // An unknown provider was reported already; do not pile consequences on top of it.
+  bool provider_known = !has_provider || endpoint.provider != Provider::kNone;
+  bool is_hmac = endpoint.provider == Provider::kHmac;
+  if (hmac && is_hmac) {
+    ReadHmac(*hmac, Key(where, "hmac"), endpoint.hmac);
+  } else if (hmac && provider_known) {
+    Error(Key(where, "hmac"), "only allowed with provider hmac");
+  } else if (is_hmac) {
+    Error(where, "hmac is required with provider hmac (header, algorithm, encoding, prefix)");
+  }
+
+  if (!node["resource"] != !node["sequence"]) {
+    Error(where, "resource and sequence go together: ordering needs both");
+  }
+}
+
+void Loader::ReadSecrets(const YAML::Node& node, const std::string& where, Endpoint& endpoint) {
+  ReadList(node, where, true, [&](auto& item, auto& iw, size_t) {
+    if (!item.IsMap() || item.size() != 1 || !item.begin()->first.IsScalar()) {
+      // Never echo the item: it may be the secret itself, written inline by mistake.
+      Error(iw, "expected one of {env: NAME}, {file: PATH} or {value: TEXT}");
+      return;
+    }
+    // Copies: the iterator's key/value pair is a temporary.
+    const YAML::Node entry_key = item.begin()->first;
+    const YAML::Node arg = item.begin()->second;
+    const std::string kind = entry_key.Scalar();
+    std::optional<SecretSource> source;
+    for (const auto& c : kSecretSources) {
+      if (c.name == kind) source = c.value;
+    }
+    if (!source) {
+      Error(iw, "unknown key " + Quote(kind) + " (expected env, file or value)");
+      return;
+    }
+    if (!arg.IsScalar() && !arg.IsNull()) {
+      Error(Key(iw, kind), "expected a single value");
+      return;
+    }
+    if (!options_.resolve_secrets) {
+      endpoint.secrets.push_back({kind == "value" ? kind : kind + ":" + arg.Scalar(), ""});
+      return;
+    }
+    auto secret = ResolveSecret(*source, arg.IsNull() ? std::string() : arg.Scalar());
+    if (!secret.ok()) {
+      Error(iw, secret.status().what());
+      return;
+    }
+    if (endpoint.provider == Provider::kStandard &&
+        !config_internal::IsStandardWebhooksSecret(secret->value)) {
+      Error(iw, "the secret from " + secret->source +
+                    " is not a Standard Webhooks key (whsec_ followed by base64)");
+      return;
+    }
+    endpoint.secrets.push_back(std::move(*secret));
+  });
+}
+
+void Loader::ReadHmac(const YAML::Node& node, const std::string& where, HmacScheme& hmac) {
+  bool is_map = ReadMapping(
+      node, where,
+      {
+          {"header",
+           [&](auto& n, auto& w) {
+             Set(hmac.header, Checked(n, w, IsHeaderName, " is not a valid header name"));
+           }},
+          {"algorithm",
+           [&](auto& n, auto& w) {
+             Set(hmac.algorithm, OneOf<std::string_view>(n, w, kHmacAlgorithms));
+           }},
+          {"encoding",
+           [&](auto& n, auto& w) {
+             Set(hmac.encoding, OneOf<std::string_view>(n, w, kHmacEncodings));
+           }},
+          {"prefix", [&](auto& n, auto& w) { Set(hmac.prefix, Text(n, w)); }},
+      });
+  if (is_map) Require(node, where, {"header"});
+}
+
+void Loader::ReadRetry(const YAML::Node& node, const std::string& where, RetryPolicy& retry) {
+  bool is_map =
+      ReadMapping(node, where,
+                  {
+                      {"max_attempts",
+                       [&](auto& n, auto& w) {
+                         Set(retry.max_attempts, Int(n, w, 1, std::numeric_limits<int>::max()));
+                       }},
+                      {"base", [&](auto& n, auto& w) { Set(retry.base, DurationValue(n, w)); }},
+                      {"max", [&](auto& n, auto& w) { Set(retry.max, DurationValue(n, w)); }},
+                  });
+  if (is_map && retry.base > retry.max) {
+    Error(where, "base (" + FormatDuration(retry.base) + ") is longer than max (" +
+                     FormatDuration(retry.max) + ")");
+  }
+}
+
+void Loader::ReadRoutes(const YAML::Node& node, const std::string& where,
+                        std::vector<Route>& routes) {
+  std::map<std::string, std::string> handler_names;  // name -> where it was first given
+  ReadList(node, where, false, [&](auto& item, auto& rw, size_t r) {
+    Route& route = routes.emplace_back();
+    bool is_map = ReadMapping(item, rw,
+                              {
+                                  {"events",
+                                   [&](auto& n, auto& w) {
+                                     ReadList(n, w, true, [&](auto& e, auto& ew, size_t) {
+                                       if (auto glob = NonEmptyText(e, ew))
+                                         route.events.push_back(*glob);
+                                     });
+                                   }},
+                                  {"handlers",
+                                   [&](auto& n, auto& w) {
+                                     ReadList(n, w, true, [&](auto& h, auto& hw, size_t i) {
+                                       HandlerSpec& handler = route.handlers.emplace_back();
+                                       ReadHandler(h, hw, r, i, handler);
+                                       auto [first, inserted] =
+                                           handler_names.emplace(handler.name, hw);
+                                       if (!inserted) {
+                                         Error(hw, "handler name " + Quote(handler.name) +
+                                                       " is already used by " + first->second);
+                                       }
+                                     });
+                                   }},
+                              });
+    if (is_map) Require(item, rw, {"events", "handlers"});
+  });
+}
+
+void Loader::ReadHandler(const YAML::Node& node, const std::string& where, size_t route,
+                         size_t index, HandlerSpec& handler) {
+  std::vector<std::string_view> kinds;
+  auto kind_field = [&](std::string_view kind) {
+    return Field{kind, [&, kind](const YAML::Node& n, const std::string& w) {
+                   kinds.push_back(kind);
+                   if (!n.IsMap()) Error(w, "expected a mapping");
+                   handler.kind = std::string(kind);
+                   handler.config = n;
+                 }};
+  };
+  std::optional<std::string> name;
+  bool is_map = ReadMapping(
+      node, where,
+      {kind_field(kHandlerKinds[0]), kind_field(kHandlerKinds[1]), kind_field(kHandlerKinds[2]),
+       kind_field(kHandlerKinds[3]), Field{"name", [&](auto& n, auto& w) { name = Name(n, w); }}});
+  if (!is_map) return;
+  if (kinds.empty()) {
+    Error(where, "expected one of exec, http, file, sql");
+  } else if (kinds.size() > 1) {
+    Error(where, "has " + std::string(kinds[0]) + " and " + std::string(kinds[1]) +
+                     "; one kind per handler");
+  }
+  handler.name =
+      name ? *name
+           : "r" + std::to_string(route) + ".h" + std::to_string(index) + "." + handler.kind;
+}
+
+void Loader::CheckUnique(const std::vector<Endpoint>& endpoints) {
+  std::map<std::string, size_t> names, paths;
+  for (size_t i = 0; i < endpoints.size(); ++i) {
+    const Endpoint& e = endpoints[i];
+    std::string where = Item("endpoints", i);
+    if (!e.name.empty()) {
+      auto [first, inserted] = names.emplace(e.name, i);
+      if (!inserted) {
+        Error(Key(where, "name"),
+              Quote(e.name) + " is already used by " + Item("endpoints", first->second));
+      }
+    }
+    if (!e.path.empty()) {
+      auto [first, inserted] = paths.emplace(e.path, i);
+      if (!inserted) {
+        Error(Key(where, "path"), Quote(e.path) + " is already used by endpoint " +
+                                      Quote(endpoints[first->second].name));
+      }
+    }
+  }
+}
+
+std::string YamlError(const std::string& file, const YAML::Exception& e) {
+  if (e.mark.is_null()) return file + ": " + e.msg;
+  return file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+         ": " + e.msg;
+}
+
+}  // namespace
+
+LoadResult LoadConfigText(const std::string& yaml_text, const std::string& path_for_messages,
+                          LoadOptions options) {
+  LoadResult result;
+  Config config;
+  config.path = path_for_messages;
+  try {
+    YAML::Node root = YAML::Load(yaml_text);
+    Loader(result, options).ReadDocument(root, path_for_messages, config);
+  } catch (const YAML::Exception& e) {
+    result.errors.push_back(YamlError(path_for_messages, e));
+  } catch (const std::exception& e) {  // last fail-safe; nothing above should throw
+    result.errors.push_back(path_for_messages + ": " + e.what());
+  }
+  if (result.errors.empty()) result.config = std::move(config);
+  return result;
+}
+
+LoadResult LoadConfigFile(const std::string& path, LoadOptions options) {
+  auto text = config_internal::ReadFile(path, kMaxConfigFile);
+  if (!text.ok()) {
+    LoadResult result;
+    result.errors.push_back(path + ": cannot read: " + text.status().what());
+    return result;
+  }
+  return LoadConfigText(*text, path, options);
+}
+
+const Endpoint* Config::FindByPath(std::string_view path) const {
+  for (const Endpoint& e : endpoints) {
+    if (e.path == path) return &e;
+  }
+  return nullptr;
+}
+
+const Endpoint* Config::FindByName(std::string_view name) const {
+  for (const Endpoint& e : endpoints) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+const char* ProviderName(Provider p) {
+  for (const auto& c : kProviders) {
+    if (c.value == p) return c.name.data();
+  }
+  return "none";
+}
+
+}  // namespace hookbox

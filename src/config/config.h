@@ -1,0 +1,152 @@
+// The daemon's configuration as plain values: what config.yaml says once it has been read,
+// checked and resolved (secrets loaded from env:/file:/value:). Everything downstream reads
+// these structs; only config.cc knows YAML. Keys whose feature lands in a later release
+// (workers, retention, purge_at, routes, retry, mode) are parsed, validated and kept here so
+// one config file works across releases.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "base/status.h"
+
+namespace hookbox {
+
+using Duration = std::chrono::milliseconds;
+
+enum class Provider { kStripe, kGithub, kStandard, kShopify, kSlack, kGitlab, kHmac, kNone };
+enum class Durability { kFull, kNormal };
+enum class Mode { kAsync, kSync };
+
+// A resolved secret. `source` ("env:STRIPE_WEBHOOK_SECRET", "file:/run/...", "value") is
+// what logs and errors may name; `value` never leaves verification.
+struct Secret {
+  std::string source;
+  std::string value;
+};
+
+// Where a field of a delivery comes from: `header:NAME` or `body:/json/pointer`.
+struct FieldRef {
+  enum class From { kNone, kHeader, kBody };
+  From from = From::kNone;
+  std::string name;  // header name, or RFC 6901 JSON pointer ("" = whole document)
+  bool empty() const { return from == From::kNone; }
+};
+
+// provider: hmac — the generic HMAC scheme.
+struct HmacScheme {
+  std::string header;               // required, e.g. X-Signature
+  std::string algorithm = "sha256"; // sha1 | sha256 | sha512
+  std::string encoding = "hex";     // hex | base64
+  std::string prefix;               // e.g. "sha256=" (stripped before decoding)
+};
+
+struct RetryPolicy {
+  int max_attempts = 12;
+  Duration base = std::chrono::seconds(10);
+  Duration max = std::chrono::hours(1);
+};
+
+// One handler of a route: the kind (exec, http, file, sql) and its YAML, which the handler
+// factory of that kind validates at load (handlers/registry.cc).
+struct HandlerSpec {
+  std::string name;  // `name:` if given, else "r<route>.h<index>.<kind>"
+  std::string kind;
+  YAML::Node config;
+};
+
+struct Route {
+  std::vector<std::string> events;  // event type globs: "*", "invoice.*", "push"
+  std::vector<HandlerSpec> handlers;
+};
+
+struct Endpoint {
+  std::string name;
+  std::string path;
+  Provider provider = Provider::kNone;
+  std::vector<Secret> secrets;       // empty only when provider == kNone (verify: none)
+  Duration tolerance = std::chrono::seconds(300);  // timestamped providers
+  HmacScheme hmac;                   // provider == kHmac
+  // Identity. Empty FieldRefs mean "the provider's default" (DESIGN.md, Providers) for
+  // event_id and event_type, and "no ordering" for resource and sequence.
+  FieldRef event_id, event_type, resource, sequence;
+  bool strict_body = false;
+  Mode mode = Mode::kAsync;
+  Duration sync_wait = std::chrono::seconds(10);
+  RetryPolicy retry;
+  std::vector<Route> routes;
+};
+
+struct Limits {
+  size_t max_body = 1 << 20;
+  Duration read_timeout = std::chrono::seconds(10);
+  int threads = 16;
+  size_t max_headers = 100;
+};
+
+struct Retention {
+  Duration processed = std::chrono::hours(24 * 7);
+  Duration dead = std::chrono::hours(24 * 30);
+  Duration sequences = std::chrono::hours(24 * 90);
+};
+
+struct Config {
+  std::string path;  // the file it was read from
+  std::string listen = "127.0.0.1:8080";
+  std::string admin_listen = "127.0.0.1:9464";  // "" disables the admin listener
+  std::string database = "/var/lib/hookbox/inbox.db";
+  Durability durability = Durability::kFull;
+  Limits limits;
+  int workers = 4;
+  Retention retention;
+  std::string purge_at = "03:30";
+  Duration shutdown_grace = std::chrono::seconds(30);
+  std::vector<Endpoint> endpoints;
+
+  const Endpoint* FindByPath(std::string_view path) const;
+  const Endpoint* FindByName(std::string_view name) const;
+};
+
+// The outcome of loading: a config when there were no errors; every error and warning found,
+// each as one line "where: what" (e.g. "endpoints[0].secrets[1]: env STRIPE_SECRET is not
+// set"), so check-config can print them all at once.
+struct LoadResult {
+  std::optional<Config> config;
+  std::vector<std::string> errors;
+  std::vector<std::string> warnings;
+};
+
+struct LoadOptions {
+  // false: secrets are checked for shape but not read (Secret::value stays empty). For the
+  // operator's CLI verbs, which need the database and endpoint names but not the secrets:
+  // an operator's shell does not have the daemon's environment or credentials.
+  bool resolve_secrets = true;
+};
+
+LoadResult LoadConfigFile(const std::string& path, LoadOptions options = {});
+LoadResult LoadConfigText(const std::string& yaml_text, const std::string& path_for_messages,
+                          LoadOptions options = {});
+
+// "300ms", "300s", "5m", "2h", "7d" (whole numbers; a bare number is an error).
+StatusOr<Duration> ParseDuration(std::string_view text);
+// The shortest exact spelling of d in those units ("90s" -> "90s", 7200000ms -> "2h"), for
+// messages and logs.
+std::string FormatDuration(Duration d);
+// "512", "64KiB", "1MiB", "1GiB", also "64KB"/"1MB" as powers of 1000.
+StatusOr<size_t> ParseSize(std::string_view text);
+// "host:port" / "[v6]:port"; port 0 means "any free port".
+struct HostPort {
+  std::string host;
+  int port = 0;
+};
+StatusOr<HostPort> ParseHostPort(std::string_view text);
+
+const char* ProviderName(Provider p);
+
+}  // namespace hookbox

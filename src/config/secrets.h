@@ -1,0 +1,31 @@
+// Resolving the secrets an endpoint names (`env:`, `file:`, `value:`) into bytes, once, at
+// load. Internal to src/config: the rest of hookbox only sees the resolved Secret. Every
+// message names the source (env NAME, file PATH) and never the secret itself.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "config/config.h"
+
+namespace hookbox::config_internal {
+
+enum class SecretSource { kEnv, kFile, kValue };
+
+// The whole content of the file at `path`, failing (message: the reason, e.g. "No such file
+// or directory") when it cannot be read or is larger than `limit` bytes. Also reads
+// config.yaml itself.
+StatusOr<std::string> ReadFile(const std::string& path, size_t limit);
+
+// Reads the secret: an environment variable (must be set and non-empty), a file (readable,
+// one trailing "\n" or "\r\n" stripped, then non-empty) or the inline text (non-empty).
+// `arg` is the variable name, the path or the inline text.
+StatusOr<Secret> ResolveSecret(SecretSource source, const std::string& arg);
+
+// True when `secret` is a Standard Webhooks key: optional "whsec_" then non-empty standard
+// base64 (padding optional).
+bool IsStandardWebhooksSecret(std::string_view secret);
+
+}  // namespace hookbox::config_internal

@@ -1,0 +1,56 @@
+// The HTTP listener: the only code that includes cpp-httplib (pimpl), so the rest of
+// hookbox sees plain Delivery / Answer structs and a newer server library can replace this
+// file alone.
+//
+// Debian 12's cpp-httplib (0.11.4) predates fixes for unbounded chunked bodies, unbounded
+// header counts and request smuggling, so this file guards the edge itself, before any body
+// byte is read: chunked or length-less bodies -> 411, conflicting or bad Content-Length ->
+// 400, Content-Length over max_body -> 413, more than max_headers headers -> 431. Every limit
+// the library has is set explicitly; TCP_NODELAY is on (without it every answer waits ~40 ms
+// for a delayed ACK).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "receive/delivery.h"
+
+namespace hookbox {
+
+struct HttpLimits {
+  size_t max_body = 1 << 20;
+  std::chrono::milliseconds read_timeout{10000};
+  std::chrono::milliseconds write_timeout{10000};
+  int threads = 16;
+  size_t max_headers = 100;
+  size_t keep_alive_max = 1000;  // requests per connection (the library's default is 5)
+  int keep_alive_timeout_s = 5;
+  int listen_backlog = 1024;     // the library hard-codes 5; raised after bind
+};
+
+// Called on a worker thread for every request that passed the edge guards.
+using HttpHandler = std::function<Answer(const Delivery&)>;
+
+class HttpServer final {
+ public:
+  HttpServer(HttpLimits limits, HttpHandler handler);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds host:port (port 0: any free port) and returns the bound port.
+  StatusOr<int> Bind(const std::string& host, int port);
+  // Serves until Stop(); in-flight requests finish before it returns.
+  void Run();
+  // Stops accepting; safe from any thread, and before or after Run() started.
+  void Stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hookbox

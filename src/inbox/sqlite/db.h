@@ -1,0 +1,122 @@
+// RAII around SQLite: a Db owns a connection and a cache of prepared statements (prepared
+// once, reused for every event), a Statement resets itself when a use ends, and a SavePoint
+// rolls back unless Release() was called. Errors become Status: SQLITE_FULL, SQLITE_BUSY and
+// I/O errors are Unavailable (the caller answers 503), everything else Internal.
+//
+// Not thread-safe: one Db belongs to one thread at a time (the inbox's writer thread, or a
+// reader under the inbox's read mutex).
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "base/status.h"
+
+namespace hookbox::sqlite {
+
+class Db;
+
+// A prepared statement in use. Binds are 1-based, like SQLite's. Destruction resets and
+// clears bindings so the cached statement is ready for its next use.
+class Stmt final {
+ public:
+  Stmt(Db& db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  ~Stmt() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  Stmt& Bind(int i, std::string_view text) {
+    sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Stmt& BindBlob(int i, std::string_view bytes) {
+    sqlite3_bind_blob(stmt_, i, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Stmt& Bind(int i, int64_t v) {
+    sqlite3_bind_int64(stmt_, i, v);
+    return *this;
+  }
+  Stmt& Bind(int i, std::optional<int64_t> v) {
+    if (v) sqlite3_bind_int64(stmt_, i, *v);
+    else sqlite3_bind_null(stmt_, i);
+    return *this;
+  }
+  // Ready for the next use of the same statement within one scope (a loop of inserts).
+  void Reset() { sqlite3_reset(stmt_); }
+  // Named parameters (":event_id").
+  int ParamIndex(const char* name) const { return sqlite3_bind_parameter_index(stmt_, name); }
+
+  // true: a row is ready; false: done. A failure is returned through *status.
+  bool Step(Status* status);
+  // Runs to completion; Ok or the failure.
+  Status Run();
+
+  std::string Text(int col) const;
+  int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+
+ private:
+  Db& db_;
+  sqlite3_stmt* stmt_;
+};
+
+class Db final {
+ public:
+  // Opens (and with `create`, creates) the file; sets WAL, busy_timeout, foreign keys and
+  // the synchronous level. Unavailable when it cannot.
+  static StatusOr<std::unique_ptr<Db>> Open(const std::string& path, bool create, bool durable);
+  ~Db();
+
+  // A cached prepared statement for `sql` (prepared on first use).
+  StatusOr<std::unique_ptr<Stmt>> Prepare(const std::string& sql);
+  Status Exec(const char* sql);
+  int64_t Changes() const { return sqlite3_changes64(db_); }
+  int64_t LastInsertId() const { return sqlite3_last_insert_rowid(db_); }
+  bool InTransaction() const { return !sqlite3_get_autocommit(db_); }
+  sqlite3* raw() { return db_; }
+
+  // The Status for a failed SQLite call, with SQLite's own message.
+  Status Error(int rc, std::string_view what) const;
+
+ private:
+  explicit Db(sqlite3* db) : db_(db) {}
+  sqlite3* db_;
+  std::unordered_map<std::string, sqlite3_stmt*> cache_;
+};
+
+// BEGIN IMMEDIATE ... COMMIT; rolls back in the destructor unless Commit() succeeded.
+// IMMEDIATE: a deferred transaction that later upgrades to a write fails at once with
+// SQLITE_BUSY whatever the busy timeout; an immediate one waits for the lock up front.
+class Transaction final {
+ public:
+  explicit Transaction(Db& db) : db_(db) {}
+  Status Begin() {
+    Status s = db_.Exec("BEGIN IMMEDIATE");
+    open_ = s.ok();
+    return s;
+  }
+  Status Commit() {
+    Status s = db_.Exec("COMMIT");
+    if (s.ok()) open_ = false;
+    return s;
+  }
+  ~Transaction() {
+    if (open_ && db_.InTransaction()) (void)db_.Exec("ROLLBACK");
+  }
+
+ private:
+  Db& db_;
+  bool open_ = false;
+};
+
+}  // namespace hookbox::sqlite

@@ -1,0 +1,422 @@
+// The hookbox command line: one small function per verb. `serve` reads as the list of steps
+// the daemon takes; the others are the operator's tools over the same inbox, safe to run
+// while the daemon runs (SQLite WAL, BEGIN IMMEDIATE + busy_timeout on writes).
+//
+// Exit status: 0 success; 1 usage, config or lookup error (unknown endpoint or id);
+// 2 the database cannot be opened.
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "config/config.h"
+#include "http/server.h"
+#include "inbox/inbox.h"
+#include "ops/clock.h"
+#include "ops/log.h"
+#include "receive/receiver.h"
+
+namespace hookbox {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kExitOk = 0;
+constexpr int kExitUsage = 1;
+constexpr int kExitDatabase = 2;
+
+std::string DefaultConfigPath() {
+  const char* env = std::getenv("HOOKBOX_CONFIG");
+  return env && *env ? env : "/etc/hookbox/config.yaml";
+}
+
+std::string Dump(const json& j, int indent = -1) {
+  return j.dump(indent, ' ', false, json::error_handler_t::replace);
+}
+
+// Loads the config, printing every problem; nullopt when it has errors. Only `serve` and
+// `check-config` read secrets: the operator's verbs work from a shell without them.
+std::optional<Config> LoadOrReport(const std::string& path, bool resolve_secrets = false) {
+  LoadResult r = LoadConfigFile(path, {.resolve_secrets = resolve_secrets});
+  for (const std::string& w : r.warnings) std::cerr << path << ": warning: " << w << "\n";
+  for (const std::string& e : r.errors) std::cerr << path << ": error: " << e << "\n";
+  return std::move(r.config);
+}
+
+StatusOr<std::unique_ptr<Inbox>> Open(const Config& config, bool create,
+                                      std::vector<std::string>* applied = nullptr) {
+  return OpenInbox({config.database, config.durability == Durability::kFull, create}, applied);
+}
+
+int ReportOpenFailure(const Status& s) {
+  std::cerr << "hookbox: " << s.ToString() << "\n";
+  return kExitDatabase;
+}
+
+// ---------------------------------------------------------------------------------- serve
+
+HttpLimits PublicLimits(const Config& c) {
+  HttpLimits l;
+  l.max_body = c.limits.max_body;
+  l.read_timeout = c.limits.read_timeout;
+  l.threads = c.limits.threads;
+  l.max_headers = c.limits.max_headers;
+  return l;
+}
+
+Answer AdminAnswer(const Delivery& d, Inbox& inbox, const std::atomic<bool>& draining) {
+  if (d.path == "/healthz") return {200, R"({"status":"ok"})", {}};
+  if (d.path == "/readyz") {
+    if (draining) return {503, R"({"status":"draining"})", {}};
+    Status s = inbox.Ping();
+    if (!s.ok()) return {503, Dump(json{{"status", "database unavailable"}}), {}};
+    return {200, R"({"status":"ready"})", {}};
+  }
+  return {404, R"({"error":"not found"})", {}};
+}
+
+// Blocks the signals serve handles, so that only the waiting thread receives them.
+sigset_t BlockServeSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, sig);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+int Serve(const std::string& config_path) {
+  sigset_t signals = BlockServeSignals();
+  // Load and check the config; every problem is reported before stopping.
+  std::optional<Config> config = LoadOrReport(config_path, /*resolve_secrets=*/true);
+  if (!config) return kExitUsage;
+  auto shared_config = std::make_shared<const Config>(std::move(*config));
+  const Config& c = *shared_config;
+  // Open the inbox and bring its schema up to date.
+  std::vector<std::string> applied;
+  auto inbox = Open(c, /*create=*/true, &applied);
+  if (!inbox.ok()) return ReportOpenFailure(inbox.status());
+  for (const std::string& m : applied) LogInfo({{"msg", "migrated"}, {"migration", m}});
+  // Build the receive pipeline.
+  SystemClock clock;
+  Receiver receiver(shared_config, **inbox, clock);
+  std::atomic<bool> draining{false};
+  // Listen: webhooks on `listen`, health on `admin_listen`.
+  HttpServer hooks(PublicLimits(c), [&](const Delivery& d) { return receiver.Receive(d); });
+  HttpLimits admin_limits;
+  admin_limits.threads = 2;
+  HttpServer admin(admin_limits,
+                   [&](const Delivery& d) { return AdminAnswer(d, **inbox, draining); });
+  auto listen = ParseHostPort(c.listen);
+  auto hooks_port = hooks.Bind(listen->host, listen->port);
+  if (!hooks_port.ok()) {
+    LogError({{"msg", "cannot listen"}, {"error", hooks_port.status().ToString()}});
+    return kExitUsage;
+  }
+  std::optional<int> admin_port;
+  if (!c.admin_listen.empty()) {
+    auto admin_addr = ParseHostPort(c.admin_listen);
+    auto bound = admin.Bind(admin_addr->host, admin_addr->port);
+    if (!bound.ok()) {
+      LogError({{"msg", "cannot listen"}, {"error", bound.status().ToString()}});
+      return kExitUsage;
+    }
+    admin_port = *bound;
+  }
+  std::thread hooks_thread([&] { hooks.Run(); });
+  std::thread admin_thread([&] {
+    if (admin_port) admin.Run();
+  });
+  json ready = {{"msg", "listening"}, {"listen", listen->host + ":" + std::to_string(*hooks_port)},
+                {"database", c.database}, {"endpoints", c.endpoints.size()}};
+  if (admin_port) ready["admin"] = ParseHostPort(c.admin_listen)->host + ":" + std::to_string(*admin_port);
+  LogInfo(ready);
+  // Wait for SIGTERM/SIGINT; SIGHUP reloads endpoints and secrets.
+  for (;;) {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    if (sig != SIGHUP) {
+      LogInfo({{"msg", "stopping"}, {"signal", strsignal(sig)}});
+      break;
+    }
+    LoadResult r = LoadConfigFile(config_path);
+    if (!r.config) {
+      LogError({{"msg", "reload refused: the config has errors; the old one stays"},
+                {"errors", r.errors}});
+      continue;
+    }
+    receiver.SwapConfig(std::make_shared<const Config>(std::move(*r.config)));
+    LogInfo({{"msg", "reloaded"}, {"endpoints", receiver.config()->endpoints.size()}});
+  }
+  // Drain: stop accepting, let in-flight requests finish, then close the inbox.
+  draining = true;
+  hooks.Stop();
+  admin.Stop();
+  hooks_thread.join();
+  admin_thread.join();
+  inbox->reset();
+  LogInfo({{"msg", "stopped"}});
+  return kExitOk;
+}
+
+// ------------------------------------------------------------------- check-config, migrate
+
+int CheckConfig(const std::string& path) {
+  LoadResult r = LoadConfigFile(path);
+  for (const std::string& w : r.warnings) std::cout << path << ": warning: " << w << "\n";
+  for (const std::string& e : r.errors) std::cout << path << ": error: " << e << "\n";
+  if (!r.config) {
+    std::cout << r.errors.size() << " error(s)\n";
+    return kExitUsage;
+  }
+  std::cout << path << ": ok (" << r.config->endpoints.size() << " endpoint(s))\n";
+  return kExitOk;
+}
+
+int Migrate(const std::string& path) {
+  std::optional<Config> config = LoadOrReport(path);
+  if (!config) return kExitUsage;
+  std::vector<std::string> applied;
+  auto inbox = Open(*config, /*create=*/true, &applied);
+  if (!inbox.ok()) return ReportOpenFailure(inbox.status());
+  for (const std::string& m : applied) std::cout << "applied " << m << "\n";
+  if (applied.empty()) std::cout << "schema is up to date\n";
+  return kExitOk;
+}
+
+// ---------------------------------------------------------------------------- inbox verbs
+
+json RowJson(const InboxRow& r) {
+  auto or_null = [](const std::string& s) { return s.empty() ? json(nullptr) : json(s); };
+  json headers = json::parse(r.headers_json, nullptr, /*allow_exceptions=*/false);
+  return json{{"id", r.id},
+              {"endpoint", r.endpoint},
+              {"event_id", r.event_id},
+              {"id_source", r.id_source},
+              {"event_type", r.event_type},
+              {"resource_id", r.resource_id},
+              {"sequence", r.sequence},
+              {"body_sha256", r.body_sha256},
+              {"headers", headers.is_discarded() ? json(r.headers_json) : headers},
+              {"status", r.status},
+              {"received_at", r.received_at},
+              {"processed_at", or_null(r.processed_at)},
+              {"duplicates", r.duplicates},
+              {"last_duplicate_at", or_null(r.last_duplicate_at)}};
+}
+
+// Checks an operator-named endpoint against the config: a typo is an error, not an empty list.
+bool KnownEndpoint(const Config& c, const std::string& name) {
+  if (name.empty() || c.FindByName(name)) return true;
+  std::cerr << "hookbox: unknown endpoint \"" << name << "\" (not in " << c.path << ")\n";
+  return false;
+}
+
+std::optional<std::string> SinceBound(const std::string& since) {
+  if (since.empty()) return std::string();
+  auto now = std::chrono::system_clock::now();
+  if (auto age = ParseDuration(since); age.ok()) return FormatTime(now - *age);
+  std::string text = since.size() == 10 ? since + "T00:00:00Z" : since;
+  if (auto micros = ParseRfc3339Micros(text)) {
+    return FormatTime(TimePoint(std::chrono::microseconds(*micros)));
+  }
+  return std::nullopt;
+}
+
+struct ListArgs {
+  ListFilter filter;
+  bool json = false;
+};
+
+int InboxList(const std::string& path, ListArgs args) {
+  std::optional<Config> config = LoadOrReport(path);
+  if (!config) return kExitUsage;
+  if (!KnownEndpoint(*config, args.filter.endpoint)) return kExitUsage;
+  auto since = SinceBound(args.filter.since);
+  if (!since) {
+    std::cerr << "hookbox: --since takes an RFC 3339 time, a date or an age like 2h\n";
+    return kExitUsage;
+  }
+  args.filter.since = *since;
+  auto inbox = Open(*config, /*create=*/false);
+  if (!inbox.ok()) return ReportOpenFailure(inbox.status());
+  auto rows = (*inbox)->List(args.filter);
+  if (!rows.ok()) return ReportOpenFailure(rows.status());
+  if (args.json) {
+    json out = json::array();
+    for (const InboxRow& r : *rows) out.push_back(RowJson(r));
+    std::cout << Dump(out, 2) << "\n";
+    return kExitOk;
+  }
+  std::printf("%-24s  %-12s  %-40s  %-24s  %-9s  %s\n", "RECEIVED", "ENDPOINT", "EVENT ID",
+              "TYPE", "STATUS", "DUPS");
+  for (const InboxRow& r : *rows) {
+    std::printf("%-24s  %-12s  %-40s  %-24s  %-9s  %lld\n", r.received_at.c_str(),
+                r.endpoint.c_str(), r.event_id.c_str(), r.event_type.c_str(), r.status.c_str(),
+                static_cast<long long>(r.duplicates));
+  }
+  return kExitOk;
+}
+
+int InboxShow(const std::string& path, const std::string& endpoint, const std::string& id,
+              bool as_json) {
+  std::optional<Config> config = LoadOrReport(path);
+  if (!config) return kExitUsage;
+  if (!KnownEndpoint(*config, endpoint)) return kExitUsage;
+  auto inbox = Open(*config, /*create=*/false);
+  if (!inbox.ok()) return ReportOpenFailure(inbox.status());
+  auto detail = (*inbox)->Show(endpoint, id);
+  if (!detail.ok()) {
+    std::cerr << "hookbox: " << detail.status().ToString() << "\n";
+    return detail.status().code() == Status::Code::kNotFound ? kExitUsage : kExitDatabase;
+  }
+  json out = RowJson(detail->row);
+  out["body"] = detail->row.body;
+  out["jobs"] = json::array();
+  for (const JobRow& j : detail->jobs) {
+    json attempts = json::array();
+    for (const AttemptRow& a : j.attempt_rows) {
+      attempts.push_back({{"number", a.number}, {"started_at", a.started_at},
+                          {"finished_at", a.finished_at}, {"outcome", a.outcome},
+                          {"detail", a.detail}});
+    }
+    out["jobs"].push_back({{"id", j.id}, {"handler", j.handler}, {"status", j.status},
+                           {"next_attempt_at", j.next_attempt_at},
+                           {"lease_owner", j.lease_owner}, {"lease_until", j.lease_until},
+                           {"last_error", j.last_error}, {"attempts", attempts}});
+  }
+  if (as_json) {
+    std::cout << Dump(out, 2) << "\n";
+    return kExitOk;
+  }
+  json row = out;
+  row.erase("body");
+  row.erase("jobs");
+  row.erase("headers");
+  for (auto& [k, v] : row.items()) {
+    std::printf("%-18s %s\n", k.c_str(), v.is_string() ? v.get<std::string>().c_str()
+                                                        : Dump(v).c_str());
+  }
+  std::printf("%-18s %s\n", "headers", Dump(out["headers"]).c_str());
+  std::printf("%-18s %zu bytes\n", "body", detail->row.body.size());
+  for (const json& j : out["jobs"]) {
+    std::printf("job %-14s %s (%zu attempts)\n", j["handler"].get<std::string>().c_str(),
+                j["status"].get<std::string>().c_str(), j["attempts"].size());
+  }
+  std::printf("\n%s\n", detail->row.body.c_str());
+  return kExitOk;
+}
+
+int InboxClear(const std::string& path, const std::string& endpoint, const std::string& id) {
+  std::optional<Config> config = LoadOrReport(path);
+  if (!config) return kExitUsage;
+  if (!KnownEndpoint(*config, endpoint)) return kExitUsage;
+  auto inbox = Open(*config, /*create=*/false);
+  if (!inbox.ok()) return ReportOpenFailure(inbox.status());
+  Status s = (*inbox)->Clear(endpoint, id);
+  if (!s.ok()) {
+    std::cerr << "hookbox: " << s.ToString() << "\n";
+    return s.code() == Status::Code::kNotFound ? kExitUsage : kExitDatabase;
+  }
+  std::cout << "cleared " << endpoint << " " << id
+            << ": the next delivery of this event will be processed as new\n";
+  return kExitOk;
+}
+
+int Stats(const std::string& path, bool as_json) {
+  std::optional<Config> config = LoadOrReport(path);
+  if (!config) return kExitUsage;
+  auto inbox = Open(*config, /*create=*/false);
+  if (!inbox.ok()) return ReportOpenFailure(inbox.status());
+  auto stats = (*inbox)->Stats();
+  if (!stats.ok()) return ReportOpenFailure(stats.status());
+  if (as_json) {
+    json out = json::object();
+    for (const auto& [endpoint, by_status] : *stats) out[endpoint] = by_status;
+    std::cout << Dump(out, 2) << "\n";
+    return kExitOk;
+  }
+  std::printf("%-16s %-10s %s\n", "ENDPOINT", "STATUS", "COUNT");
+  for (const auto& [endpoint, by_status] : *stats) {
+    for (const auto& [status, count] : by_status) {
+      std::printf("%-16s %-10s %lld\n", endpoint.c_str(), status.c_str(),
+                  static_cast<long long>(count));
+    }
+  }
+  return kExitOk;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"hookbox: verify, store exactly once, and handle webhook deliveries"};
+  app.require_subcommand(1);
+  std::string config_path = DefaultConfigPath();
+  auto add_config = [&](CLI::App* cmd) {
+    cmd->add_option("-c,--config", config_path, "config file ($HOOKBOX_CONFIG, else "
+                                                "/etc/hookbox/config.yaml)");
+  };
+  int rc = kExitOk;
+
+  auto* serve = app.add_subcommand("serve", "run the daemon");
+  add_config(serve);
+  serve->callback([&] { rc = Serve(config_path); });
+
+  auto* check = app.add_subcommand("check-config", "report every problem of the config file");
+  add_config(check);
+  check->callback([&] { rc = CheckConfig(config_path); });
+
+  auto* migrate = app.add_subcommand("migrate", "create or update the inbox schema");
+  add_config(migrate);
+  migrate->callback([&] { rc = Migrate(config_path); });
+
+  auto* inbox = app.add_subcommand("inbox", "look after inbox rows");
+  inbox->require_subcommand(1);
+  ListArgs list_args;
+  auto* list = inbox->add_subcommand("list", "list rows, newest first");
+  add_config(list);
+  list->add_option("--endpoint", list_args.filter.endpoint, "only this endpoint");
+  list->add_option("--status", list_args.filter.status, "only this status")
+      ->check(CLI::IsMember({"pending", "processing", "processed", "stale", "dead", "ignored"}));
+  list->add_option("--since", list_args.filter.since,
+                   "received at or after: RFC 3339 time, date, or age (2h, 7d)");
+  list->add_option("--limit", list_args.filter.limit, "at most N rows (default 100)")
+      ->check(CLI::Range(1, 1000000));
+  list->add_flag("--json", list_args.json, "JSON array for scripts");
+  list->callback([&] { rc = InboxList(config_path, list_args); });
+
+  std::string endpoint, event_id;
+  bool show_json = false;
+  auto* show = inbox->add_subcommand("show", "one row with its jobs and attempts");
+  add_config(show);
+  show->add_option("ENDPOINT", endpoint)->required();
+  show->add_option("EVENT_ID", event_id)->required();
+  show->add_flag("--json", show_json, "JSON object for scripts");
+  show->callback([&] { rc = InboxShow(config_path, endpoint, event_id, show_json); });
+
+  auto* clear = inbox->add_subcommand("clear", "forget a row: the next delivery runs anew");
+  add_config(clear);
+  clear->add_option("ENDPOINT", endpoint)->required();
+  clear->add_option("EVENT_ID", event_id)->required();
+  clear->callback([&] { rc = InboxClear(config_path, endpoint, event_id); });
+
+  bool stats_json = false;
+  auto* stats = app.add_subcommand("stats", "counts by endpoint and status");
+  add_config(stats);
+  stats->add_flag("--json", stats_json, "JSON object for scripts");
+  stats->callback([&] { rc = Stats(config_path, stats_json); });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  return rc;
+}
+
+}  // namespace
+}  // namespace hookbox
+
+int main(int argc, char** argv) { return hookbox::Main(argc, argv); }

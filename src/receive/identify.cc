@@ -1,0 +1,173 @@
+// Event identity from headers and body (see identify.h).
+#include "receive/identify.h"
+
+#include <simdjson.h>
+
+#include <charconv>
+
+#include "ops/clock.h"
+#include "verify/crypto.h"
+
+namespace hookbox {
+namespace {
+
+FieldRef Header(const char* name) { return {FieldRef::From::kHeader, name}; }
+FieldRef Body(const char* pointer) { return {FieldRef::From::kBody, pointer}; }
+
+std::string Describe(const FieldRef& ref) {
+  return (ref.from == FieldRef::From::kHeader ? "header:" : "body:") + ref.name;
+}
+
+// The body parsed at most once per delivery, and only if some field needs it.
+class BodyReader {
+ public:
+  explicit BodyReader(std::string_view body) : body_(body) {}
+
+  std::optional<std::string> Field(const std::string& pointer) {
+    if (!parsed_) {
+      parsed_ = true;
+      padded_ = simdjson::padded_string(body_);
+      ok_ = Parser().iterate(padded_).get(doc_) == simdjson::SUCCESS;
+    }
+    if (!ok_) return std::nullopt;
+    simdjson::ondemand::value v;
+    if (doc_.at_pointer(pointer).get(v) != simdjson::SUCCESS) return std::nullopt;
+    simdjson::ondemand::json_type type;
+    if (v.type().get(type) != simdjson::SUCCESS) return std::nullopt;
+    if (type == simdjson::ondemand::json_type::string) {
+      std::string_view s;
+      if (v.get_string().get(s) != simdjson::SUCCESS) return std::nullopt;
+      return std::string(s);
+    }
+    if (type == simdjson::ondemand::json_type::number) {
+      std::string_view raw = v.raw_json_token();
+      while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\n' || raw.back() == '\r' ||
+                              raw.back() == '\t')) {
+        raw.remove_suffix(1);
+      }
+      return std::string(raw);
+    }
+    return std::nullopt;
+  }
+
+ private:
+  // One parser per thread: parsers are reusable but not shareable.
+  static simdjson::ondemand::parser& Parser() {
+    thread_local simdjson::ondemand::parser parser;
+    return parser;
+  }
+
+  std::string_view body_;
+  bool parsed_ = false;
+  bool ok_ = false;
+  simdjson::padded_string padded_;
+  simdjson::ondemand::document doc_;
+};
+
+std::optional<std::string> Read(const FieldRef& ref, const Headers& headers, BodyReader& body) {
+  if (ref.from == FieldRef::From::kHeader) {
+    auto v = HeaderValue(headers, ref.name);
+    if (!v) return std::nullopt;
+    return std::string(*v);
+  }
+  if (ref.from == FieldRef::From::kBody) return body.Field(ref.name);
+  return std::nullopt;
+}
+
+Status CheckField(const char* what, const std::string& value) {
+  if (value.size() > kMaxIdentityField) {
+    return Status::InvalidArgument(std::string(what) + " is longer than " +
+                                   std::to_string(kMaxIdentityField) + " bytes");
+  }
+  for (unsigned char c : value) {
+    if (c < 0x20 || c == 0x7f) {
+      return Status::InvalidArgument(std::string(what) + " contains control characters");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::vector<FieldRef> DefaultIdSources(Provider provider) {
+  switch (provider) {
+    case Provider::kStripe: return {Body("/id")};
+    case Provider::kGithub: return {Header("X-GitHub-Delivery")};
+    case Provider::kStandard: return {Header("webhook-id"), Header("svix-id")};
+    case Provider::kShopify: return {Header("X-Shopify-Event-Id"), Header("X-Shopify-Webhook-Id")};
+    case Provider::kSlack: return {Body("/event_id")};
+    case Provider::kGitlab: return {Header("Idempotency-Key"), Header("X-Gitlab-Event-UUID")};
+    case Provider::kHmac:
+    case Provider::kNone: return {};
+  }
+  return {};
+}
+
+FieldRef DefaultTypeSource(Provider provider) {
+  switch (provider) {
+    case Provider::kStripe: return Body("/type");
+    case Provider::kGithub: return Header("X-GitHub-Event");
+    case Provider::kStandard: return Body("/type");
+    case Provider::kShopify: return Header("X-Shopify-Topic");
+    case Provider::kSlack: return Body("/event/type");
+    case Provider::kGitlab: return Header("X-Gitlab-Event");
+    case Provider::kHmac:
+    case Provider::kNone: return {};
+  }
+  return {};
+}
+
+std::optional<int64_t> SequenceKey(std::string_view value) {
+  int64_t n = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (ec == std::errc() && end == value.data() + value.size() && !value.empty()) return n;
+  return ParseRfc3339Micros(value);
+}
+
+std::optional<std::string> BodyField(std::string_view body, const std::string& pointer) {
+  BodyReader reader(body);
+  return reader.Field(pointer);
+}
+
+StatusOr<Identity> Identify(const Endpoint& endpoint, const Headers& headers,
+                            std::string_view body) {
+  BodyReader reader(body);
+  Identity id;
+  id.body_sha256 = Sha256Hex(body);
+
+  std::vector<FieldRef> id_sources =
+      endpoint.event_id.empty() ? DefaultIdSources(endpoint.provider)
+                                : std::vector<FieldRef>{endpoint.event_id};
+  for (const FieldRef& ref : id_sources) {
+    auto v = Read(ref, headers, reader);
+    if (v && !v->empty()) {
+      id.event_id = std::move(*v);
+      id.id_source = Describe(ref);
+      break;
+    }
+  }
+  if (id.event_id.empty()) {
+    id.event_id = "sha256:" + id.body_sha256;
+    id.id_source = "sha256";
+  }
+
+  FieldRef type_ref =
+      endpoint.event_type.empty() ? DefaultTypeSource(endpoint.provider) : endpoint.event_type;
+  id.event_type = Read(type_ref, headers, reader).value_or("");
+
+  if (!endpoint.resource.empty() && !endpoint.sequence.empty()) {
+    id.resource_id = Read(endpoint.resource, headers, reader).value_or("");
+    id.sequence = Read(endpoint.sequence, headers, reader).value_or("");
+    if (!id.resource_id.empty() && !id.sequence.empty()) id.sequence_key = SequenceKey(id.sequence);
+  }
+
+  for (auto [what, value] : {std::pair{"event id", &id.event_id},
+                             std::pair{"event type", &id.event_type},
+                             std::pair{"resource id", &id.resource_id},
+                             std::pair{"sequence", &id.sequence}}) {
+    if (Status s = CheckField(what, *value); !s.ok()) return s;
+  }
+  return id;
+}
+
+}  // namespace hookbox

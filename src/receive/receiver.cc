@@ -1,0 +1,165 @@
+// The receive pipeline (see receiver.h). The mapping from a Status to an HTTP answer lives
+// here and nowhere else.
+#include "receive/receiver.h"
+
+#include <fnmatch.h>
+
+#include <nlohmann/json.hpp>
+
+#include "ops/log.h"
+#include "receive/identify.h"
+#include "verify/verify.h"
+
+namespace hookbox {
+namespace {
+
+using nlohmann::json;
+
+std::string Dump(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+Answer Error(int status, const std::string& message) {
+  return Answer{status, Dump(json{{"error", message}}), {}};
+}
+
+// The one place a Status becomes an HTTP status.
+int HttpStatusFor(const Status& s) {
+  switch (s.code()) {
+    case Status::Code::kOk: return 200;
+    case Status::Code::kInvalidArgument: return 400;
+    case Status::Code::kNotFound: return 404;
+    case Status::Code::kUnauthenticated: return 401;
+    case Status::Code::kConflict: return 422;
+    case Status::Code::kUnavailable: return 503;
+    case Status::Code::kInternal: return 500;
+  }
+  return 500;
+}
+
+bool IsCredentialHeader(std::string_view name) {
+  static const Headers kCredentials = {{"Authorization", ""},  {"Proxy-Authorization", ""},
+                                       {"Cookie", ""},         {"X-Gitlab-Token", ""},
+                                       {"X-Api-Key", ""}};
+  return kCredentials.count(name) > 0;
+}
+
+}  // namespace
+
+Receiver::Receiver(std::shared_ptr<const Config> config, Inbox& inbox, const Clock& clock)
+    : config_(std::move(config)), inbox_(inbox), clock_(clock) {}
+
+std::vector<std::string> MatchHandlers(const Endpoint& endpoint, const std::string& event_type) {
+  std::vector<std::string> names;
+  for (const Route& route : endpoint.routes) {
+    bool match = false;
+    for (const std::string& glob : route.events) {
+      if (fnmatch(glob.c_str(), event_type.c_str(), 0) == 0) {
+        match = true;
+        break;
+      }
+    }
+    if (!match) continue;
+    for (const HandlerSpec& h : route.handlers) {
+      if (std::find(names.begin(), names.end(), h.name) == names.end()) names.push_back(h.name);
+    }
+  }
+  return names;
+}
+
+std::string StoredHeadersJson(const Headers& headers) {
+  json j = json::object();
+  for (const auto& [name, value] : headers) {
+    if (IsCredentialHeader(name)) continue;
+    auto it = j.find(name);
+    if (it == j.end()) j[name] = value;
+    else *it = it->get<std::string>() + ", " + value;
+  }
+  return Dump(j);
+}
+
+Answer Receiver::Receive(const Delivery& d) const {
+  const auto started = std::chrono::steady_clock::now();
+  const std::shared_ptr<const Config> config = config_.load();
+  json log = {{"msg", "delivery"}, {"remote", d.remote}, {"path", d.path}};
+  auto finish = [&](Answer answer, const char* outcome) {
+    log["outcome"] = outcome;
+    log["status"] = answer.status;
+    log["latency_ms"] = std::chrono::duration<double, std::milli>(
+                            std::chrono::steady_clock::now() - started).count();
+    if (answer.status >= 500) LogError(std::move(log));
+    else if (answer.status >= 400) LogWarn(std::move(log));
+    else LogInfo(std::move(log));
+    return answer;
+  };
+
+  // 1. route
+  const Endpoint* ep = config->FindByPath(d.path);
+  if (!ep) return finish(Error(404, "no endpoint at this path"), "not_found");
+  log["endpoint"] = ep->name;
+  if (d.method != "POST") {
+    Answer a = Error(405, "only POST is accepted here");
+    a.headers.emplace("Allow", "POST");
+    return finish(std::move(a), "method_not_allowed");
+  }
+  if (d.body.size() > config->limits.max_body) {
+    return finish(Error(413, "body larger than limits.max_body"), "too_large");
+  }
+
+  // 2. verify: before anything reads the body or the inbox.
+  if (Status s = Verify(*ep, d.headers, d.body, clock_.Now()); !s.ok()) {
+    log["reason"] = s.what();
+    return finish(Error(401, s.what()), "unauthenticated");
+  }
+
+  // Slack proves an endpoint with a one-off challenge that is not an event.
+  if (ep->provider == Provider::kSlack &&
+      BodyField(d.body, "/type").value_or("") == "url_verification") {
+    json answer = {{"challenge", BodyField(d.body, "/challenge").value_or("")}};
+    return finish(Answer{200, Dump(answer), {}}, "challenge");
+  }
+
+  // 3. identify
+  StatusOr<Identity> id = Identify(*ep, d.headers, d.body);
+  if (!id.ok()) return finish(Error(HttpStatusFor(id.status()), id.status().what()), "bad_identity");
+  log["event_id"] = id->event_id;
+  if (!id->event_type.empty()) log["event_type"] = id->event_type;
+  if (!id->resource_id.empty() && !id->sequence.empty() && !id->sequence_key) {
+    log["warning"] = "sequence is neither an integer nor an RFC 3339 time: not ordered";
+  }
+
+  // 4. accept
+  Event e;
+  e.endpoint = ep->name;
+  e.event_id = id->event_id;
+  e.id_source = std::move(id->id_source);
+  e.event_type = id->event_type;
+  e.resource_id = std::move(id->resource_id);
+  e.sequence = std::move(id->sequence);
+  e.sequence_key = id->sequence_key;
+  e.body_sha256 = std::move(id->body_sha256);
+  e.headers_json = StoredHeadersJson(d.headers);
+  e.body = d.body;
+  e.handlers = MatchHandlers(*ep, e.event_type);
+  e.strict_body = ep->strict_body;
+  e.received_at = clock_.Now();
+  StatusOr<AcceptResult> result = inbox_.Accept(e);
+  if (!result.ok()) {
+    const Status& s = result.status();
+    if (s.code() == Status::Code::kConflict) log["body_changed"] = true;
+    else log["error"] = s.ToString();
+    return finish(Error(HttpStatusFor(s), s.what()), s.code() == Status::Code::kConflict
+                                                         ? "body_conflict"
+                                                         : "storage_error");
+  }
+
+  // 5. answer
+  const char* verdict = VerdictName(result->verdict);
+  if (result->body_changed) log["body_changed"] = true;
+  // ordered_json: "status" first, as producers' logs and DESIGN.md show it.
+  nlohmann::ordered_json answer = {{"status", verdict}, {"event_id", id->event_id}};
+  return finish(Answer{200, answer.dump(-1, ' ', false, json::error_handler_t::replace), {}},
+                verdict);
+}
+
+}  // namespace hookbox

@@ -1,0 +1,137 @@
+// The cryptographic building blocks every provider shares: HMAC and SHA-256 from OpenSSL,
+// strict hex and base64 codecs, and the constant-time comparison. The codecs reject anything
+// a producer would not send (odd-length hex, stray whitespace, bad padding, non-canonical
+// base64), so a signature has exactly one accepted spelling.
+#include "verify/crypto.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+namespace hookbox {
+namespace {
+
+const EVP_MD* Digest(HashAlgorithm algorithm) {
+  switch (algorithm) {
+    case HashAlgorithm::kSha1:
+      return EVP_sha1();
+    case HashAlgorithm::kSha256:
+      return EVP_sha256();
+    case HashAlgorithm::kSha512:
+      return EVP_sha512();
+  }
+  return EVP_sha256();
+}
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+bool IsBase64Char(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+         c == '/';
+}
+
+}  // namespace
+
+std::optional<HashAlgorithm> ParseHashAlgorithm(std::string_view name) {
+  if (name == "sha1") return HashAlgorithm::kSha1;
+  if (name == "sha256") return HashAlgorithm::kSha256;
+  if (name == "sha512") return HashAlgorithm::kSha512;
+  return std::nullopt;
+}
+
+size_t DigestSize(HashAlgorithm algorithm) {
+  return static_cast<size_t>(EVP_MD_get_size(Digest(algorithm)));
+}
+
+std::string Hmac(HashAlgorithm algorithm, std::string_view key, std::string_view message) {
+  // OpenSSL wants a non-null key pointer even for an empty key.
+  static const unsigned char kEmpty = 0;
+  const void* key_data = key.empty() ? &kEmpty : static_cast<const void*>(key.data());
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int mac_len = 0;
+  if (HMAC(Digest(algorithm), key_data, static_cast<int>(key.size()),
+           reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac,
+           &mac_len) == nullptr) {
+    return {};  // cannot happen with these digests; an empty MAC never compares equal
+  }
+  return std::string(reinterpret_cast<const char*>(mac), mac_len);
+}
+
+std::string Sha256(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int digest_len = 0;
+  if (EVP_Digest(data.data(), data.size(), digest, &digest_len, EVP_sha256(), nullptr) != 1) {
+    return {};
+  }
+  return std::string(reinterpret_cast<const char*>(digest), digest_len);
+}
+
+std::string Sha256Hex(std::string_view data) { return HexEncode(Sha256(data)); }
+
+std::string HexEncode(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char b : bytes) {
+    out.push_back(kDigits[b >> 4]);
+    out.push_back(kDigits[b & 0x0f]);
+  }
+  return out;
+}
+
+std::optional<std::string> HexDecode(std::string_view hex) {
+  if (hex.size() % 2 != 0) return std::nullopt;
+  std::string out;
+  out.reserve(hex.size() / 2);
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    int hi = HexValue(hex[i]);
+    int lo = HexValue(hex[i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out.push_back(static_cast<char>((hi << 4) | lo));
+  }
+  return out;
+}
+
+std::string Base64Encode(std::string_view bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3), '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(bytes.data()),
+                          static_cast<int>(bytes.size()));
+  out.resize(n < 0 ? 0 : static_cast<size_t>(n));
+  return out;
+}
+
+std::optional<std::string> Base64Decode(std::string_view text) {
+  // EVP_DecodeBlock skips surrounding whitespace, accepts '=' anywhere it likes and counts
+  // padding as zero bytes, so the input is checked here first: whole quanta of the standard
+  // alphabet, with at most two '=' and only at the very end.
+  if (text.size() % 4 != 0) return std::nullopt;
+  size_t padding = 0;
+  if (!text.empty() && text.back() == '=') padding = text[text.size() - 2] == '=' ? 2 : 1;
+  for (size_t i = 0; i < text.size() - padding; ++i) {
+    if (!IsBase64Char(text[i])) return std::nullopt;
+  }
+  if (text.empty()) return std::string();
+  std::string out(3 * text.size() / 4, '\0');
+  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(text.data()),
+                          static_cast<int>(text.size()));
+  if (n < 0 || static_cast<size_t>(n) != out.size()) return std::nullopt;
+  out.resize(out.size() - padding);
+  // Unused bits under the padding must be zero ("QR==" is not another spelling of "QQ==").
+  if (Base64Encode(out) != text) return std::nullopt;
+  return out;
+}
+
+bool ConstantTimeEqual(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  if (a.empty()) return true;
+  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+}  // namespace hookbox

@@ -1,0 +1,34 @@
+// The shared cryptographic pieces of verification, all on OpenSSL: HMAC, SHA-256, hex and
+// base64, and the constant-time comparison every provider uses. Thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace hookbox {
+
+enum class HashAlgorithm { kSha1, kSha256, kSha512 };
+
+// "sha1" | "sha256" | "sha512" (the generic hmac provider's `algorithm`); nullopt otherwise.
+std::optional<HashAlgorithm> ParseHashAlgorithm(std::string_view name);
+// Bytes in a digest (and so in an HMAC) of `algorithm`: 20, 32, 64.
+size_t DigestSize(HashAlgorithm algorithm);
+
+// Raw MAC bytes of HMAC(key, message).
+std::string Hmac(HashAlgorithm algorithm, std::string_view key, std::string_view message);
+// Raw SHA-256 digest, and its lowercase hex form.
+std::string Sha256(std::string_view data);
+std::string Sha256Hex(std::string_view data);
+
+std::string HexEncode(std::string_view bytes);  // lowercase
+std::optional<std::string> HexDecode(std::string_view hex);  // either case; nullopt if bad
+std::string Base64Encode(std::string_view bytes);  // standard alphabet, padded
+std::optional<std::string> Base64Decode(std::string_view text);  // nullopt if bad
+
+// True when a and b are byte-for-byte equal. Length is checked first (lengths of MACs are
+// public); the bytes are compared with CRYPTO_memcmp so timing does not leak where they differ.
+bool ConstantTimeEqual(std::string_view a, std::string_view b);
+
+}  // namespace hookbox

@@ -1,0 +1,95 @@
+// The shape every provider fills in, and the helpers they share. Internal to src/verify/:
+// verify.cc picks a Scheme by endpoint.provider, asks it to parse the delivery's headers
+// into a Claim once, then checks the Claim against each secret in turn (rotation).
+// Splitting parse from check keeps the secret loop and the constant-time comparison in one
+// place, and lets every failure reason except "mismatch" be decided before any secret is
+// touched.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "verify/crypto.h"
+#include "verify/verify.h"
+
+namespace hookbox::verify_internal {
+
+// What a delivery's headers claim: the producer MACed `message` with `algorithm` and sent
+// `macs` (decoded raw bytes; any one matching is enough, as when a producer signs with
+// old and new secret during its own rotation).
+struct Claim {
+  HashAlgorithm algorithm = HashAlgorithm::kSha256;
+  std::string message;
+  std::vector<std::string> macs;
+};
+
+struct Scheme {
+  // The Claim in the headers, or Unauthenticated(kMissing | kMalformed | kTimestamp).
+  StatusOr<Claim> (*parse)(const Endpoint& endpoint, const Headers& headers, std::string_view body,
+                           TimePoint now);
+  // The MAC a producer holding `secret` sends for the claim's message; nullopt when the
+  // secret cannot produce one (e.g. a standard secret that is not base64).
+  std::optional<std::string> (*expected_mac)(const Endpoint& endpoint, const Claim& claim,
+                                             const Secret& secret);
+  // See hookbox::Sign in verify.h.
+  Headers (*sign)(const Endpoint& endpoint, const Secret& secret, std::string_view body,
+                  TimePoint now, std::string_view event_id, std::string_view event_type);
+};
+
+extern const Scheme kStripe;
+extern const Scheme kGithub;
+extern const Scheme kStandard;
+extern const Scheme kShopify;
+extern const Scheme kSlack;
+extern const Scheme kGitlab;
+extern const Scheme kHmac;
+
+// Limits on what a signature header may carry; past them the header is malformed. They
+// bound the work an unauthenticated request can cause.
+inline constexpr size_t kMaxHeaderBytes = 8192;
+inline constexpr size_t kMaxMacs = 16;
+
+// expected_mac for the common case: HMAC keyed with the secret string as-is.
+std::optional<std::string> HmacWithSecret(const Endpoint& endpoint, const Claim& claim,
+                                          const Secret& secret);
+
+// Shorthand for Status::Unauthenticated(why, endpoint.name).
+Status Fail(const Endpoint& endpoint, const char* why);
+
+// The single value of a header that must be there: kMissing when absent or empty,
+// kMalformed when repeated (two values are ambiguous) or longer than kMaxHeaderBytes.
+StatusOr<std::string_view> RequiredHeader(const Endpoint& endpoint, const Headers& headers,
+                                          std::string_view name);
+
+enum class Encoding { kHex, kBase64 };
+// "hex" | "base64" (the generic hmac provider's `encoding`); nullopt otherwise.
+std::optional<Encoding> ParseEncoding(std::string_view name);
+std::string EncodeMac(Encoding encoding, std::string_view mac);
+// Decodes one MAC, which must be exactly DigestSize(algorithm) bytes; kMalformed otherwise.
+StatusOr<std::string> DecodeMac(const Endpoint& endpoint, std::string_view text, Encoding encoding,
+                                HashAlgorithm algorithm);
+
+// The claim of a scheme that sends a single MAC of `message` in header `name`, written as
+// `prefix` + encoded MAC (github, shopify, slack, generic hmac). kMissing / kMalformed as
+// RequiredHeader and DecodeMac say; a value without the prefix is malformed.
+StatusOr<Claim> SingleMacClaim(const Endpoint& endpoint, const Headers& headers,
+                               std::string_view name, std::string_view prefix, Encoding encoding,
+                               HashAlgorithm algorithm, std::string message);
+
+// A Unix timestamp in seconds, digits only (at most 15 of them): kMalformed otherwise;
+// kTimestamp when it is more than endpoint.tolerance away from `now`, either direction.
+StatusOr<int64_t> CheckTimestamp(const Endpoint& endpoint, std::string_view text, TimePoint now);
+
+// `now` as whole Unix seconds, the way producers stamp their signatures.
+int64_t UnixSeconds(TimePoint now);
+
+// Sign() helper: adds the header unless `value` is empty.
+void AddIfNotEmpty(Headers& headers, std::string_view name, std::string_view value);
+
+// Splits on every `sep`; "a,,b" gives an empty middle piece, "" gives one empty piece.
+std::vector<std::string_view> Split(std::string_view text, char sep);
+
+}  // namespace hookbox::verify_internal

@@ -1,0 +1,89 @@
+// Standard Webhooks (and Svix, the same scheme under `svix-*` header names):
+// `webhook-id`, `webhook-timestamp`, and `webhook-signature: v1,<base64> [v1,<base64> ...]`,
+// HMAC-SHA256 of "<id>.<ts>.<body>". Unlike Stripe the key is not the secret string but
+// the bytes it encodes: base64 after a `whsec_` prefix. Entries of other versions (v1a is
+// an asymmetric signature) are ignored; the timestamp must be within tolerance.
+#include <openssl/rand.h>
+
+#include <string>
+
+#include "verify/providers.h"
+
+namespace hookbox::verify_internal {
+namespace {
+
+// The HMAC key a secret stands for; nullopt when it is not base64 (it then never verifies).
+std::optional<std::string> KeyOf(const Secret& secret) {
+  std::string_view text = secret.value;
+  if (text.starts_with("whsec_")) text.remove_prefix(6);
+  std::optional<std::string> key = Base64Decode(text);
+  if (!key || key->empty()) return std::nullopt;
+  return key;
+}
+
+std::optional<std::string> ExpectedMac(const Endpoint& endpoint, const Claim& claim,
+                                       const Secret& secret) {
+  std::optional<std::string> key = KeyOf(secret);
+  if (!key) return std::nullopt;
+  return Hmac(claim.algorithm, *key, claim.message);
+}
+
+StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::string_view body,
+                      TimePoint now) {
+  // The family is chosen by the signature header, and all three must come from it.
+  std::string prefix = HeaderValue(headers, "webhook-signature") ? "webhook-"
+                       : HeaderValue(headers, "svix-signature")  ? "svix-"
+                                                                 : "webhook-";
+  StatusOr<std::string_view> signature = RequiredHeader(endpoint, headers, prefix + "signature");
+  if (!signature.ok()) return signature.status();
+  StatusOr<std::string_view> id = RequiredHeader(endpoint, headers, prefix + "id");
+  if (!id.ok()) return id.status();
+  StatusOr<std::string_view> timestamp = RequiredHeader(endpoint, headers, prefix + "timestamp");
+  if (!timestamp.ok()) return timestamp.status();
+
+  Claim claim;
+  for (std::string_view entry : Split(*signature, ' ')) {
+    size_t comma = entry.find(',');
+    if (comma == std::string_view::npos) return Fail(endpoint, reason::kMalformed);
+    if (entry.substr(0, comma) != "v1") continue;
+    if (claim.macs.size() == kMaxMacs) return Fail(endpoint, reason::kMalformed);
+    StatusOr<std::string> mac =
+        DecodeMac(endpoint, entry.substr(comma + 1), Encoding::kBase64, claim.algorithm);
+    if (!mac.ok()) return mac.status();
+    claim.macs.push_back(std::move(*mac));
+  }
+  if (claim.macs.empty()) return Fail(endpoint, reason::kMalformed);
+  StatusOr<int64_t> checked = CheckTimestamp(endpoint, *timestamp, now);
+  if (!checked.ok()) return checked.status();
+  claim.message = std::string(*id) + "." + std::string(*timestamp) + "." + std::string(body);
+  return claim;
+}
+
+// A fresh message id for deliveries that bring none: "msg_" and 24 random hex digits.
+std::string NewMessageId() {
+  unsigned char bytes[12] = {};
+  RAND_bytes(bytes, sizeof(bytes));
+  return "msg_" + HexEncode(std::string_view(reinterpret_cast<const char*>(bytes), sizeof(bytes)));
+}
+
+Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view body, TimePoint now,
+             std::string_view event_id, std::string_view event_type) {
+  std::string id = event_id.empty() ? NewMessageId() : std::string(event_id);
+  std::string ts = std::to_string(UnixSeconds(now));
+  Headers headers;
+  headers.emplace("webhook-id", id);
+  headers.emplace("webhook-timestamp", ts);
+  // A secret that is not base64 cannot sign: the delivery goes out unsigned and the
+  // receiver answers "missing signature", which names the problem.
+  if (std::optional<std::string> key = KeyOf(secret)) {
+    std::string mac = Hmac(HashAlgorithm::kSha256, *key, id + "." + ts + "." + std::string(body));
+    headers.emplace("webhook-signature", "v1," + Base64Encode(mac));
+  }
+  return headers;
+}
+
+}  // namespace
+
+const Scheme kStandard = {&Parse, &ExpectedMac, &Sign};
+
+}  // namespace hookbox::verify_internal

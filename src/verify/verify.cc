@@ -1,0 +1,164 @@
+// The entry points of verification: Verify picks the endpoint's provider scheme, has it
+// parse the delivery's headers once, then tries each configured secret (rotation: one match
+// is enough), comparing every MAC in constant time. Also the small helpers all schemes
+// share — required headers, MAC decoding, strict timestamps — so each provider file holds
+// only what is particular to its producer.
+#include "verify/verify.h"
+
+#include <charconv>
+#include <utility>
+
+#include "verify/crypto.h"
+#include "verify/providers.h"
+
+namespace hookbox {
+namespace verify_internal {
+
+std::optional<std::string> HmacWithSecret(const Endpoint& endpoint, const Claim& claim,
+                                          const Secret& secret) {
+  return Hmac(claim.algorithm, secret.value, claim.message);
+}
+
+Status Fail(const Endpoint& endpoint, const char* why) {
+  return Status::Unauthenticated(why, endpoint.name);
+}
+
+StatusOr<std::string_view> RequiredHeader(const Endpoint& endpoint, const Headers& headers,
+                                          std::string_view name) {
+  std::optional<std::string_view> value = HeaderValue(headers, name);
+  if (!value || value->empty()) return Fail(endpoint, reason::kMissing);
+  if (HeaderCount(headers, name) > 1 || value->size() > kMaxHeaderBytes) {
+    return Fail(endpoint, reason::kMalformed);
+  }
+  return *value;
+}
+
+std::optional<Encoding> ParseEncoding(std::string_view name) {
+  if (name == "hex") return Encoding::kHex;
+  if (name == "base64") return Encoding::kBase64;
+  return std::nullopt;
+}
+
+std::string EncodeMac(Encoding encoding, std::string_view mac) {
+  return encoding == Encoding::kHex ? HexEncode(mac) : Base64Encode(mac);
+}
+
+StatusOr<std::string> DecodeMac(const Endpoint& endpoint, std::string_view text, Encoding encoding,
+                                HashAlgorithm algorithm) {
+  std::optional<std::string> mac =
+      encoding == Encoding::kHex ? HexDecode(text) : Base64Decode(text);
+  if (!mac || mac->size() != DigestSize(algorithm)) return Fail(endpoint, reason::kMalformed);
+  return std::move(*mac);
+}
+
+StatusOr<Claim> SingleMacClaim(const Endpoint& endpoint, const Headers& headers,
+                               std::string_view name, std::string_view prefix, Encoding encoding,
+                               HashAlgorithm algorithm, std::string message) {
+  StatusOr<std::string_view> header = RequiredHeader(endpoint, headers, name);
+  if (!header.ok()) return header.status();
+  if (!header->starts_with(prefix)) return Fail(endpoint, reason::kMalformed);
+  StatusOr<std::string> mac =
+      DecodeMac(endpoint, header->substr(prefix.size()), encoding, algorithm);
+  if (!mac.ok()) return mac.status();
+  Claim claim;
+  claim.algorithm = algorithm;
+  claim.message = std::move(message);
+  claim.macs.push_back(std::move(*mac));
+  return claim;
+}
+
+int64_t UnixSeconds(TimePoint now) {
+  return std::chrono::floor<std::chrono::seconds>(now.time_since_epoch()).count();
+}
+
+StatusOr<int64_t> CheckTimestamp(const Endpoint& endpoint, std::string_view text, TimePoint now) {
+  // 15 digits is tens of millions of years: no overflow below, and no sign, space or '+'
+  // gets through (from_chars alone would accept a leading '-').
+  if (text.empty() || text.size() > 15) return Fail(endpoint, reason::kMalformed);
+  for (char c : text) {
+    if (c < '0' || c > '9') return Fail(endpoint, reason::kMalformed);
+  }
+  int64_t ts = 0;
+  std::from_chars(text.data(), text.data() + text.size(), ts);
+  int64_t skew = UnixSeconds(now) - ts;
+  if (skew < 0) skew = -skew;
+  int64_t tolerance = std::chrono::duration_cast<std::chrono::seconds>(endpoint.tolerance).count();
+  if (skew > tolerance) return Fail(endpoint, reason::kTimestamp);
+  return ts;
+}
+
+void AddIfNotEmpty(Headers& headers, std::string_view name, std::string_view value) {
+  if (!value.empty()) headers.emplace(std::string(name), std::string(value));
+}
+
+std::vector<std::string_view> Split(std::string_view text, char sep) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  while (true) {
+    size_t end = text.find(sep, start);
+    if (end == std::string_view::npos) {
+      parts.push_back(text.substr(start));
+      return parts;
+    }
+    parts.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+}
+
+}  // namespace verify_internal
+
+namespace {
+
+using verify_internal::Scheme;
+
+const Scheme* SchemeFor(Provider provider) {
+  switch (provider) {
+    case Provider::kStripe:
+      return &verify_internal::kStripe;
+    case Provider::kGithub:
+      return &verify_internal::kGithub;
+    case Provider::kStandard:
+      return &verify_internal::kStandard;
+    case Provider::kShopify:
+      return &verify_internal::kShopify;
+    case Provider::kSlack:
+      return &verify_internal::kSlack;
+    case Provider::kGitlab:
+      return &verify_internal::kGitlab;
+    case Provider::kHmac:
+      return &verify_internal::kHmac;
+    case Provider::kNone:
+      return nullptr;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Status Verify(const Endpoint& endpoint, const Headers& headers, std::string_view body,
+              TimePoint now) {
+  const Scheme* scheme = SchemeFor(endpoint.provider);
+  if (scheme == nullptr) return Status::Ok();
+  StatusOr<verify_internal::Claim> claim = scheme->parse(endpoint, headers, body, now);
+  if (!claim.ok()) return claim.status();
+  // Every secret and every offered MAC is compared, with no early exit, so the time taken
+  // does not say which secret (or which of several signatures) matched.
+  bool matched = false;
+  for (const Secret& secret : endpoint.secrets) {
+    if (secret.value.empty()) continue;  // config refuses these; never let one sign
+    std::optional<std::string> expected = scheme->expected_mac(endpoint, *claim, secret);
+    if (!expected) continue;
+    for (const std::string& mac : claim->macs) matched |= ConstantTimeEqual(*expected, mac);
+  }
+  if (!matched) return verify_internal::Fail(endpoint, reason::kMismatch);
+  return Status::Ok();
+}
+
+Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view body, TimePoint now,
+             std::string_view event_id, std::string_view event_type) {
+  const Scheme* scheme = SchemeFor(endpoint.provider);
+  if (scheme == nullptr) return {};
+  return scheme->sign(endpoint, secret, body, now, event_id, event_type);
+}
+
+}  // namespace hookbox

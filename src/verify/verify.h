@@ -1,0 +1,44 @@
+// Signature verification: proves a delivery came from the producer before anything else
+// looks at it. One file per provider (stripe.cc, github.cc, ...), all over the raw body
+// bytes, all comparing MACs in constant time (crypto.h). Verification knows no storage and
+// no network: it sees headers, body bytes, the endpoint's secrets and the time.
+//
+// Sign() is the producer's side of the same scheme, for `hookbox send` and for tests.
+// Thread-safe: everything here is a pure function of its arguments.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include "base/headers.h"
+#include "base/status.h"
+#include "config/config.h"
+
+namespace hookbox {
+
+using TimePoint = std::chrono::system_clock::time_point;
+
+// Why a delivery failed verification. Short, stable strings: they label metrics and are the
+// only detail a remote client is told (never the expected MAC).
+namespace reason {
+inline constexpr const char* kMissing = "missing signature";
+inline constexpr const char* kMalformed = "malformed signature";
+inline constexpr const char* kMismatch = "signature mismatch";
+inline constexpr const char* kTimestamp = "timestamp outside tolerance";
+}  // namespace reason
+
+// Ok when any one of endpoint.secrets verifies the delivery (rotation). Otherwise
+// Status::Unauthenticated(reason::..., endpoint.name). provider kNone always passes.
+Status Verify(const Endpoint& endpoint, const Headers& headers, std::string_view body,
+              TimePoint now);
+
+// The headers the endpoint's producer would send with `body`, signed with `secret` at `now`.
+// `event_id` fills id headers where the scheme signs them (standard: webhook-id) or sends
+// them (github: X-GitHub-Delivery, shopify: X-Shopify-Event-Id, gitlab: Idempotency-Key);
+// `event_type` likewise for header-borne types (X-GitHub-Event, X-Shopify-Topic,
+// X-Gitlab-Event). Empty strings leave those headers out.
+Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view body,
+             TimePoint now, std::string_view event_id = {}, std::string_view event_type = {});
+
+}  // namespace hookbox

@@ -1,0 +1,518 @@
+// The config loader: a complete file loads with the right values; each kind of mistake gives
+// its "where: what" line; several mistakes are reported together; YAML syntax errors carry a
+// line number.
+
+#include "config/config.h"
+
+#include <catch2/catch.hpp>
+
+#include "load_helpers.h"
+
+namespace hookbox {
+namespace {
+
+using std::chrono::hours;
+using std::chrono::minutes;
+using std::chrono::seconds;
+using testing::Dump;
+using testing::HasLine;
+using testing::Load;
+
+// DESIGN.md's example, with every other key as well.
+constexpr const char* kFull = R"(
+listen: 127.0.0.1:8080
+admin_listen: "[::1]:9464"
+database: /var/lib/hookbox/inbox.db
+durability: normal
+limits: {max_body: 2MiB, read_timeout: 15s, threads: 8, max_headers: 50}
+workers: 6
+retention: {processed: 7d, dead: 30d, sequences: 90d}
+purge_at: "03:30"
+shutdown_grace: 45s
+endpoints:
+  - name: stripe
+    path: /hooks/stripe
+    provider: stripe
+    secrets: [{value: whsec_old}, {value: whsec_new}]
+    tolerance: 5m
+    event_id: body:/id
+    event_type: body:/type
+    resource: body:/data/object/id
+    sequence: body:/created
+    strict_body: yes
+    mode: sync
+    sync_wait: 20s
+    retry: {max_attempts: 12, base: 10s, max: 1h}
+    routes:
+      - events: ["invoice.*", "charge.succeeded"]
+        handlers:
+          - exec: {command: ["/usr/local/bin/on-invoice"], timeout: 30s}
+          - name: archive
+            file: {dir: /var/lib/hookbox/files}
+      - events: ["*"]
+        handlers: [{http: {url: "http://127.0.0.1:9000/"}}, {sql: {statements: ["SELECT 1"]}}]
+  - name: signer
+    path: /hooks/signer
+    provider: hmac
+    secrets: [{value: s3}]
+    hmac: {header: X-Signature, algorithm: sha512, encoding: base64, prefix: "sha512="}
+    event_id: header:X-Event-Id
+  - name: open
+    path: /hooks/open
+    verify: none
+)";
+
+TEST_CASE("a complete config loads with every value", "[config]") {
+  LoadResult r = Load(kFull);
+  INFO(Dump(r));
+  REQUIRE(r.errors.empty());
+  CHECK(r.warnings.empty());
+  REQUIRE(r.config);
+  const Config& c = *r.config;
+  CHECK(c.path == "test.yaml");
+  CHECK(c.listen == "127.0.0.1:8080");
+  CHECK(c.admin_listen == "[::1]:9464");
+  CHECK(c.database == "/var/lib/hookbox/inbox.db");
+  CHECK(c.durability == Durability::kNormal);
+  CHECK(c.limits.max_body == 2u << 20);
+  CHECK(c.limits.read_timeout == seconds(15));
+  CHECK(c.limits.threads == 8);
+  CHECK(c.limits.max_headers == 50);
+  CHECK(c.workers == 6);
+  CHECK(c.retention.processed == hours(24 * 7));
+  CHECK(c.retention.dead == hours(24 * 30));
+  CHECK(c.retention.sequences == hours(24 * 90));
+  CHECK(c.purge_at == "03:30");
+  CHECK(c.shutdown_grace == seconds(45));
+  REQUIRE(c.endpoints.size() == 3);
+
+  const Endpoint& s = c.endpoints[0];
+  CHECK(s.name == "stripe");
+  CHECK(s.path == "/hooks/stripe");
+  CHECK(s.provider == Provider::kStripe);
+  REQUIRE(s.secrets.size() == 2);
+  CHECK(s.secrets[0].source == "value");
+  CHECK(s.secrets[0].value == "whsec_old");
+  CHECK(s.secrets[1].value == "whsec_new");
+  CHECK(s.tolerance == minutes(5));
+  CHECK(s.event_id.from == FieldRef::From::kBody);
+  CHECK(s.event_id.name == "/id");
+  CHECK(s.event_type.name == "/type");
+  CHECK(s.resource.name == "/data/object/id");
+  CHECK(s.sequence.from == FieldRef::From::kBody);
+  CHECK(s.sequence.name == "/created");
+  CHECK(s.strict_body);
+  CHECK(s.mode == Mode::kSync);
+  CHECK(s.sync_wait == seconds(20));
+  CHECK(s.retry.max_attempts == 12);
+  CHECK(s.retry.base == seconds(10));
+  CHECK(s.retry.max == hours(1));
+  REQUIRE(s.routes.size() == 2);
+  CHECK(s.routes[0].events == std::vector<std::string>{"invoice.*", "charge.succeeded"});
+  REQUIRE(s.routes[0].handlers.size() == 2);
+  CHECK(s.routes[0].handlers[0].kind == "exec");
+  CHECK(s.routes[0].handlers[0].name == "r0.h0.exec");
+  CHECK(s.routes[0].handlers[0].config["timeout"].as<std::string>() == "30s");
+  CHECK(s.routes[0].handlers[0].config["command"][0].as<std::string>() ==
+        "/usr/local/bin/on-invoice");
+  CHECK(s.routes[0].handlers[1].kind == "file");
+  CHECK(s.routes[0].handlers[1].name == "archive");
+  REQUIRE(s.routes[1].handlers.size() == 2);
+  CHECK(s.routes[1].handlers[0].name == "r1.h0.http");
+  CHECK(s.routes[1].handlers[1].name == "r1.h1.sql");
+
+  const Endpoint& h = c.endpoints[1];
+  CHECK(h.provider == Provider::kHmac);
+  CHECK(h.hmac.header == "X-Signature");
+  CHECK(h.hmac.algorithm == "sha512");
+  CHECK(h.hmac.encoding == "base64");
+  CHECK(h.hmac.prefix == "sha512=");
+  CHECK(h.event_id.from == FieldRef::From::kHeader);
+  CHECK(h.event_id.name == "X-Event-Id");
+  CHECK(h.event_type.empty());
+  CHECK(h.resource.empty());
+
+  const Endpoint& o = c.endpoints[2];
+  CHECK(o.provider == Provider::kNone);
+  CHECK(o.secrets.empty());
+  CHECK(o.mode == Mode::kAsync);
+  CHECK(o.tolerance == seconds(300));
+
+  CHECK(c.FindByPath("/hooks/signer") == &h);
+  CHECK(c.FindByName("open") == &o);
+  CHECK(c.FindByPath("/hooks/nope") == nullptr);
+  CHECK(c.FindByName("nope") == nullptr);
+}
+
+TEST_CASE("defaults apply to keys left out", "[config]") {
+  LoadResult r = Load("endpoints: [{name: a, path: /a, verify: none}]\n");
+  INFO(Dump(r));
+  REQUIRE(r.config);
+  const Config& c = *r.config;
+  CHECK(c.listen == "127.0.0.1:8080");
+  CHECK(c.durability == Durability::kFull);
+  CHECK(c.limits.max_body == 1u << 20);
+  CHECK(c.workers == 4);
+  CHECK(c.purge_at == "03:30");
+  const Endpoint& e = c.endpoints[0];
+  CHECK(e.retry.max_attempts == 12);
+  CHECK(e.hmac.algorithm == "sha256");
+  CHECK(e.hmac.encoding == "hex");
+  CHECK_FALSE(e.strict_body);
+}
+
+TEST_CASE("databases: relative paths and postgres URLs are kept as written", "[config]") {
+  const char* kept[] = {"inbox.db", "./data/inbox.db", "postgresql://hookbox@db/hookbox",
+                        "postgres://localhost/hookbox"};
+  for (const char* db : kept) {
+    INFO(db);
+    LoadResult r = Load(std::string("database: \"") + db +
+                        "\"\nendpoints: [{name: a, path: /a, verify: none}]\n");
+    REQUIRE(r.config);
+    CHECK(r.config->database == db);
+  }
+  LoadResult r = Load("database: mysql://x/y\nendpoints: [{name: a, path: /a, verify: none}]\n");
+  CHECK(HasLine(r.errors, "database: expected a file path (SQLite) or a postgresql:// URL"));
+}
+
+TEST_CASE("ProviderName", "[config]") {
+  CHECK(std::string(ProviderName(Provider::kStripe)) == "stripe");
+  CHECK(std::string(ProviderName(Provider::kStandard)) == "standard");
+  CHECK(std::string(ProviderName(Provider::kHmac)) == "hmac");
+  CHECK(std::string(ProviderName(Provider::kNone)) == "none");
+}
+
+// One error per entry: `yaml` is a config that is valid but for one mistake, `want` is the
+// line (or part of it) that must be reported.
+struct ErrorCase {
+  std::string yaml;
+  std::string want;
+};
+
+constexpr const char* kOpen = "endpoints: [{name: a, path: /a, verify: none}]\n";
+
+std::string WithEndpoint(const std::string& fields) {
+  return "endpoints:\n  - {name: e, path: /e, " + fields + "}\n";
+}
+
+TEST_CASE("each kind of mistake is reported where it is", "[config]") {
+  const ErrorCase cases[] = {
+      // Top level.
+      {"listn: 127.0.0.1:1\n" + std::string(kOpen), "unknown key \"listn\" (top level)"},
+      {"listen: localhost\n" + std::string(kOpen), "listen: \"localhost\" is not host:port"},
+      {"admin_listen: \"::1:9\"\n" + std::string(kOpen),
+       "admin_listen: \"::1:9\" is not host:port"},
+      {"listen: 0.0.0.0:8080\nadmin_listen: 127.0.0.1:8080\n" + std::string(kOpen),
+       "admin_listen: must not use the same port as listen"},
+      {"database: \"\"\n" + std::string(kOpen), "database: must not be empty"},
+      {"durability: fast\n" + std::string(kOpen),
+       "durability: \"fast\" is not one of full, normal"},
+      {"limits: {max_body: 1XB}\n" + std::string(kOpen),
+       "limits.max_body: \"1XB\" is not a size (use e.g. 64KiB, 1MiB)"},
+      {"limits: {max_body: 0}\n" + std::string(kOpen), "limits.max_body: must be greater than 0"},
+      {"limits: {read_timeout: 10}\n" + std::string(kOpen),
+       "limits.read_timeout: \"10\" is not a duration: add a unit"},
+      {"limits: {read_timeout: 0s}\n" + std::string(kOpen),
+       "limits.read_timeout: \"0s\" is too short"},
+      {"limits: {threads: 0}\n" + std::string(kOpen),
+       "limits.threads: \"0\" is not a whole number in 1..1024"},
+      {"limits: {threads: 2000}\n" + std::string(kOpen), "limits.threads: \"2000\""},
+      {"limits: {max_headers: 1001}\n" + std::string(kOpen), "limits.max_headers: \"1001\""},
+      {"limits: {max_headers: lots}\n" + std::string(kOpen), "limits.max_headers: \"lots\""},
+      {"limits: {timeout: 1s}\n" + std::string(kOpen), "limits: unknown key \"timeout\""},
+      {"limits: [1]\n" + std::string(kOpen), "limits: expected a mapping"},
+      {"workers: 257\n" + std::string(kOpen), "workers: \"257\" is not a whole number in 0..256"},
+      {"workers: -1\n" + std::string(kOpen), "workers: \"-1\""},
+      {"workers: 2.5\n" + std::string(kOpen), "workers: \"2.5\""},
+      {"retention: {processed: 7}\n" + std::string(kOpen), "retention.processed: \"7\""},
+      {"retention: {ever: 7d}\n" + std::string(kOpen), "retention: unknown key \"ever\""},
+      {"purge_at: \"24:00\"\n" + std::string(kOpen), "purge_at: \"24:00\" is not a time of day"},
+      {"purge_at: \"3:30\"\n" + std::string(kOpen), "purge_at: \"3:30\" is not a time of day"},
+      {"purge_at: \"03:60\"\n" + std::string(kOpen), "purge_at: \"03:60\""},
+      {"shutdown_grace: soon\n" + std::string(kOpen), "shutdown_grace: \"soon\" is not a duration"},
+      {"listen: [a, b]\n" + std::string(kOpen), "listen: expected a single value, found a list"},
+      {"listen:\n" + std::string(kOpen), "listen: expected a value, found nothing"},
+      {"workers: 4\n", "endpoints: required"},
+      {"endpoints: []\n", "endpoints: expected a non-empty list"},
+      {"endpoints: {a: 1}\n", "endpoints: expected a list"},
+      {"endpoints: [hello]\n", "endpoints[0]: expected a mapping"},
+      {"workers: 1\nworkers: 2\n" + std::string(kOpen),
+       "key \"workers\" appears twice (top level)"},
+      {"- a\n- b\n", "expected a mapping (top level)"},
+      {"", "test.yaml: the file is empty"},
+      // Endpoints.
+      {WithEndpoint("verify: none, pathh: /x"), "endpoints[0]: unknown key \"pathh\""},
+      {"endpoints: [{path: /e, verify: none}]\n", "endpoints[0]: name is required"},
+      {"endpoints: [{name: e, verify: none}]\n", "endpoints[0]: path is required"},
+      {"endpoints: [{name: \"my hook\", path: /e, verify: none}]\n",
+       "endpoints[0].name: \"my hook\" may use only letters, digits"},
+      {"endpoints: [{name: e, path: hooks/e, verify: none}]\n",
+       "endpoints[0].path: \"hooks/e\" must start with \"/\""},
+      {"endpoints: [{name: e, path: \"/e?x=1\", verify: none}]\n",
+       "endpoints[0].path: \"/e?x=1\" must not contain \"?\" or \"#\""},
+      {"endpoints: [{name: e, path: \"/e#x\", verify: none}]\n", "must not contain \"?\" or \"#\""},
+      {WithEndpoint("provider: paypal, secrets: [{value: x}]"),
+       "endpoints[0].provider: \"paypal\" is not one of stripe, github, standard, shopify, slack, "
+       "gitlab, hmac"},
+      {WithEndpoint("verify: yes"), "endpoints[0].verify: \"yes\" is not allowed"},
+      {"endpoints: [{name: e, path: /e}]\n", "endpoints[0]: no provider; set one, or verify: none"},
+      {WithEndpoint("provider: github, verify: none, secrets: [{value: x}]"),
+       "endpoints[0]: provider and verify: none exclude each other"},
+      {WithEndpoint("verify: none, secrets: [{value: x}]"),
+       "endpoints[0].secrets: not allowed with verify: none"},
+      {WithEndpoint("provider: github"), "endpoints[0]: secrets is required with a provider"},
+      {WithEndpoint("provider: github, secrets: []"),
+       "endpoints[0].secrets: expected a non-empty list"},
+      {WithEndpoint("provider: github, secrets: {value: x}"),
+       "endpoints[0].secrets: expected a list"},
+      {WithEndpoint("provider: github, secrets: [{value: x, env: Y}]"),
+       "endpoints[0].secrets[0]: expected one of {env: NAME}, {file: PATH} or {value: TEXT}"},
+      {WithEndpoint("provider: github, secrets: [{val: x}]"),
+       "endpoints[0].secrets[0]: unknown key \"val\""},
+      {WithEndpoint("provider: github, secrets: [{value: \"\"}]"),
+       "endpoints[0].secrets[0]: value is empty (an empty secret refuses to start)"},
+      {WithEndpoint("provider: github, secrets: [{value: }]"), "an empty secret refuses to start"},
+      {WithEndpoint("verify: none, tolerance: 5"),
+       "endpoints[0].tolerance: \"5\" is not a duration"},
+      {WithEndpoint("verify: none, strict_body: maybe"),
+       "endpoints[0].strict_body: \"maybe\" is not true or false"},
+      {WithEndpoint("verify: none, mode: eventually"),
+       "endpoints[0].mode: \"eventually\" is not one of async, sync"},
+      {WithEndpoint("verify: none, sync_wait: 1y"), "endpoints[0].sync_wait: \"1y\""},
+      // Field references.
+      {WithEndpoint("verify: none, event_id: id"),
+       "endpoints[0].event_id: \"id\" is not a field (use header:NAME or body:/json/pointer)"},
+      {WithEndpoint("verify: none, event_type: \"body:type\""),
+       "endpoints[0].event_type: \"body:type\" is not a JSON pointer"},
+      {WithEndpoint("verify: none, event_type: \"body:/a~2b\""), "is not a JSON pointer"},
+      {WithEndpoint("verify: none, event_id: \"header:\""),
+       "endpoints[0].event_id: \"header:\" does not name a valid header"},
+      {WithEndpoint("verify: none, event_id: \"header:X Id\""), "does not name a valid header"},
+      {WithEndpoint("verify: none, resource: body:/id"),
+       "endpoints[0]: resource and sequence go together"},
+      {WithEndpoint("verify: none, sequence: body:/created"), "resource and sequence go together"},
+      // hmac.
+      {WithEndpoint("provider: hmac, secrets: [{value: x}]"),
+       "endpoints[0]: hmac is required with provider hmac"},
+      {WithEndpoint("provider: github, secrets: [{value: x}], hmac: {header: X-Sig}"),
+       "endpoints[0].hmac: only allowed with provider hmac"},
+      {WithEndpoint("verify: none, hmac: {header: X-Sig}"),
+       "endpoints[0].hmac: only allowed with provider hmac"},
+      {WithEndpoint("provider: hmac, secrets: [{value: x}], hmac: {algorithm: sha256}"),
+       "endpoints[0].hmac: header is required"},
+      {WithEndpoint("provider: hmac, secrets: [{value: x}], hmac: {header: X, algorithm: md5}"),
+       "endpoints[0].hmac.algorithm: \"md5\" is not one of sha1, sha256, sha512"},
+      {WithEndpoint("provider: hmac, secrets: [{value: x}], hmac: {header: X, encoding: b32}"),
+       "endpoints[0].hmac.encoding: \"b32\" is not one of hex, base64"},
+      {WithEndpoint("provider: hmac, secrets: [{value: x}], hmac: {header: X, salt: y}"),
+       "endpoints[0].hmac: unknown key \"salt\""},
+      // Retry.
+      {WithEndpoint("verify: none, retry: {max_attempts: 0}"),
+       "endpoints[0].retry.max_attempts: \"0\" is not a whole number >= 1"},
+      {WithEndpoint("verify: none, retry: {base: 1h, max: 10s}"),
+       "endpoints[0].retry: base (1h) is longer than max (10s)"},
+      {WithEndpoint("verify: none, retry: {base: 2h}"),
+       "endpoints[0].retry: base (2h) is longer than max (1h)"},
+      {WithEndpoint("verify: none, retry: {jitter: full}"),
+       "endpoints[0].retry: unknown key \"jitter\""},
+      // Routes and handlers.
+      {WithEndpoint("verify: none, routes: {events: [a]}"), "endpoints[0].routes: expected a list"},
+      {WithEndpoint("verify: none, routes: [{events: [a]}]"),
+       "endpoints[0].routes[0]: handlers is required"},
+      {WithEndpoint("verify: none, routes: [{handlers: [{exec: {}}]}]"),
+       "endpoints[0].routes[0]: events is required"},
+      {WithEndpoint("verify: none, routes: [{events: [], handlers: [{exec: {}}]}]"),
+       "endpoints[0].routes[0].events: expected a non-empty list"},
+      {WithEndpoint("verify: none, routes: [{events: a, handlers: [{exec: {}}]}]"),
+       "endpoints[0].routes[0].events: expected a list"},
+      {WithEndpoint("verify: none, routes: [{events: [\"\"], handlers: [{exec: {}}]}]"),
+       "endpoints[0].routes[0].events[0]: must not be empty"},
+      {WithEndpoint("verify: none, routes: [{events: [a], handlers: []}]"),
+       "endpoints[0].routes[0].handlers: expected a non-empty list"},
+      {WithEndpoint("verify: none, routes: [{events: [a], handlers: [{exec: {}}], when: x}]"),
+       "endpoints[0].routes[0]: unknown key \"when\""},
+      {WithEndpoint("verify: none, routes: [{events: [a], handlers: [{shell: {}}]}]"),
+       "endpoints[0].routes[0].handlers[0]: unknown key \"shell\""},
+      {WithEndpoint("verify: none, routes: [{events: [a], handlers: [{name: x}]}]"),
+       "endpoints[0].routes[0].handlers[0]: expected one of exec, http, file, sql"},
+      {WithEndpoint("verify: none, routes: [{events: [a], handlers: [{exec: {}, http: {}}]}]"),
+       "endpoints[0].routes[0].handlers[0]: has exec and http; one kind per handler"},
+      {WithEndpoint("verify: none, routes: [{events: [a], handlers: [{exec: [a]}]}]"),
+       "endpoints[0].routes[0].handlers[0].exec: expected a mapping"},
+      {WithEndpoint("verify: none, routes: [{events: [a], handlers: [exec]}]"),
+       "endpoints[0].routes[0].handlers[0]: expected a mapping"},
+      {WithEndpoint("verify: none, routes: [{events: [a], handlers: [{name: x, exec: {}}]}, "
+                    "{events: [b], handlers: [{name: x, file: {}}]}]"),
+       "endpoints[0].routes[1].handlers[0]: handler name \"x\" is already used by "
+       "endpoints[0].routes[0].handlers[0]"},
+      {WithEndpoint("verify: none, routes: [{events: [a], handlers: [{exec: {}}, "
+                    "{name: r0.h0.exec, file: {}}]}]"),
+       "handler name \"r0.h0.exec\" is already used"},
+  };
+  for (const ErrorCase& c : cases) {
+    LoadResult r = Load(c.yaml);
+    INFO("yaml:\n" << c.yaml << "want: " << c.want << "\ngot:\n" << Dump(r));
+    CHECK(HasLine(r.errors, c.want));
+    CHECK_FALSE(r.config);
+  }
+}
+
+TEST_CASE("unknown keys are reported at every level", "[config]") {
+  LoadResult r = Load(R"(
+listn: 1
+limits: {max_bdy: 1}
+retention: {proccessed: 7d}
+endpoints:
+  - name: e
+    path: /e
+    provider: hmac
+    secrets: [{value: x}]
+    hmac: {header: X, algo: sha1}
+    retry: {attempts: 3}
+    colour: blue
+    routes:
+      - events: [a]
+        handler: []
+        handlers: [{exec: {}, timeout: 3s}]
+)");
+  INFO(Dump(r));
+  CHECK(HasLine(r.errors, "unknown key \"listn\" (top level)"));
+  CHECK(HasLine(r.errors, "limits: unknown key \"max_bdy\""));
+  CHECK(HasLine(r.errors, "retention: unknown key \"proccessed\""));
+  CHECK(HasLine(r.errors, "endpoints[0].hmac: unknown key \"algo\""));
+  CHECK(HasLine(r.errors, "endpoints[0].retry: unknown key \"attempts\""));
+  CHECK(HasLine(r.errors, "endpoints[0]: unknown key \"colour\""));
+  CHECK(HasLine(r.errors, "endpoints[0].routes[0]: unknown key \"handler\""));
+  CHECK(HasLine(r.errors, "endpoints[0].routes[0].handlers[0]: unknown key \"timeout\""));
+  CHECK(r.errors.size() == 8);
+  CHECK_FALSE(r.config);
+}
+
+TEST_CASE("several mistakes in one file are all reported together", "[config]") {
+  LoadResult r = Load(R"(
+listen: nowhere
+limits: {max_body: 1XB, threads: 0}
+workers: lots
+purge_at: "25:00"
+endpoints:
+  - name: a
+    path: /hooks/a
+    verify: none
+  - name: b
+    path: /hooks/b
+    provider: stripe
+    secrets: [{env: HOOKBOX_TEST_SURELY_UNSET_VARIABLE}]
+  - name: a
+    path: /hooks/a
+    verify: none
+    retry: {base: 1h, max: 1m}
+)");
+  INFO(Dump(r));
+  CHECK(HasLine(r.errors, "listen: \"nowhere\" is not host:port"));
+  CHECK(HasLine(r.errors, "limits.max_body: \"1XB\" is not a size (use e.g. 64KiB, 1MiB)"));
+  CHECK(HasLine(r.errors, "limits.threads: \"0\""));
+  CHECK(HasLine(r.errors, "workers: \"lots\""));
+  CHECK(HasLine(r.errors, "purge_at: \"25:00\""));
+  CHECK(HasLine(r.errors,
+                "endpoints[1].secrets[0]: environment variable "
+                "HOOKBOX_TEST_SURELY_UNSET_VARIABLE is not set"));
+  CHECK(HasLine(r.errors, "endpoints[2].name: \"a\" is already used by endpoints[0]"));
+  CHECK(HasLine(r.errors, "endpoints[2].path: \"/hooks/a\" is already used by endpoint \"a\""));
+  CHECK(HasLine(r.errors, "endpoints[2].retry: base (1h) is longer than max (1m)"));
+  CHECK(r.errors.size() == 9);
+  CHECK_FALSE(r.config);
+}
+
+TEST_CASE("duplicate endpoint names and paths", "[config]") {
+  LoadResult r = Load(R"(
+endpoints:
+  - {name: a, path: /hooks/a, verify: none}
+  - {name: b, path: /hooks/a, verify: none}
+  - {name: a, path: /hooks/c, verify: none}
+)");
+  CHECK(r.errors == std::vector<std::string>{
+                        "endpoints[1].path: \"/hooks/a\" is already used by endpoint \"a\"",
+                        "endpoints[2].name: \"a\" is already used by endpoints[0]"});
+}
+
+TEST_CASE("retention shorter than 3 days is a warning, not an error", "[config]") {
+  LoadResult r =
+      Load("retention: {processed: 1d, dead: 72h, sequences: 48h}\n" + std::string(kOpen));
+  INFO(Dump(r));
+  REQUIRE(r.config);
+  CHECK(r.errors.empty());
+  REQUIRE(r.warnings.size() == 2);
+  CHECK(HasLine(r.warnings,
+                "retention.processed: 1d is shorter than 3 days; producers retry for "
+                "up to 3 days"));
+  CHECK(HasLine(r.warnings, "retention.sequences: 2d is shorter than 3 days"));
+  CHECK(r.config->retention.processed == hours(24));
+}
+
+TEST_CASE("booleans are read the YAML way", "[config]") {
+  for (const char* yes : {"true", "True", "yes", "on", "y"}) {
+    INFO(yes);
+    LoadResult r = Load(WithEndpoint(std::string("verify: none, strict_body: ") + yes));
+    REQUIRE(r.config);
+    CHECK(r.config->endpoints[0].strict_body);
+  }
+  for (const char* no : {"false", "no", "off", "n"}) {
+    INFO(no);
+    LoadResult r = Load(WithEndpoint(std::string("verify: none, strict_body: ") + no));
+    REQUIRE(r.config);
+    CHECK_FALSE(r.config->endpoints[0].strict_body);
+  }
+}
+
+TEST_CASE("admin_listen may be empty to disable it", "[config]") {
+  LoadResult r = Load("admin_listen: \"\"\n" + std::string(kOpen));
+  REQUIRE(r.config);
+  CHECK(r.config->admin_listen.empty());
+}
+
+TEST_CASE("JSON pointers and headers", "[config]") {
+  LoadResult r =
+      Load(WithEndpoint("verify: none, event_id: \"body:\", event_type: \"body:/a~0b/c~1d/0\", "
+                        "resource: header:X-Resource, sequence: \"body:/\""));
+  INFO(Dump(r));
+  REQUIRE(r.config);
+  const Endpoint& e = r.config->endpoints[0];
+  CHECK(e.event_id.from == FieldRef::From::kBody);
+  CHECK(e.event_id.name.empty());
+  CHECK(e.event_type.name == "/a~0b/c~1d/0");
+  CHECK(e.resource.from == FieldRef::From::kHeader);
+  CHECK(e.resource.name == "X-Resource");
+  CHECK(e.sequence.name == "/");
+}
+
+TEST_CASE("a YAML syntax error is reported with its line and column", "[config]") {
+  LoadResult r = Load("listen: 127.0.0.1:8080\nendpoints:\n  - name: a\n   path: [/a\n");
+  INFO(Dump(r));
+  REQUIRE(r.errors.size() == 1);
+  CHECK(r.errors[0].starts_with("test.yaml:4:"));
+  CHECK_FALSE(r.config);
+
+  LoadResult tabs = Load("endpoints: {a: 1, b}\n  c: [\n");
+  REQUIRE(tabs.errors.size() == 1);
+  CHECK(tabs.errors[0].starts_with("test.yaml:"));
+}
+
+TEST_CASE("LoadConfigFile reads the file and names it", "[config]") {
+  testing::TempFile file(kOpen);
+  LoadResult r = LoadConfigFile(file.path());
+  INFO(Dump(r));
+  REQUIRE(r.config);
+  CHECK(r.config->path == file.path());
+
+  LoadResult missing = LoadConfigFile("/nonexistent/hookbox.yaml");
+  REQUIRE(missing.errors.size() == 1);
+  CHECK(missing.errors[0] == "/nonexistent/hookbox.yaml: cannot read: No such file or directory");
+
+  testing::TempFile broken("endpoints: [\n");
+  LoadResult syntax = LoadConfigFile(broken.path());
+  REQUIRE(syntax.errors.size() == 1);
+  CHECK(syntax.errors[0].starts_with(broken.path() + ":"));
+}
+
+}  // namespace
+}  // namespace hookbox

@@ -1,0 +1,210 @@
+// Secrets: resolved from env, file and inline value at load; missing or empty ones are errors
+// that name the source; the secret itself never appears in any error or warning.
+
+#include "config/secrets.h"
+
+#include <stdlib.h>
+
+#include <catch2/catch.hpp>
+
+#include "config/config.h"
+#include "load_helpers.h"
+
+namespace hookbox {
+namespace {
+
+using testing::Dump;
+using testing::HasLine;
+using testing::Load;
+using testing::TempFile;
+
+std::string Endpoint(const std::string& provider, const std::string& secrets) {
+  return "endpoints:\n  - {name: e, path: /e, provider: " + provider + ", secrets: " + secrets +
+         "}\n";
+}
+
+// Sets an environment variable for the scope of one test.
+class ScopedEnv final {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~ScopedEnv() { unsetenv(name_); }
+
+ private:
+  const char* name_;
+};
+
+TEST_CASE("a secret from the environment", "[config][secrets]") {
+  ScopedEnv env("HOOKBOX_TEST_SECRET_ENV", "env-secret-bytes");
+  LoadResult r = Load(Endpoint("github", "[{env: HOOKBOX_TEST_SECRET_ENV}]"));
+  INFO(Dump(r));
+  REQUIRE(r.config);
+  const auto& secrets = r.config->endpoints[0].secrets;
+  REQUIRE(secrets.size() == 1);
+  CHECK(secrets[0].source == "env:HOOKBOX_TEST_SECRET_ENV");
+  CHECK(secrets[0].value == "env-secret-bytes");
+}
+
+TEST_CASE("a missing or empty environment variable is an error", "[config][secrets]") {
+  unsetenv("HOOKBOX_TEST_SECRET_UNSET");
+  LoadResult missing = Load(Endpoint("github", "[{env: HOOKBOX_TEST_SECRET_UNSET}]"));
+  CHECK(missing.errors == std::vector<std::string>{"endpoints[0].secrets[0]: environment variable "
+                                                   "HOOKBOX_TEST_SECRET_UNSET is not set"});
+  CHECK_FALSE(missing.config);
+
+  ScopedEnv env("HOOKBOX_TEST_SECRET_EMPTY", "");
+  LoadResult empty = Load(Endpoint("github", "[{env: HOOKBOX_TEST_SECRET_EMPTY}]"));
+  CHECK(HasLine(empty.errors,
+                "endpoints[0].secrets[0]: environment variable "
+                "HOOKBOX_TEST_SECRET_EMPTY is empty (an empty secret refuses to "
+                "start)"));
+}
+
+TEST_CASE("without resolve_secrets, secrets are named but not read", "[config][secrets]") {
+  unsetenv("HOOKBOX_TEST_SECRET_UNSET");
+  LoadResult r = LoadConfigText(
+      Endpoint("github", "[{env: HOOKBOX_TEST_SECRET_UNSET}, {file: /nonexistent/secret}]"),
+      "test.yaml", {.resolve_secrets = false});
+  INFO(Dump(r));
+  REQUIRE(r.config);
+  const auto& secrets = r.config->endpoints[0].secrets;
+  REQUIRE(secrets.size() == 2);
+  CHECK(secrets[0].source == "env:HOOKBOX_TEST_SECRET_UNSET");
+  CHECK(secrets[0].value.empty());
+  CHECK(secrets[1].source == "file:/nonexistent/secret");
+  // The shape is still checked.
+  LoadResult bad = LoadConfigText(Endpoint("github", "[{envv: X}]"), "test.yaml",
+                                  {.resolve_secrets = false});
+  CHECK_FALSE(bad.config);
+}
+
+TEST_CASE("a secret from a file loses one trailing newline", "[config][secrets]") {
+  struct Case {
+    const char* content;
+    const char* want;
+  } cases[] = {
+      {"file-secret", "file-secret"},     {"file-secret\n", "file-secret"},
+      {"file-secret\r\n", "file-secret"}, {"file-secret\n\n", "file-secret\n"},
+      {" spaced \n", " spaced "},
+  };
+  for (const auto& c : cases) {
+    TempFile file(c.content);
+    LoadResult r = Load(Endpoint("github", "[{file: \"" + file.path() + "\"}]"));
+    INFO(Dump(r));
+    REQUIRE(r.config);
+    const Secret& s = r.config->endpoints[0].secrets[0];
+    CHECK(s.value == c.want);
+    CHECK(s.source == "file:" + file.path());
+  }
+}
+
+TEST_CASE("an unreadable or empty secret file is an error", "[config][secrets]") {
+  LoadResult missing = Load(Endpoint("github", "[{file: /nonexistent/hookbox/secret}]"));
+  CHECK(missing.errors ==
+        std::vector<std::string>{"endpoints[0].secrets[0]: cannot read file "
+                                 "/nonexistent/hookbox/secret: No such file or directory"});
+
+  // A directory opens but cannot be read (works as root too, unlike chmod 000).
+  LoadResult directory = Load(Endpoint("github", "[{file: /}]"));
+  CHECK(HasLine(directory.errors, "endpoints[0].secrets[0]: cannot read file /: Is a directory"));
+
+  TempFile newline_only("\n");
+  LoadResult empty = Load(Endpoint("github", "[{file: \"" + newline_only.path() + "\"}]"));
+  CHECK(HasLine(empty.errors, "endpoints[0].secrets[0]: file " + newline_only.path() +
+                                  " is empty (an empty secret refuses to start)"));
+}
+
+TEST_CASE("several secrets are kept in order for rotation", "[config][secrets]") {
+  ScopedEnv env("HOOKBOX_TEST_SECRET_ROTATE", "new-one");
+  TempFile file("old-one\n");
+  LoadResult r = Load(Endpoint(
+      "slack", "[{env: HOOKBOX_TEST_SECRET_ROTATE}, {file: \"" + file.path() + "\"}, {value: v}]"));
+  INFO(Dump(r));
+  REQUIRE(r.config);
+  const auto& s = r.config->endpoints[0].secrets;
+  REQUIRE(s.size() == 3);
+  CHECK(s[0].value == "new-one");
+  CHECK(s[1].value == "old-one");
+  CHECK(s[2].value == "v");
+  CHECK(s[2].source == "value");
+}
+
+TEST_CASE("provider standard needs a base64 secret", "[config][secrets]") {
+  for (const char* good :
+       {"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        "whsec_c2VjcmV0", "whsec_c2VjcmV0Cg==", "whsec_c2VjcmV0Cg"}) {
+    INFO(good);
+    LoadResult r = Load(Endpoint("standard", std::string("[{value: \"") + good + "\"}]"));
+    INFO(Dump(r));
+    CHECK(r.config);
+  }
+  for (const char* bad :
+       {"whsec_", "whsec_not base64!", "whsec_abcde", "whsec_ab=c", "whsec_a==="}) {
+    INFO(bad);
+    LoadResult r = Load(Endpoint("standard", std::string("[{value: \"") + bad + "\"}]"));
+    CHECK(HasLine(r.errors,
+                  "endpoints[0].secrets[0]: the secret from value is not a Standard "
+                  "Webhooks key"));
+  }
+  // Other providers take any bytes.
+  CHECK(Load(Endpoint("github", "[{value: \"not base64!\"}]")).config);
+}
+
+TEST_CASE("the secret itself never appears in errors or warnings", "[config][secrets]") {
+  const std::string kSecret = "Sup3r-S3cret!NeverPrintMe";  // not base64: standard rejects it
+  ScopedEnv env("HOOKBOX_TEST_SECRET_LEAK", kSecret.c_str());
+  TempFile file(kSecret + "\n");
+  // Every secret is valid bytes but the endpoint is wrong in many other ways, and the secret
+  // is also written where a secret source is not expected.
+  std::string yaml =
+      "retention: {processed: 1d}\n"
+      "endpoints:\n"
+      "  - name: e\n"
+      "    path: /e\n"
+      "    provider: standard\n"
+      "    secrets:\n"
+      "      - {env: HOOKBOX_TEST_SECRET_LEAK}\n"
+      "      - {file: \"" +
+      file.path() +
+      "\"}\n"
+      "      - {value: \"" +
+      kSecret +
+      "\"}\n"
+      "      - \"" +
+      kSecret +
+      "\"\n"
+      "      - {value: \"" +
+      kSecret +
+      "\", env: X}\n"
+      "      - {value: [\"" +
+      kSecret +
+      "\"]}\n"
+      "    tolerance: nope\n"
+      "  - name: f\n"
+      "    path: /f\n"
+      "    verify: none\n"
+      "    secrets: [{value: \"" +
+      kSecret + "\"}]\n";
+  LoadResult r = Load(yaml);
+  INFO(Dump(r));
+  CHECK(r.errors.size() >= 7);
+  CHECK(HasLine(r.errors, "the secret from env:HOOKBOX_TEST_SECRET_LEAK is not a Standard"));
+  CHECK(HasLine(r.errors, "the secret from file:" + file.path()));
+  CHECK_FALSE(r.warnings.empty());
+  CHECK_FALSE(HasLine(r.errors, kSecret));
+  CHECK_FALSE(HasLine(r.warnings, kSecret));
+  CHECK_FALSE(HasLine(r.errors, "Sup3r"));
+}
+
+TEST_CASE("IsStandardWebhooksSecret", "[config][secrets]") {
+  using config_internal::IsStandardWebhooksSecret;
+  CHECK(IsStandardWebhooksSecret("whsec_AAAA"));
+  CHECK(IsStandardWebhooksSecret("AA=="));
+  CHECK(IsStandardWebhooksSecret("AAA="));
+  CHECK_FALSE(IsStandardWebhooksSecret("A"));
+  CHECK_FALSE(IsStandardWebhooksSecret("AA="));
+  CHECK_FALSE(IsStandardWebhooksSecret("whsec_AA-_"));  // base64url is not the standard alphabet
+  CHECK_FALSE(IsStandardWebhooksSecret(""));
+}
+
+}  // namespace
+}  // namespace hookbox

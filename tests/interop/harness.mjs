@@ -1,0 +1,157 @@
+// Shared harness for the interop tests (not a test file itself: its name matches none of
+// node --test's patterns). It gives each test file its own hermetic hookbox: a temp dir, a
+// config with inline secrets, the real `hookbox serve` on 127.0.0.1:0 (the port is read from
+// its "listening" JSON log line on stderr), HTTP to it with global fetch, and the real CLI
+// (`inbox list/show --json`) run against its database. Nothing is mocked.
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+// $HOOKBOX_BIN, else the default build dir of this checkout.
+export const HOOKBOX_BIN = process.env.HOOKBOX_BIN
+  ? resolve(process.env.HOOKBOX_BIN)
+  : resolve(here, '../../build/hookbox');
+
+const START_TIMEOUT_MS = 20_000;
+const STOP_TIMEOUT_MS = 10_000;
+
+// Every daemon still running when the process exits (a test threw before `after` ran) dies.
+const running = new Set();
+process.on('exit', () => {
+  for (const child of running) {
+    try { child.kill('SIGKILL'); } catch { /* already gone */ }
+  }
+});
+
+export class Daemon {
+  // endpointsYaml: the YAML list under `endpoints:`, already indented by two spaces.
+  constructor(endpointsYaml) {
+    this.dir = mkdtempSync(join(tmpdir(), 'hookbox-interop-'));
+    this.config = join(this.dir, 'config.yaml');
+    this.log = [];
+    writeFileSync(this.config, [
+      '# written by tests/interop/harness.mjs',
+      'listen: 127.0.0.1:0',
+      'admin_listen: 127.0.0.1:0',
+      `database: ${JSON.stringify(join(this.dir, 'inbox.db'))}`,
+      'limits: {max_body: 1MiB, read_timeout: 5s, threads: 4}',
+      // No workers: jobs stay `pending`, so stored rows are deterministic.
+      'workers: 0',
+      'endpoints:',
+      endpointsYaml.replace(/\s+$/, ''),
+      '',
+    ].join('\n'));
+  }
+
+  async start() {
+    const child = spawn(HOOKBOX_BIN, ['serve', '-c', this.config], {
+      cwd: this.dir,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    this.child = child;
+    running.add(child);
+    this.exited = new Promise((res) => child.once('exit', (code, signal) => {
+      running.delete(child);
+      res({ code, signal });
+    }));
+    const lines = createInterface({ input: child.stderr });
+    await new Promise((res, rej) => {
+      const fail = (why) => {
+        clearTimeout(timer);
+        rej(new Error(`hookbox serve ${why}\nconfig:\n${this.configText()}\nlog:\n${this.log.join('\n')}`));
+      };
+      const timer = setTimeout(() => { child.kill('SIGKILL'); fail('did not start in time'); },
+        START_TIMEOUT_MS);
+      const onError = (e) => fail(`could not be spawned (${HOOKBOX_BIN}): ${e.message}`);
+      const onExit = (code, signal) => fail(`exited at start (code ${code}, signal ${signal})`);
+      child.once('error', onError);
+      child.once('exit', onExit);
+      lines.on('line', (line) => {
+        this.log.push(line);
+        let j;
+        try { j = JSON.parse(line); } catch { return; }
+        if (j && j.msg === 'listening' && this.port === undefined) {
+          this.port = Number(String(j.listen).slice(String(j.listen).lastIndexOf(':') + 1));
+          clearTimeout(timer);
+          child.off('exit', onExit);
+          child.off('error', onError);
+          res();
+        }
+      });
+    });
+    return this;
+  }
+
+  configText() {
+    try { return readFileSync(this.config, 'utf8'); } catch { return '?'; }
+  }
+
+  url(path) { return `http://127.0.0.1:${this.port}${path}`; }
+
+  // POSTs the exact bytes of `body` (string or Buffer). Returns {status, json, text}.
+  async post(path, headers, body) {
+    const res = await fetch(this.url(path), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8'),
+    });
+    const text = await res.text();
+    let json;
+    try { json = JSON.parse(text); } catch { json = undefined; }
+    return { status: res.status, json, text, headers: res.headers };
+  }
+
+  // Runs `hookbox ARGS... -c CONFIG` (no shell); returns stdout, throws with stderr on failure.
+  cli(args) {
+    try {
+      return execFileSync(HOOKBOX_BIN, [...args, '-c', this.config], {
+        cwd: this.dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'],
+        maxBuffer: 256 * 1024 * 1024,
+      });
+    } catch (e) {
+      throw new Error(`hookbox ${args.join(' ')} failed (status ${e.status}): ${e.stderr}`);
+    }
+  }
+
+  // `inbox list --json`: an array of rows keyed by inbox column names (no body).
+  rows(endpoint) {
+    const args = ['inbox', 'list', '--json', '--limit', '100000'];
+    if (endpoint) args.push('--endpoint', endpoint);
+    return JSON.parse(this.cli(args));
+  }
+
+  // `inbox show EP ID --json`: one row plus body and jobs.
+  show(endpoint, eventId) {
+    return JSON.parse(this.cli(['inbox', 'show', endpoint, eventId, '--json']));
+  }
+
+  // SIGTERM (drain), SIGKILL after a grace period; removes the temp dir. Returns how it exited.
+  async stop() {
+    let how = { code: null, signal: null };
+    if (this.child && this.child.pid !== undefined && this.child.exitCode === null && this.child.signalCode === null) {
+      this.child.kill('SIGTERM');
+      const timer = setTimeout(() => this.child.kill('SIGKILL'), STOP_TIMEOUT_MS);
+      how = await this.exited;
+      clearTimeout(timer);
+    } else if (this.child && this.child.pid !== undefined) {
+      how = await this.exited;
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+    return how;
+  }
+}
+
+export async function startDaemon(endpointsYaml) {
+  const d = new Daemon(endpointsYaml);
+  try {
+    return await d.start();
+  } catch (e) {
+    await d.stop();
+    throw e;
+  }
+}

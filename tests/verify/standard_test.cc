@@ -1,0 +1,146 @@
+// Tests for standard.cc (Standard Webhooks and Svix).
+#include <catch2/catch.hpp>
+
+#include "tests/verify/testing.h"
+#include "verify/crypto.h"
+#include "verify/verify.h"
+
+namespace hookbox {
+namespace {
+
+using testing::At;
+using testing::Outcome;
+using testing::With;
+using testing::Without;
+
+constexpr int64_t kT = 1'700'000'000;
+const std::string kBody = R"({"type":"user.created"})";
+const std::string kKey = "0123456789abcdef0123456789abcdef";
+const std::string kSecret = "whsec_" + Base64Encode(kKey);
+const std::string kId = "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W";
+
+std::string V1(const std::string& key = kKey, int64_t t = kT, const std::string& id = kId) {
+  return "v1," + Base64Encode(
+                     Hmac(HashAlgorithm::kSha256, key, id + "." + std::to_string(t) + "." + kBody));
+}
+
+Headers Delivery(const std::string& signature, const std::string& prefix = "webhook-") {
+  return {{prefix + "id", kId},
+          {prefix + "timestamp", std::to_string(kT)},
+          {prefix + "signature", signature}};
+}
+
+std::string Check(const Headers& headers, TimePoint now = At(kT),
+                  const std::string& secret = kSecret) {
+  Endpoint endpoint = testing::MakeEndpoint(Provider::kStandard, {secret});
+  return Outcome(Verify(endpoint, headers, kBody, now));
+}
+
+TEST_CASE("standard: Sign then Verify", "[standard]") {
+  Endpoint endpoint = testing::MakeEndpoint(Provider::kStandard, {kSecret});
+  Headers headers = Sign(endpoint, endpoint.secrets[0], kBody, At(kT), kId, "user.created");
+  CHECK(testing::First(headers, "webhook-id") == kId);
+  CHECK(testing::First(headers, "webhook-timestamp") == std::to_string(kT));
+  CHECK(testing::First(headers, "webhook-signature") == V1());
+  CHECK(Outcome(Verify(endpoint, headers, kBody, At(kT))) == "ok");
+
+  // Without an event id, Sign makes up a fresh msg_ id (and signs that).
+  Headers a = Sign(endpoint, endpoint.secrets[0], kBody, At(kT));
+  Headers b = Sign(endpoint, endpoint.secrets[0], kBody, At(kT));
+  CHECK(testing::First(a, "webhook-id").starts_with("msg_"));
+  CHECK(testing::First(a, "webhook-id") != testing::First(b, "webhook-id"));
+  CHECK(Outcome(Verify(endpoint, a, kBody, At(kT))) == "ok");
+}
+
+TEST_CASE("standard: svix-* header names", "[standard]") {
+  CHECK(Check(Delivery(V1(), "svix-")) == "ok");
+  CHECK(Check(Delivery(V1("wrong key 0123456789"), "svix-")) == reason::kMismatch);
+  // Names are not mixed: a webhook-signature takes its id and timestamp from webhook-*.
+  Headers mixed = {
+      {"webhook-signature", V1()}, {"svix-id", kId}, {"svix-timestamp", std::to_string(kT)}};
+  CHECK(Check(mixed) == reason::kMissing);
+}
+
+TEST_CASE("standard: secret forms", "[standard]") {
+  CHECK(Check(Delivery(V1()), At(kT), Base64Encode(kKey)) == "ok");            // no whsec_ prefix
+  CHECK(Check(Delivery(V1()), At(kT), "whsec_" + kKey) == reason::kMismatch);  // not base64
+  CHECK(Check(Delivery(V1()), At(kT), "whsec_not base64!") == reason::kMismatch);
+  CHECK(Check(Delivery(V1()), At(kT), "whsec_") == reason::kMismatch);
+  // The raw secret string is not the key.
+  CHECK(Check(Delivery(V1(kSecret)), At(kT)) == reason::kMismatch);
+
+  // A bad secret beside a good one does not get in the way of rotation.
+  Endpoint endpoint = testing::MakeEndpoint(Provider::kStandard, {"whsec_@@@", kSecret});
+  CHECK(Outcome(Verify(endpoint, Delivery(V1()), kBody, At(kT))) == "ok");
+  // And Sign with a bad secret sends no signature rather than a wrong one.
+  Headers headers = Sign(endpoint, endpoint.secrets[0], kBody, At(kT), kId);
+  CHECK(headers.count("webhook-signature") == 0);
+  CHECK(Outcome(Verify(endpoint, headers, kBody, At(kT))) == reason::kMissing);
+}
+
+TEST_CASE("standard: rotation and several signatures", "[standard]") {
+  const std::string other = "another 32-byte key, for testing";
+  Endpoint endpoint =
+      testing::MakeEndpoint(Provider::kStandard, {"whsec_" + Base64Encode(other), kSecret});
+  CHECK(Outcome(Verify(endpoint, Delivery(V1()), kBody, At(kT))) == "ok");
+  CHECK(Outcome(Verify(endpoint, Delivery(V1(other)), kBody, At(kT))) == "ok");
+
+  std::string wrong = V1("not the key");
+  CHECK(Check(Delivery(wrong + " " + V1())) == "ok");
+  CHECK(Check(Delivery(V1() + " " + wrong)) == "ok");
+  CHECK(Check(Delivery("v1a,c2lnbmF0dXJl " + V1())) == "ok");  // other versions ignored
+  CHECK(Check(Delivery("v2," + V1().substr(3) + " " + V1())) == "ok");
+  CHECK(Check(Delivery(wrong)) == reason::kMismatch);
+  CHECK(Check(Delivery("v1a,c2lnbmF0dXJl")) == reason::kMalformed);  // nothing to check
+}
+
+TEST_CASE("standard: timestamp tolerance", "[standard]") {
+  CHECK(Check(Delivery(V1()), At(kT + 300)) == "ok");
+  CHECK(Check(Delivery(V1()), At(kT + 301)) == reason::kTimestamp);
+  CHECK(Check(Delivery(V1()), At(kT - 300)) == "ok");
+  CHECK(Check(Delivery(V1()), At(kT - 301)) == reason::kTimestamp);
+  // The timestamp is signed: moving it (within tolerance) breaks the signature.
+  CHECK(Check(With(Delivery(V1()), "webhook-timestamp", std::to_string(kT + 1))) ==
+        reason::kMismatch);
+  // So is the id.
+  CHECK(Check(With(Delivery(V1()), "webhook-id", kId + "x")) == reason::kMismatch);
+}
+
+TEST_CASE("standard: missing headers", "[standard]") {
+  CHECK(Check({}) == reason::kMissing);
+  for (const char* name : {"webhook-id", "webhook-timestamp", "webhook-signature"}) {
+    INFO(name);
+    CHECK(Check(Without(Delivery(V1()), name)) == reason::kMissing);
+    CHECK(Check(With(Delivery(V1()), name, "")) == reason::kMissing);
+  }
+}
+
+TEST_CASE("standard: malformed signature and timestamp headers", "[standard]") {
+  std::string b64 = V1().substr(3);
+  for (const std::string& bad : std::vector<std::string>{
+           b64,                                                       // no version
+           "v1" + b64, "v1,", "v1," + b64.substr(0, b64.size() - 1),  // broken padding
+           "v1," + b64.substr(4),                                     // 29 bytes
+           "v1," + Base64Encode(std::string(33, 'x')), "v1," + Base64Encode(std::string(64, 'x')),
+           "v1,@@@@", "v1," + b64.substr(0, 10) + " " + b64.substr(10), "v1, " + b64,
+           V1() + "  " + V1(),  // empty entry
+           V1() + " ", " " + V1(), V1() + "\t", "v1," + b64 + "\n",
+           V1() + "," + b64,                    // comma-joined
+           "v1,Zm9v" + std::string(9000, 'A'),  // huge
+       }) {
+    INFO(bad);
+    CHECK(Check(Delivery(bad)) == reason::kMalformed);
+  }
+  std::string many;
+  for (int i = 0; i < 17; ++i) many += (i ? " " : "") + V1();
+  CHECK(Check(Delivery(many)) == reason::kMalformed);
+
+  for (const char* bad_ts : {"abc", "-1", "+1700000000", "1700000000.0", " 1700000000", "1e9",
+                             "99999999999999999999", "0x6553f100"}) {
+    INFO(bad_ts);
+    CHECK(Check(With(Delivery(V1()), "webhook-timestamp", bad_ts)) == reason::kMalformed);
+  }
+}
+
+}  // namespace
+}  // namespace hookbox
