@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -15,11 +16,16 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
+#include "handlers/handler.h"
+#include "http/client.h"
 #include "http/server.h"
 #include "inbox/inbox.h"
 #include "ops/clock.h"
 #include "ops/log.h"
+#include "receive/identify.h"
 #include "receive/receiver.h"
+#include "verify/verify.h"
+#include "work/workers.h"
 
 namespace hookbox {
 namespace {
@@ -51,6 +57,28 @@ std::optional<Config> LoadOrReport(const std::string& path, bool resolve_secrets
 StatusOr<std::unique_ptr<Inbox>> Open(const Config& config, bool create,
                                       std::vector<std::string>* applied = nullptr) {
   return OpenInbox({config.database, config.durability == Durability::kFull, create}, applied);
+}
+
+// Builds every handler (each kind checks its config once) and runs the sql handlers' setup
+// in the inbox; nullptr after logging every problem.
+std::shared_ptr<const HandlerSet> BuildAndPrepare(const Config& c, Inbox& inbox) {
+  std::vector<std::string> errors;
+  auto handlers = std::make_shared<HandlerSet>(BuildHandlers(c, &errors));
+  for (const auto& [endpoint, by_name] : handlers->by_endpoint) {
+    for (const auto& [name, handler] : by_name) {
+      if (!handler->sql()) continue;
+      if (Status s = inbox.PrepareSql(*handler->sql()); !s.ok()) {
+        errors.push_back(endpoint + "." + name + ": sql: " + s.ToString());
+      }
+    }
+  }
+  if (errors.empty()) return handlers;
+  LogError({{"msg", "handlers are not valid"}, {"errors", errors}});
+  return nullptr;
+}
+
+std::string BodyFieldOr(const std::string& body, const std::string& pointer) {
+  return BodyField(body, pointer).value_or("");
 }
 
 int ReportOpenFailure(const Status& s) {
@@ -92,18 +120,23 @@ sigset_t BlockServeSignals() {
 int Serve(const std::string& config_path) {
   sigset_t signals = BlockServeSignals();
   // Load and check the config; every problem is reported before stopping.
-  std::optional<Config> config = LoadOrReport(config_path, /*resolve_secrets=*/true);
-  if (!config) return kExitUsage;
-  auto shared_config = std::make_shared<const Config>(std::move(*config));
-  const Config& c = *shared_config;
+  std::optional<Config> loaded = LoadOrReport(config_path, /*resolve_secrets=*/true);
+  if (!loaded) return kExitUsage;
+  auto config = std::make_shared<const Config>(std::move(*loaded));
+  const Config& c = *config;
   // Open the inbox and bring its schema up to date.
   std::vector<std::string> applied;
   auto inbox = Open(c, /*create=*/true, &applied);
   if (!inbox.ok()) return ReportOpenFailure(inbox.status());
   for (const std::string& m : applied) LogInfo({{"msg", "migrated"}, {"migration", m}});
-  // Build the receive pipeline.
+  // Build the handlers; run the sql handlers' setup.
+  auto handlers = BuildAndPrepare(c, **inbox);
+  if (!handlers) return kExitUsage;
+  // Start the workers, then the receive pipeline that feeds them.
   SystemClock clock;
-  Receiver receiver(shared_config, **inbox, clock);
+  Workers workers(**inbox, config, handlers, clock);
+  workers.Start(c.workers);
+  Receiver receiver({config, handlers}, **inbox, clock, [&] { workers.Wake(); });
   std::atomic<bool> draining{false};
   // Listen: webhooks on `listen`, health on `admin_listen`.
   HttpServer hooks(PublicLimits(c), [&](const Delivery& d) { return receiver.Receive(d); });
@@ -131,11 +164,16 @@ int Serve(const std::string& config_path) {
   std::thread admin_thread([&] {
     if (admin_port) admin.Run();
   });
-  json ready = {{"msg", "listening"}, {"listen", listen->host + ":" + std::to_string(*hooks_port)},
-                {"database", c.database}, {"endpoints", c.endpoints.size()}};
-  if (admin_port) ready["admin"] = ParseHostPort(c.admin_listen)->host + ":" + std::to_string(*admin_port);
+  json ready = {{"msg", "listening"},
+                {"listen", listen->host + ":" + std::to_string(*hooks_port)},
+                {"database", c.database},
+                {"endpoints", c.endpoints.size()},
+                {"workers", c.workers}};
+  if (admin_port) {
+    ready["admin"] = ParseHostPort(c.admin_listen)->host + ":" + std::to_string(*admin_port);
+  }
   LogInfo(ready);
-  // Wait for SIGTERM/SIGINT; SIGHUP reloads endpoints and secrets.
+  // Wait for SIGTERM/SIGINT; SIGHUP reloads endpoints, secrets and handlers.
   for (;;) {
     int sig = 0;
     sigwait(&signals, &sig);
@@ -149,15 +187,32 @@ int Serve(const std::string& config_path) {
                 {"errors", r.errors}});
       continue;
     }
-    receiver.SwapConfig(std::make_shared<const Config>(std::move(*r.config)));
-    LogInfo({{"msg", "reloaded"}, {"endpoints", receiver.config()->endpoints.size()}});
+    auto new_config = std::make_shared<const Config>(std::move(*r.config));
+    auto new_handlers = BuildAndPrepare(*new_config, **inbox);
+    if (!new_handlers) {
+      LogError({{"msg", "reload refused: the old config stays"}});
+      continue;
+    }
+    if (new_config->listen != c.listen || new_config->database != c.database) {
+      LogWarn({{"msg", "listen and database changes take effect at the next restart"}});
+    }
+    workers.Swap(new_config, new_handlers);
+    receiver.Swap({new_config, new_handlers});
+    LogInfo({{"msg", "reloaded"}, {"endpoints", new_config->endpoints.size()}});
   }
-  // Drain: stop accepting, let in-flight requests finish, then close the inbox.
+  // Drain: stop accepting and finish in-flight requests; let running jobs finish within
+  // shutdown_grace; then close the inbox.
   draining = true;
   hooks.Stop();
   admin.Stop();
   hooks_thread.join();
   admin_thread.join();
+  if (!workers.Stop(c.shutdown_grace)) {
+    // Everything committed is on disk; the unfinished attempts' leases will expire and
+    // their jobs run again after the restart.
+    LogWarn({{"msg", "stopped with attempts still running; they will be retried"}});
+    std::_Exit(kExitOk);
+  }
   inbox->reset();
   LogInfo({{"msg", "stopped"}});
   return kExitOk;
@@ -167,6 +222,8 @@ int Serve(const std::string& config_path) {
 
 int CheckConfig(const std::string& path) {
   LoadResult r = LoadConfigFile(path);
+  if (r.config) (void)BuildHandlers(*r.config, &r.errors);  // each kind checks its config
+  if (!r.errors.empty()) r.config.reset();
   for (const std::string& w : r.warnings) std::cout << path << ": warning: " << w << "\n";
   for (const std::string& e : r.errors) std::cout << path << ": error: " << e << "\n";
   if (!r.config) {
@@ -327,6 +384,66 @@ int InboxClear(const std::string& path, const std::string& endpoint, const std::
   return kExitOk;
 }
 
+int InboxRetry(const std::string& path, const std::string& endpoint, const std::string& id) {
+  std::optional<Config> config = LoadOrReport(path);
+  if (!config) return kExitUsage;
+  if (!KnownEndpoint(*config, endpoint)) return kExitUsage;
+  auto inbox = Open(*config, /*create=*/false);
+  if (!inbox.ok()) return ReportOpenFailure(inbox.status());
+  auto rearmed = (*inbox)->Retry(endpoint, id, std::chrono::system_clock::now());
+  if (!rearmed.ok()) {
+    std::cerr << "hookbox: " << rearmed.status().ToString() << "\n";
+    return rearmed.status().code() == Status::Code::kUnavailable ? kExitDatabase : kExitUsage;
+  }
+  std::cout << "re-armed " << *rearmed << " dead job(s) of " << endpoint << " " << id << "\n";
+  return kExitOk;
+}
+
+// Signs FILE with the endpoint's first secret exactly as its provider would and POSTs it.
+int Send(const std::string& path, const std::string& endpoint_name, const std::string& file,
+         std::string url_text) {
+  std::optional<Config> config = LoadOrReport(path, /*resolve_secrets=*/true);
+  if (!config) return kExitUsage;
+  const Endpoint* ep = config->FindByName(endpoint_name);
+  if (!ep) {
+    (void)KnownEndpoint(*config, endpoint_name);  // prints the error
+    return kExitUsage;
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    std::cerr << "hookbox: cannot read " << file << "\n";
+    return kExitUsage;
+  }
+  std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (url_text.empty()) {
+    auto listen = ParseHostPort(config->listen);
+    std::string host = listen->host == "0.0.0.0" || listen->host == "::" ? "127.0.0.1"
+                                                                          : listen->host;
+    url_text = "http://" + host + ":" + std::to_string(listen->port) + ep->path;
+  }
+  auto url = ParseHttpUrl(url_text);
+  if (!url.ok()) {
+    std::cerr << "hookbox: --url: " << url.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  // The event id and type headers some providers send: taken from the body when present.
+  std::string id = BodyFieldOr(body, "/id"), type = BodyFieldOr(body, "/type");
+  if (id.empty()) id = "send-" + std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+  if (type.empty()) type = "hookbox.test";
+  Headers headers = ep->secrets.empty()
+                        ? Headers{}
+                        : Sign(*ep, ep->secrets.front(), body, std::chrono::system_clock::now(),
+                               id, type);
+  headers.erase("Content-Type");
+  auto reply = HttpPost(*url, headers, body, "application/json", std::chrono::seconds(30));
+  if (!reply.ok()) {
+    std::cerr << "hookbox: " << reply.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  std::cout << reply->status << " " << reply->body << "\n";
+  return reply->status >= 200 && reply->status < 300 ? kExitOk : kExitUsage;
+}
+
 int Stats(const std::string& path, bool as_json) {
   std::optional<Config> config = LoadOrReport(path);
   if (!config) return kExitUsage;
@@ -401,6 +518,20 @@ int Main(int argc, char** argv) {
   clear->add_option("ENDPOINT", endpoint)->required();
   clear->add_option("EVENT_ID", event_id)->required();
   clear->callback([&] { rc = InboxClear(config_path, endpoint, event_id); });
+
+  auto* retry = inbox->add_subcommand("retry", "re-arm the dead jobs of a row");
+  add_config(retry);
+  retry->add_option("ENDPOINT", endpoint)->required();
+  retry->add_option("EVENT_ID", event_id)->required();
+  retry->callback([&] { rc = InboxRetry(config_path, endpoint, event_id); });
+
+  std::string send_file, send_url;
+  auto* send = app.add_subcommand("send", "sign FILE as the endpoint's provider would and POST it");
+  add_config(send);
+  send->add_option("ENDPOINT", endpoint)->required();
+  send->add_option("FILE", send_file)->required();
+  send->add_option("--url", send_url, "where to POST (default: this config's listen + path)");
+  send->callback([&] { rc = Send(config_path, endpoint, send_file, send_url); });
 
   bool stats_json = false;
   auto* stats = app.add_subcommand("stats", "counts by endpoint and status");

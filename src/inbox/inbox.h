@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "handlers/handler.h"
 #include "ops/clock.h"
 
 namespace hookbox {
@@ -37,15 +38,18 @@ struct Event {
   std::vector<std::string> handlers;  // one job each; empty -> stored as `ignored`
   bool strict_body = false;           // same id, other body -> Conflict instead of duplicate
   TimePoint received_at;
+
+  // mode: sync. The jobs are created already claimed by `sync_owner` (the request), with a
+  // lease of `sync_lease`, and are never claimed by the worker pool. `sql` handlers (name,
+  // work) run in this transaction: their side effects and the inbox row commit together or
+  // not at all (a failure is Internal and leaves no row).
+  std::string sync_owner;
+  std::chrono::milliseconds sync_lease{0};
+  std::vector<std::pair<std::string, const SqlWork*>> sync_sql;
 };
 
 enum class Verdict { kAccepted, kDuplicate, kStale, kIgnored };
 const char* VerdictName(Verdict v);
-
-struct AcceptResult {
-  Verdict verdict;
-  bool body_changed = false;  // duplicate whose body differs from the stored one
-};
 
 // An inbox row as the CLI shows it.
 struct InboxRow {
@@ -84,11 +88,89 @@ struct ListFilter {
 // Counts of inbox rows by endpoint, then status.
 using InboxStats = std::map<std::string, std::map<std::string, int64_t>>;
 
+// A job a worker holds a lease on: the stored event plus what identifies this attempt.
+struct ClaimedJob {
+  int64_t job_id = 0;
+  int64_t inbox_id = 0;
+  std::string handler;
+  std::string lease_token;
+  int budget_used = 0;  // tries since the job was created or re-armed, this one included
+  HandlerEvent event;   // event.attempt: this try's number in the job's whole history
+};
+
+struct AcceptResult {
+  Verdict verdict;
+  bool body_changed = false;       // duplicate whose body differs from the stored one
+  std::vector<ClaimedJob> claimed;  // mode: sync, accepted: the jobs the request now runs
+};
+
+// What a sync request found when it tried to take over an event's jobs.
+struct EventClaim {
+  enum class State {
+    kClaimed,  // `jobs` are now leased to the caller
+    kBusy,     // another request or worker holds a live lease on a job of the event
+    kSettled,  // nothing left to run: every job is done or dead (or there are none)
+  } state = State::kSettled;
+  std::string row_status;
+  std::vector<ClaimedJob> jobs;
+};
+
+// How an attempt ended and what becomes of its job.
+struct JobOutcome {
+  Outcome outcome = Outcome::kOk;
+  std::string detail;
+  enum class Next { kDone, kRetry, kDead } next = Next::kDone;
+  TimePoint next_attempt_at;  // kRetry only
+  TimePoint finished_at;
+};
+
 class Inbox {
  public:
   virtual ~Inbox() = default;
 
   virtual StatusOr<AcceptResult> Accept(const Event& event) = 0;
+
+  // Claims up to `max` due jobs: pending ones whose next_attempt_at has come, and
+  // processing ones whose lease ran out (their worker died). Per-resource order: only the
+  // first unfinished job of each (endpoint, resource), in received order, is claimable,
+  // and none while another job of the resource holds a live lease. Each claimed job gets
+  // a new lease token, lease_until = now + lease, and an open attempts row.
+  virtual StatusOr<std::vector<ClaimedJob>> ClaimJobs(const std::string& owner, int max,
+                                                      TimePoint now,
+                                                      std::chrono::milliseconds lease) = 0;
+
+  // Records the attempt and moves the job on, only if `job.lease_token` still holds the
+  // lease (compare-and-swap): a worker whose lease expired and was taken over gets
+  // Conflict("lease lost") and changes nothing. With `sql`, its statements run in the same
+  // transaction when the outcome is ok; if they fail, nothing of them stays and
+  // `sql_failed` (with the error as detail) is recorded instead. Returns the outcome
+  // recorded. The inbox row becomes processed when all its jobs are done, dead if any is.
+  virtual StatusOr<Outcome> FinishJob(const ClaimedJob& job, const JobOutcome& outcome,
+                                      const SqlWork* sql = nullptr,
+                                      const JobOutcome* sql_failed = nullptr) = 0;
+
+  // mode: sync. Claims the unfinished jobs of one event for the caller (a redelivery
+  // taking over after a failed or crashed first request), unless one is leased to someone
+  // else. NotFound when there is no such row.
+  virtual StatusOr<EventClaim> ClaimEvent(const std::string& endpoint,
+                                          const std::string& event_id, const std::string& owner,
+                                          TimePoint now, std::chrono::milliseconds lease) = 0;
+
+  // Re-arms the dead jobs of a row with a fresh attempt budget; re-armed jobs of sync
+  // endpoints run in the worker pool (no producer is waiting for them). NotFound when there is no
+  // such row; InvalidArgument when it has no dead job.
+  virtual StatusOr<int> Retry(const std::string& endpoint, const std::string& event_id,
+                              TimePoint now) = 0;
+
+  // Crash recovery: the distinct owners of live-or-expired leases, and a way to end the
+  // leases of owners known to be dead (a process of this host that no longer runs), so
+  // their jobs run again at once instead of when the leases run out.
+  virtual StatusOr<std::vector<std::string>> LeaseOwners() = 0;
+  virtual Status ExpireLeases(const std::string& owner_prefix, TimePoint now) = 0;
+
+  // Runs a `sql` handler's setup statements once (CREATE TABLE IF NOT EXISTS ...) and
+  // prepares its statements, so a mistake is found at start, not at the first event.
+  virtual Status PrepareSql(const SqlWork& sql) = 0;
 
   // Newest first.
   virtual StatusOr<std::vector<InboxRow>> List(const ListFilter& filter) = 0;

@@ -6,9 +6,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <thread>
+
 #include "ops/log.h"
 #include "receive/identify.h"
 #include "verify/verify.h"
+#include "work/attempt.h"
+#include "work/workers.h"
 
 namespace hookbox {
 namespace {
@@ -44,10 +48,77 @@ bool IsCredentialHeader(std::string_view name) {
   return kCredentials.count(name) > 0;
 }
 
+// 200 {"status":..., "event_id":...}
+Answer Ok(const char* status, const std::string& event_id) {
+  // ordered_json: "status" first, as producers' logs and DESIGN.md show it.
+  nlohmann::ordered_json answer = {{"status", status}, {"event_id", event_id}};
+  return Answer{200, answer.dump(-1, ' ', false, json::error_handler_t::replace), {}};
+}
+
+// A lease owner naming this request, unique among requests in flight.
+std::string RequestOwner(const Delivery& d) {
+  static std::atomic<uint64_t> counter{0};
+  return LeaseOwnerPrefix() + "request:" + d.remote + ":" + std::to_string(++counter);
+}
+
 }  // namespace
 
-Receiver::Receiver(std::shared_ptr<const Config> config, Inbox& inbox, const Clock& clock)
-    : config_(std::move(config)), inbox_(inbox), clock_(clock) {}
+Answer Receiver::RunSync(const ReceiverSetup& setup, const std::vector<ClaimedJob>& jobs,
+                         const char* status, const std::string& event_id) const {
+  bool all_ok = true;
+  std::string error;
+  for (const ClaimedJob& job : jobs) {
+    auto outcome =
+        RunAttempt(inbox_, job, *setup.config, *setup.handlers, clock_, AttemptMode::kSync);
+    if (!outcome.ok()) {
+      all_ok = false;
+      error = outcome.status().code() == Status::Code::kUnavailable ? "storage unavailable"
+                                                                   : "handler lost its lease";
+    } else if (outcome->outcome != Outcome::kOk) {
+      all_ok = false;
+      error = std::string("handler ") + job.handler + " " + OutcomeName(outcome->outcome);
+    }
+  }
+  if (!all_ok) return Error(500, error);
+  return Ok(status, event_id);
+}
+
+Answer Receiver::TakeOver(const ReceiverSetup& setup, const Endpoint& endpoint,
+                          const std::string& event_id, const std::string& owner) const {
+  const auto deadline = std::chrono::steady_clock::now() + endpoint.sync_wait;
+  for (;;) {
+    auto claim = inbox_.ClaimEvent(endpoint.name, event_id, owner, clock_.Now(),
+                                   SyncLease(*setup.handlers));
+    if (!claim.ok()) return Error(HttpStatusFor(claim.status()), claim.status().what());
+    switch (claim->state) {
+      case EventClaim::State::kSettled:
+        return Ok("duplicate", event_id);
+      case EventClaim::State::kClaimed:
+        return RunSync(setup, claim->jobs, "duplicate", event_id);
+      case EventClaim::State::kBusy:
+        break;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      // Row-lock semantics without holding a lock: wait, poll, and give up politely.
+      auto secs = std::chrono::ceil<std::chrono::seconds>(endpoint.sync_wait).count();
+      Answer busy = Error(409, "this event is being processed by another delivery");
+      busy.headers.emplace("Retry-After", std::to_string(std::max<int64_t>(1, secs)));
+      return busy;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+Receiver::Receiver(ReceiverSetup setup, Inbox& inbox, const Clock& clock,
+                   std::function<void()> on_jobs)
+    : setup_(std::make_shared<const ReceiverSetup>(std::move(setup))),
+      inbox_(inbox),
+      clock_(clock),
+      on_jobs_(std::move(on_jobs)) {}
+
+std::chrono::milliseconds SyncLease(const HandlerSet& handlers) {
+  return handlers.longest_timeout + std::chrono::seconds(30);
+}
 
 std::vector<std::string> MatchHandlers(const Endpoint& endpoint, const std::string& event_type) {
   std::vector<std::string> names;
@@ -80,7 +151,8 @@ std::string StoredHeadersJson(const Headers& headers) {
 
 Answer Receiver::Receive(const Delivery& d) const {
   const auto started = std::chrono::steady_clock::now();
-  const std::shared_ptr<const Config> config = config_.load();
+  const std::shared_ptr<const ReceiverSetup> setup = setup_.load();
+  const Config* config = setup->config.get();
   json log = {{"msg", "delivery"}, {"remote", d.remote}, {"path", d.path}};
   auto finish = [&](Answer answer, const char* outcome) {
     log["outcome"] = outcome;
@@ -143,6 +215,15 @@ Answer Receiver::Receive(const Delivery& d) const {
   e.handlers = MatchHandlers(*ep, e.event_type);
   e.strict_body = ep->strict_body;
   e.received_at = clock_.Now();
+  const bool sync = ep->mode == Mode::kSync;
+  if (sync) {
+    e.sync_owner = RequestOwner(d);
+    e.sync_lease = SyncLease(*setup->handlers);
+    for (const std::string& name : e.handlers) {
+      const Handler* h = setup->handlers->Find(ep->name, name);
+      if (h && h->sql()) e.sync_sql.emplace_back(name, h->sql());
+    }
+  }
   StatusOr<AcceptResult> result = inbox_.Accept(e);
   if (!result.ok()) {
     const Status& s = result.status();
@@ -156,10 +237,14 @@ Answer Receiver::Receive(const Delivery& d) const {
   // 5. answer
   const char* verdict = VerdictName(result->verdict);
   if (result->body_changed) log["body_changed"] = true;
-  // ordered_json: "status" first, as producers' logs and DESIGN.md show it.
-  nlohmann::ordered_json answer = {{"status", verdict}, {"event_id", id->event_id}};
-  return finish(Answer{200, answer.dump(-1, ' ', false, json::error_handler_t::replace), {}},
-                verdict);
+  if (sync && result->verdict == Verdict::kAccepted) {
+    return finish(RunSync(*setup, result->claimed, verdict, id->event_id), verdict);
+  }
+  if (sync && result->verdict == Verdict::kDuplicate) {
+    return finish(TakeOver(*setup, *ep, id->event_id, e.sync_owner), verdict);
+  }
+  if (result->verdict == Verdict::kAccepted && on_jobs_) on_jobs_();
+  return finish(Ok(verdict, id->event_id), verdict);
 }
 
 }  // namespace hookbox

@@ -6,6 +6,12 @@
 // duplicate, stale or ignored; 422 strict_body conflict; 503 storage failure); answer: the
 // short JSON body and one log line.
 //
+// mode: sync endpoints run their handlers inside the request (the accept transaction hands
+// this request the event's jobs): 200 only once they succeeded and the row is processed,
+// 500 when one failed (the job is released for the producer's retry). A duplicate arriving
+// while another request runs the event waits for it up to `sync_wait`: 200 when it is
+// done, a takeover when it was released, 409 with Retry-After when the wait runs out.
+//
 // Thread-safe: Receive() runs on every HTTP worker thread at once. The config is swapped as a
 // whole (SIGHUP) and each delivery sees one version of it from start to end.
 #pragma once
@@ -13,27 +19,51 @@
 #include <atomic>
 #include <memory>
 
+#include <functional>
+
 #include "config/config.h"
+#include "handlers/handler.h"
 #include "inbox/inbox.h"
 #include "ops/clock.h"
 #include "receive/delivery.h"
 
 namespace hookbox {
 
+// What the pipeline reads per delivery, swapped as one on reload.
+struct ReceiverSetup {
+  std::shared_ptr<const Config> config;
+  std::shared_ptr<const HandlerSet> handlers;
+};
+
 class Receiver final {
  public:
-  Receiver(std::shared_ptr<const Config> config, Inbox& inbox, const Clock& clock);
+  // `on_jobs` runs after an accept created jobs for the worker pool (to wake it).
+  Receiver(ReceiverSetup setup, Inbox& inbox, const Clock& clock,
+           std::function<void()> on_jobs = {});
 
   Answer Receive(const Delivery& delivery) const;
 
-  void SwapConfig(std::shared_ptr<const Config> config) { config_.store(std::move(config)); }
-  std::shared_ptr<const Config> config() const { return config_.load(); }
+  void Swap(ReceiverSetup setup) {
+    setup_.store(std::make_shared<const ReceiverSetup>(std::move(setup)));
+  }
+  std::shared_ptr<const ReceiverSetup> setup() const { return setup_.load(); }
 
  private:
-  std::atomic<std::shared_ptr<const Config>> config_;
+  // mode: sync: runs claimed jobs in this request; 200 `status` when all succeeded.
+  Answer RunSync(const ReceiverSetup& setup, const std::vector<ClaimedJob>& jobs,
+                 const char* status, const std::string& event_id) const;
+  // mode: sync, a duplicate: wait for, or take over, the event's unfinished jobs.
+  Answer TakeOver(const ReceiverSetup& setup, const Endpoint& endpoint,
+                  const std::string& event_id, const std::string& owner) const;
+
+  std::atomic<std::shared_ptr<const ReceiverSetup>> setup_;
   Inbox& inbox_;
   const Clock& clock_;
+  std::function<void()> on_jobs_;
 };
+
+// How long a sync request leases its jobs: the longest handler timeout plus a margin.
+std::chrono::milliseconds SyncLease(const HandlerSet& handlers);
 
 // The names of the handlers whose route's event globs match `event_type`, in config order,
 // each once. Empty: the event is stored as `ignored`.

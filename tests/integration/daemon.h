@@ -65,11 +65,9 @@ struct CliResult {
   std::string err;  // stderr
 };
 
-// Runs `hookbox ARGS...` to completion.
-inline CliResult RunHookbox(const std::vector<std::string>& args, const std::string& workdir) {
-  std::string out_path = workdir + "/.cli-out", err_path = workdir + "/.cli-err";
-  std::vector<std::string> argv_s = {HOOKBOX_BIN};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
+// Runs argv to completion with stdout and stderr sent to files (without a shell).
+inline CliResult RunToCompletion(std::vector<std::string> argv_s, const std::string& out_path,
+                                 const std::string& err_path) {
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -79,7 +77,7 @@ inline CliResult RunHookbox(const std::vector<std::string>& args, const std::str
   posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid;
   if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0) {
-    throw std::runtime_error("cannot spawn hookbox");
+    throw std::runtime_error("cannot spawn " + argv_s[0]);
   }
   posix_spawn_file_actions_destroy(&fa);
   int status = 0;
@@ -88,14 +86,30 @@ inline CliResult RunHookbox(const std::vector<std::string>& args, const std::str
           ReadFile(err_path)};
 }
 
-// A running `hookbox serve`. The config text may use {DB} for the database path.
+// Runs `hookbox ARGS...` to completion.
+inline CliResult RunHookbox(const std::vector<std::string>& args, const std::string& workdir) {
+  std::vector<std::string> argv = {HOOKBOX_BIN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunToCompletion(argv, workdir + "/.cli-out", workdir + "/.cli-err");
+}
+
+// `sqlite3 DB SQL` (the Debian CLI): what an operator would see in the file.
+inline std::string RunSqlite(const std::string& db, const std::string& sql) {
+  return RunToCompletion({"/usr/bin/sqlite3", db, sql}, db + ".sql-out", db + ".sql-err").out;
+}
+
+// A running `hookbox serve`. The config text may use {DB} for the database path and {DIR}
+// for the test's temporary directory.
 class Daemon {
  public:
   Daemon(const TempDir& dir, std::string config_yaml, std::string db = "")
       : dir_(dir.path().string()) {
     db_ = db.empty() ? dir_ + "/inbox.db" : db;
-    auto at = config_yaml.find("{DB}");
-    if (at != std::string::npos) config_yaml.replace(at, 4, db_);
+    for (auto [key, value] : {std::pair<std::string, std::string>{"{DB}", db_}, {"{DIR}", dir_}}) {
+      for (auto at = config_yaml.find(key); at != std::string::npos; at = config_yaml.find(key)) {
+        config_yaml.replace(at, key.size(), value);
+      }
+    }
     config_ = dir_ + "/config.yaml";
     WriteFile(config_, config_yaml);
     Start();

@@ -7,6 +7,7 @@
 #include <functional>
 #include <future>
 #include <mutex>
+#include <random>
 #include <thread>
 
 #include "inbox/migration.h"
@@ -46,6 +47,267 @@ Status Migrate(Db& db, std::vector<std::string>* applied) {
     if (applied) applied->push_back(m.name);
   }
   return tx.Commit();
+}
+
+std::string NewLeaseToken() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  char buf[33];
+  snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(rng()),
+           static_cast<unsigned long long>(rng()));
+  return buf;
+}
+
+// Binds the `sql` handler's named parameters that a statement uses.
+void BindEventParams(sqlite::Stmt& q, const HandlerEvent& e) {
+  const std::pair<const char*, const std::string*> params[] = {
+      {":event_id", &e.event_id}, {":endpoint", &e.endpoint}, {":type", &e.event_type},
+      {":resource", &e.resource_id}, {":sequence", &e.sequence}, {":body", &e.body},
+      {":received_at", &e.received_at}};
+  for (const auto& [name, value] : params) {
+    if (int i = q.ParamIndex(name); i > 0) q.Bind(i, *value);
+  }
+}
+
+// Sets the inbox row's status from its jobs: dead if any job is dead, processed when all
+// are done, processing otherwise.
+Status SettleRow(Db& db, int64_t inbox_id, const std::string& now) {
+  HOOKBOX_PREPARE(up, db,
+                  "UPDATE inbox SET"
+                  " status = CASE"
+                  "   WHEN EXISTS (SELECT 1 FROM jobs WHERE inbox_id = ?1 AND status = 'dead')"
+                  "     THEN 'dead'"
+                  "   WHEN NOT EXISTS (SELECT 1 FROM jobs WHERE inbox_id = ?1 AND status != 'done')"
+                  "     THEN 'processed'"
+                  "   ELSE 'processing' END,"
+                  " processed_at = CASE"
+                  "   WHEN NOT EXISTS (SELECT 1 FROM jobs WHERE inbox_id = ?1 AND status != 'done')"
+                  "     THEN ?2 ELSE NULL END"
+                  " WHERE id = ?1");
+  up.Bind(1, inbox_id).Bind(2, now);
+  return up.Run();
+}
+
+const char* JobStatusFor(JobOutcome::Next next) {
+  switch (next) {
+    case JobOutcome::Next::kDone: return "done";
+    case JobOutcome::Next::kRetry: return "pending";
+    case JobOutcome::Next::kDead: return "dead";
+  }
+  return "pending";
+}
+
+// The finishing transaction's body: compare-and-swap on the lease token, then the
+// attempt's record, the sql handler's statements, and the row's status.
+Status FinishInto(Db& db, const ClaimedJob& job, const JobOutcome& outcome, const SqlWork* sql,
+                  const JobOutcome* sql_failed, Outcome* recorded) {
+  const JobOutcome* effective = &outcome;
+  JobOutcome failed;
+  Status s;
+  if (sql && outcome.outcome == Outcome::kOk) {
+    (void)db.Exec("SAVEPOINT sql_handler");
+    for (const std::string& statement : sql->statements) {
+      auto q = db.Prepare(statement);
+      if (!q.ok()) {
+        s = q.status();
+        break;
+      }
+      BindEventParams(**q, job.event);
+      if (s = (*q)->Run(); !s.ok()) break;
+    }
+    if (!s.ok()) {
+      if (!db.InTransaction()) return s;  // SQLite gave up the whole transaction
+      (void)db.Exec("ROLLBACK TO sql_handler");
+      failed = sql_failed ? *sql_failed : outcome;
+      failed.outcome = Outcome::kFailed;
+      failed.detail = "sql: " + s.ToString();
+      effective = &failed;
+      s = Status::Ok();
+    }
+    (void)db.Exec("RELEASE sql_handler");
+  }
+
+  const std::string finished = FormatTime(effective->finished_at);
+  {
+    HOOKBOX_PREPARE(cas, db,
+                    "UPDATE jobs SET status = ?, next_attempt_at = coalesce(?, next_attempt_at),"
+                    " last_error = ?, lease_owner = NULL, lease_token = NULL, lease_until = NULL"
+                    " WHERE id = ? AND lease_token = ? AND status = 'processing'");
+    cas.Bind(1, JobStatusFor(effective->next));
+    if (effective->next == JobOutcome::Next::kRetry) {
+      cas.Bind(2, FormatTime(effective->next_attempt_at));
+    }
+    if (effective->outcome != Outcome::kOk) cas.Bind(3, effective->detail);
+    cas.Bind(4, job.job_id).Bind(5, job.lease_token);
+    if (s = cas.Run(); !s.ok()) return s;
+  }
+  if (db.Changes() == 0) {
+    return Status::Conflict("lease lost", "job " + std::to_string(job.job_id));
+  }
+  {
+    HOOKBOX_PREPARE(att, db,
+                    "UPDATE attempts SET finished_at = ?, outcome = ?, detail = ?"
+                    " WHERE job = ? AND number = ?");
+    att.Bind(1, finished).Bind(2, OutcomeName(effective->outcome)).Bind(3, effective->detail);
+    att.Bind(4, job.job_id).Bind(5, int64_t{job.event.attempt});
+    if (s = att.Run(); !s.ok()) return s;
+  }
+  *recorded = effective->outcome;
+  return SettleRow(db, job.inbox_id, finished);
+}
+
+// The columns a claim reads: the job, and the stored event its handler gets.
+constexpr const char* kClaimColumns =
+    "j.id, j.inbox_id, j.handler, j.attempts, i.endpoint, i.event_id, i.event_type,"
+    " i.resource_id, i.sequence, i.body, i.headers, i.received_at,"
+    " (SELECT count(*) FROM attempts a WHERE a.job = j.id)";
+
+ClaimedJob ReadClaim(sqlite::Stmt& q) {
+  ClaimedJob c;
+  c.job_id = q.Int(0);
+  c.inbox_id = q.Int(1);
+  c.handler = q.Text(2);
+  c.budget_used = static_cast<int>(q.Int(3)) + 1;
+  c.event.endpoint = q.Text(4);
+  c.event.event_id = q.Text(5);
+  c.event.event_type = q.Text(6);
+  c.event.resource_id = q.Text(7);
+  c.event.sequence = q.Text(8);
+  c.event.body = q.Text(9);
+  c.event.headers_json = q.Text(10);
+  c.event.received_at = q.Text(11);
+  c.event.attempt = static_cast<int>(q.Int(12)) + 1;
+  c.lease_token = NewLeaseToken();
+  return c;
+}
+
+// Gives each selected job to `owner`: a new lease token, lease_until, attempts + 1, an open
+// attempts row; an attempt abandoned by a dead worker is marked as such.
+Status LeaseJobs(Db& db, const std::vector<ClaimedJob>& jobs, const std::string& owner,
+                 TimePoint now, std::chrono::milliseconds lease) {
+  if (jobs.empty()) return Status::Ok();
+  const std::string now_text = FormatTime(now);
+  const std::string until = FormatTime(now + lease);
+  Status s;
+  HOOKBOX_PREPARE(abandon, db,
+                  "UPDATE attempts SET detail = 'abandoned: the lease ran out (worker stopped"
+                  " or died)' WHERE job = ? AND finished_at IS NULL");
+  HOOKBOX_PREPARE(lease_up, db,
+                  "UPDATE jobs SET status = 'processing', attempts = attempts + 1,"
+                  " lease_owner = ?, lease_token = ?, lease_until = ? WHERE id = ?");
+  HOOKBOX_PREPARE(att, db, "INSERT INTO attempts (job, number, started_at) VALUES (?, ?, ?)");
+  HOOKBOX_PREPARE(row, db,
+                  "UPDATE inbox SET status = 'processing' WHERE id = ? AND status = 'pending'");
+  for (const ClaimedJob& c : jobs) {
+    abandon.Bind(1, c.job_id);
+    if (s = abandon.Run(); !s.ok()) return s;
+    abandon.Reset();
+    lease_up.Bind(1, owner).Bind(2, c.lease_token).Bind(3, until).Bind(4, c.job_id);
+    if (s = lease_up.Run(); !s.ok()) return s;
+    lease_up.Reset();
+    att.Bind(1, c.job_id).Bind(2, int64_t{c.event.attempt}).Bind(3, now_text);
+    if (s = att.Run(); !s.ok()) return s;
+    att.Reset();
+    row.Bind(1, c.inbox_id);
+    if (s = row.Run(); !s.ok()) return s;
+    row.Reset();
+  }
+  return Status::Ok();
+}
+
+Status ClaimInto(Db& db, const std::string& owner, int max, TimePoint now,
+                 std::chrono::milliseconds lease, std::vector<ClaimedJob>* out) {
+  Status s;
+  {
+    // Due jobs that head their resource's queue: no earlier unfinished job of the same
+    // (endpoint, resource), and no live lease on any of its jobs. Sync jobs are the
+    // producer's to retry, not the pool's.
+    HOOKBOX_PREPARE(q, db,
+                    std::string("SELECT ") + kClaimColumns +
+                        " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                        " WHERE j.sync = 0"
+                        " AND ((j.status = 'pending' AND j.next_attempt_at <= ?1)"
+                        "     OR (j.status = 'processing' AND j.lease_until < ?1))"
+                        " AND (i.resource_id = '' OR NOT EXISTS ("
+                        "   SELECT 1 FROM inbox i2 JOIN jobs j2 ON j2.inbox_id = i2.id"
+                        "   WHERE i2.endpoint = i.endpoint AND i2.resource_id = i.resource_id"
+                        "   AND j2.id != j.id AND j2.status IN ('pending', 'processing')"
+                        "   AND ((i2.id, j2.id) < (i.id, j.id)"
+                        "        OR (j2.status = 'processing' AND j2.lease_until >= ?1))))"
+                        " ORDER BY j.next_attempt_at, j.id LIMIT ?2");
+    q.Bind(1, FormatTime(now)).Bind(2, int64_t{max});
+    while (q.Step(&s)) out->push_back(ReadClaim(q));
+    if (!s.ok()) return s;
+  }
+  return LeaseJobs(db, *out, owner, now, lease);
+}
+
+// The event's unfinished jobs for a sync request: all of them if none is leased to someone
+// else.
+Status ClaimEventInto(Db& db, int64_t inbox_id, const std::string& owner, TimePoint now,
+                      std::chrono::milliseconds lease, EventClaim* out) {
+  Status s;
+  const std::string now_text = FormatTime(now);
+  {
+    HOOKBOX_PREPARE(busy, db,
+                    "SELECT count(*) FROM jobs WHERE inbox_id = ? AND status = 'processing'"
+                    " AND lease_until >= ?");
+    busy.Bind(1, inbox_id).Bind(2, now_text);
+    if (busy.Step(&s) && busy.Int(0) > 0) {
+      out->state = EventClaim::State::kBusy;
+      return Status::Ok();
+    }
+    if (!s.ok()) return s;
+  }
+  {
+    HOOKBOX_PREPARE(q, db,
+                    std::string("SELECT ") + kClaimColumns +
+                        " FROM jobs j JOIN inbox i ON i.id = j.inbox_id WHERE j.inbox_id = ?"
+                        " AND j.status IN ('pending', 'processing') ORDER BY j.id");
+    q.Bind(1, inbox_id);
+    while (q.Step(&s)) out->jobs.push_back(ReadClaim(q));
+    if (!s.ok()) return s;
+  }
+  out->state = out->jobs.empty() ? EventClaim::State::kSettled : EventClaim::State::kClaimed;
+  return LeaseJobs(db, out->jobs, owner, now, lease);
+}
+
+// mode: sync, sql handlers: their statements run in the accept transaction, and their jobs
+// are recorded done with one ok attempt.
+Status RunSyncSql(Db& db, const Event& e, int64_t inbox_id, const std::string& now) {
+  HandlerEvent he;
+  he.endpoint = e.endpoint;
+  he.event_id = e.event_id;
+  he.event_type = e.event_type;
+  he.resource_id = e.resource_id;
+  he.sequence = e.sequence;
+  he.body = e.body;
+  he.received_at = now;
+  Status s;
+  for (const auto& [handler, work] : e.sync_sql) {
+    for (const std::string& statement : work->statements) {
+      auto q = db.Prepare(statement);
+      if (!q.ok()) return Status::Internal("sql handler failed", q.status().ToString());
+      BindEventParams(**q, he);
+      if (s = (*q)->Run(); !s.ok()) {
+        if (s.code() == Status::Code::kUnavailable) return s;
+        return Status::Internal("sql handler failed", s.ToString());
+      }
+    }
+    HOOKBOX_PREPARE(done, db,
+                    "UPDATE jobs SET status = 'done', attempts = 1 WHERE inbox_id = ? AND handler = ?"
+                    " RETURNING id");
+    done.Bind(1, inbox_id).Bind(2, handler);
+    int64_t job_id = 0;
+    if (done.Step(&s)) job_id = done.Int(0);
+    if (!s.ok()) return s;
+    done.Reset();
+    HOOKBOX_PREPARE(att, db,
+                    "INSERT INTO attempts (job, number, started_at, finished_at, outcome, detail)"
+                    " VALUES (?, 1, ?, ?, 'ok', 'sql: ran in the accept transaction')");
+    att.Bind(1, job_id).Bind(2, now).Bind(3, now);
+    if (s = att.Run(); !s.ok()) return s;
+  }
+  return SettleRow(db, inbox_id, now);
 }
 
 // The accept transaction's body, run inside the writer's SAVEPOINT for this event.
@@ -117,15 +379,28 @@ Status AcceptInto(Db& db, const Event& e, AcceptResult* out) {
     out->verdict = Verdict::kIgnored;
     return Status::Ok();
   }
-  HOOKBOX_PREPARE(job, db,
-                  "INSERT INTO jobs (inbox_id, handler, status, next_attempt_at)"
-                  " VALUES (?, ?, 'pending', ?)");
-  for (const std::string& handler : e.handlers) {
-    job.Bind(1, inbox_id).Bind(2, handler).Bind(3, now);
-    if (s = job.Run(); !s.ok()) return s;
-    job.Reset();
+  const bool sync = !e.sync_owner.empty();
+  {
+    HOOKBOX_PREPARE(job, db,
+                    "INSERT INTO jobs (inbox_id, handler, status, next_attempt_at, sync)"
+                    " VALUES (?, ?, 'pending', ?, ?)");
+    for (const std::string& handler : e.handlers) {
+      job.Bind(1, inbox_id).Bind(2, handler).Bind(3, now).Bind(4, int64_t{sync});
+      if (s = job.Run(); !s.ok()) return s;
+      job.Reset();
+    }
   }
   out->verdict = Verdict::kAccepted;
+  if (!sync) return Status::Ok();
+  if (!e.sync_sql.empty()) {
+    if (s = RunSyncSql(db, e, inbox_id, now); !s.ok()) return s;
+  }
+  EventClaim claim;
+  if (s = ClaimEventInto(db, inbox_id, e.sync_owner, e.received_at, e.sync_lease, &claim);
+      !s.ok()) {
+    return s;
+  }
+  out->claimed = std::move(claim.jobs);
   return Status::Ok();
 }
 
@@ -185,6 +460,115 @@ class SqliteInbox final : public Inbox {
         return Status::NotFound("no such event", endpoint + " " + event_id);
       }
       return s;
+    });
+  }
+
+  StatusOr<std::vector<ClaimedJob>> ClaimJobs(const std::string& owner, int max, TimePoint now,
+                                              std::chrono::milliseconds lease) override {
+    std::vector<ClaimedJob> claimed;
+    Status s = Write([&](Db& db) { return ClaimInto(db, owner, max, now, lease, &claimed); });
+    if (!s.ok()) return s;
+    return claimed;
+  }
+
+  StatusOr<Outcome> FinishJob(const ClaimedJob& job, const JobOutcome& outcome,
+                              const SqlWork* sql, const JobOutcome* sql_failed) override {
+    Outcome recorded = outcome.outcome;
+    Status s = Write(
+        [&](Db& db) { return FinishInto(db, job, outcome, sql, sql_failed, &recorded); });
+    if (!s.ok()) return s;
+    return recorded;
+  }
+
+  StatusOr<EventClaim> ClaimEvent(const std::string& endpoint, const std::string& event_id,
+                                  const std::string& owner, TimePoint now,
+                                  std::chrono::milliseconds lease) override {
+    EventClaim claim;
+    Status s = Write([&](Db& db) -> Status {
+      Status st;
+      int64_t inbox_id = 0;
+      {
+        HOOKBOX_PREPARE(q, db,
+                        "SELECT id, status FROM inbox WHERE endpoint = ? AND event_id = ?");
+        q.Bind(1, endpoint).Bind(2, event_id);
+        if (!q.Step(&st)) {
+          if (!st.ok()) return st;
+          return Status::NotFound("no such event", endpoint + " " + event_id);
+        }
+        inbox_id = q.Int(0);
+        claim.row_status = q.Text(1);
+      }
+      return ClaimEventInto(db, inbox_id, owner, now, lease, &claim);
+    });
+    if (!s.ok()) return s;
+    return claim;
+  }
+
+  StatusOr<int> Retry(const std::string& endpoint, const std::string& event_id,
+                      TimePoint now) override {
+    int rearmed = 0;
+    Status s = Write([&](Db& db) -> Status {
+      Status st;
+      int64_t inbox_id = 0;
+      {
+        HOOKBOX_PREPARE(q, db, "SELECT id FROM inbox WHERE endpoint = ? AND event_id = ?");
+        q.Bind(1, endpoint).Bind(2, event_id);
+        if (!q.Step(&st)) {
+          if (!st.ok()) return st;
+          return Status::NotFound("no such event", endpoint + " " + event_id);
+        }
+        inbox_id = q.Int(0);
+      }
+      HOOKBOX_PREPARE(up, db,
+                      "UPDATE jobs SET status = 'pending', attempts = 0, next_attempt_at = ?,"
+                      " sync = 0 WHERE inbox_id = ? AND status = 'dead'");
+      up.Bind(1, FormatTime(now)).Bind(2, inbox_id);
+      if (st = up.Run(); !st.ok()) return st;
+      rearmed = static_cast<int>(db.Changes());
+      if (rearmed == 0) {
+        return Status::InvalidArgument("no dead job to retry", endpoint + " " + event_id);
+      }
+      HOOKBOX_PREPARE(row, db,
+                      "UPDATE inbox SET status = 'pending', processed_at = NULL WHERE id = ?");
+      row.Bind(1, inbox_id);
+      return row.Run();
+    });
+    if (!s.ok()) return s;
+    return rearmed;
+  }
+
+  StatusOr<std::vector<std::string>> LeaseOwners() override {
+    std::lock_guard lock(read_mu_);
+    HOOKBOX_PREPARE(q, *reader_,
+                    "SELECT DISTINCT lease_owner FROM jobs WHERE status = 'processing'"
+                    " AND lease_owner IS NOT NULL");
+    std::vector<std::string> owners;
+    Status s;
+    while (q.Step(&s)) owners.push_back(q.Text(0));
+    if (!s.ok()) return s;
+    return owners;
+  }
+
+  Status ExpireLeases(const std::string& owner_prefix, TimePoint now) override {
+    return Write([&](Db& db) -> Status {
+      HOOKBOX_PREPARE(up, db,
+                      "UPDATE jobs SET lease_until = ? WHERE status = 'processing'"
+                      " AND substr(lease_owner, 1, length(?2)) = ?2");
+      up.Bind(1, FormatTime(now - std::chrono::milliseconds(1))).Bind(2, owner_prefix);
+      return up.Run();
+    });
+  }
+
+  Status PrepareSql(const SqlWork& sql) override {
+    return Write([&](Db& db) -> Status {
+      for (const std::string& statement : sql.setup) {
+        if (Status s = db.Exec(statement.c_str()); !s.ok()) return s;
+      }
+      for (const std::string& statement : sql.statements) {
+        auto q = db.Prepare(statement);
+        if (!q.ok()) return q.status();
+      }
+      return Status::Ok();
     });
   }
 

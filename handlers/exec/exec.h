@@ -1,0 +1,21 @@
+// The `exec` handler kind: runs an operator's program for each event, argv as configured
+// and never through a shell, the body on stdin and the event's fields in a minimal
+// environment (HOOKBOX_*), in its own process group so a timeout kills everything it
+// started. Config: {command: [argv...], timeout: 30s, permanent_exit_codes: [65],
+// env: {NAME: value}}.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "handlers/handler.h"
+
+namespace hookbox {
+
+// A HandlerFactory (handlers/registry.cc). command[0] is an absolute path, or a bare name
+// looked up on the daemon's PATH once, here; either way it must be an executable file now.
+std::unique_ptr<Handler> MakeExecHandler(const YAML::Node& config, const std::string& where,
+                                         std::vector<std::string>* errors);
+
+}  // namespace hookbox

@@ -1,0 +1,103 @@
+// The handler interface: what runs for each stored event, once per event however many
+// times the producer delivered it. A handler gets the stored event and answers ok, retry
+// (failed / timeout) or permanent failure; the worker records the attempt and schedules
+// the next one. Handlers know no provider and no HTTP request: only the stored event.
+//
+// Kinds live in handlers/<kind>/ (exec, http, file, sql), each with a factory that
+// validates its YAML once, at load (handlers/registry.cc), so nothing is re-parsed per event.
+//
+// Thread-safety: Run() is called from several worker threads at once, for different events;
+// a handler holds no per-event state.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "base/status.h"
+#include "config/config.h"
+
+namespace hookbox {
+
+// The stored event, as every handler kind sees it.
+struct HandlerEvent {
+  std::string endpoint;
+  std::string event_id;
+  std::string event_type;
+  std::string resource_id;
+  std::string sequence;
+  std::string body;
+  std::string headers_json;  // the stored request headers (credentials left out)
+  std::string received_at;   // RFC 3339, as stored
+  int attempt = 1;           // 1 for the first try
+  // "<endpoint>:<event_id>": the same on every attempt, for downstream dedupe.
+  std::string IdempotencyKey() const { return endpoint + ":" + event_id; }
+};
+
+enum class Outcome { kOk, kFailed, kTimeout, kPermanent };
+// As the attempts table spells it.
+inline const char* OutcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::kOk: return "ok";
+    case Outcome::kFailed: return "failed";
+    case Outcome::kTimeout: return "timeout";
+    case Outcome::kPermanent: return "permanent";
+  }
+  return "?";
+}
+
+struct HandlerResult {
+  Outcome outcome = Outcome::kOk;
+  // For the attempts row: exit code, HTTP status, tail of output. Never secrets.
+  std::string detail;
+  // A delay the downstream asked for (HTTP Retry-After); the worker waits at least this.
+  std::optional<std::chrono::milliseconds> retry_after;
+};
+
+// SQL to run inside the inbox's own transaction (the `sql` kind). Named parameters:
+// :event_id :endpoint :type :resource :sequence :body :received_at.
+struct SqlWork {
+  std::vector<std::string> setup;       // once at start (CREATE TABLE IF NOT EXISTS ...)
+  std::vector<std::string> statements;  // per event, in the transaction that marks it done
+};
+
+class Handler {
+ public:
+  virtual ~Handler() = default;
+  // Runs the side effect outside the inbox. Must return within the kind's own timeout.
+  virtual HandlerResult Run(const HandlerEvent& event) = 0;
+  // How long one Run() may take at most (the kind's `timeout`). The worker's lease on the
+  // job outlasts it, so no other worker starts the job while an attempt may still run.
+  virtual std::chrono::milliseconds timeout() const = 0;
+  // Non-null for the `sql` kind: its work runs in the inbox transaction instead of Run().
+  virtual const SqlWork* sql() const { return nullptr; }
+};
+
+// Builds the handler of `kind` from its YAML (`config` is the node under the kind key).
+// Every problem is appended to *errors as "where: what"; nullptr when there were any.
+using HandlerFactory = std::unique_ptr<Handler> (*)(const YAML::Node& config,
+                                                    const std::string& where,
+                                                    std::vector<std::string>* errors);
+
+// Every handler of a config, built once at load: endpoint name -> handler name -> handler.
+struct HandlerSet {
+  std::map<std::string, std::map<std::string, std::shared_ptr<Handler>>> by_endpoint;
+  std::chrono::milliseconds longest_timeout{0};
+  Handler* Find(const std::string& endpoint, const std::string& handler) const;
+};
+
+// Builds every endpoint's handlers with their kinds' factories; each problem goes to *errors
+// as "endpoints[i].routes[j].handlers[k]...: what".
+HandlerSet BuildHandlers(const Config& config, std::vector<std::string>* errors);
+
+// The kinds, from the one explicit table in registry.cc. nullptr for an unknown kind.
+HandlerFactory FindHandlerKind(const std::string& kind);
+std::vector<std::string> HandlerKinds();
+
+}  // namespace hookbox

@@ -1,0 +1,275 @@
+// The `http` handler: one POST per attempt through src/http/client.h (this file never sees
+// cpp-httplib), and the mapping of the answer onto an outcome: 2xx ok; 408, 429, 5xx and
+// every transport failure retry (honouring Retry-After, at most an hour); any other status,
+// redirects included (they are not followed), is permanent: asking again will not change it.
+// Re-signing reuses verify's Standard Webhooks Sign(), so what the downstream checks is
+// exactly what hookbox itself verifies. The signing secret and configured header values
+// (often credentials) never reach a detail or a log.
+#include "handlers/http/http.h"
+
+#include <strings.h>
+
+#include <charconv>
+#include <ctime>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "config/config.h"
+#include "config/secrets.h"
+#include "http/client.h"
+#include "verify/verify.h"
+
+namespace hookbox {
+namespace {
+
+using config_internal::SecretSource;
+
+constexpr Duration kDefaultTimeout = std::chrono::seconds(10);
+constexpr auto kMaxRetryAfter = std::chrono::hours(1);
+constexpr size_t kDetailBody = 512;
+constexpr const char* kDefaultContentType = "application/json";
+// Set by hookbox on every request (or by the client library); configuring them is a mistake.
+constexpr const char* kReservedHeaders[] = {
+    "Content-Type", "Content-Length", "Transfer-Encoding", "Host",
+    "Connection",   "Idempotency-Key", "webhook-id",       "webhook-timestamp",
+    "webhook-signature"};
+
+struct HttpSpec {
+  HttpUrl url;
+  Duration timeout = kDefaultTimeout;
+  Headers headers;              // configured extra headers
+  std::optional<Secret> sign;   // a Standard Webhooks key
+};
+
+bool IsHeaderValue(std::string_view value) {
+  for (unsigned char c : value) {
+    if ((c < 0x20 && c != '\t') || c == 0x7f) return false;
+  }
+  return true;
+}
+
+// The Content-Type the producer sent, from the stored headers; JSON when there was none.
+std::string ContentTypeOf(const std::string& headers_json) {
+  nlohmann::json headers = nlohmann::json::parse(headers_json, nullptr, false);
+  if (!headers.is_object()) return kDefaultContentType;
+  for (const auto& [name, value] : headers.items()) {
+    if (::strcasecmp(name.c_str(), "Content-Type") != 0 || !value.is_string()) continue;
+    const std::string& type = value.get_ref<const std::string&>();
+    if (!type.empty() && IsHeaderValue(type)) return type;
+  }
+  return kDefaultContentType;
+}
+
+// At most `limit` bytes of `text`, not ending inside a UTF-8 character.
+std::string_view Prefix(std::string_view text, size_t limit) {
+  if (text.size() <= limit) return text;
+  size_t end = limit;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return text.substr(0, end);
+}
+
+HandlerResult Classify(const HttpReply& reply) {
+  HandlerResult result;
+  result.detail = "HTTP " + std::to_string(reply.status);
+  std::string_view body = Prefix(reply.body, kDetailBody);
+  if (!body.empty()) result.detail += ": " + std::string(body);
+  const int s = reply.status;
+  if (s >= 200 && s < 300) {
+    result.outcome = Outcome::kOk;
+  } else if (s == 408 || s == 429 || s >= 500) {
+    result.outcome = Outcome::kFailed;
+    if (auto value = HeaderValue(reply.headers, "Retry-After")) {
+      result.retry_after = ParseRetryAfter(*value, std::chrono::system_clock::now());
+    }
+  } else {
+    result.outcome = Outcome::kPermanent;
+  }
+  return result;
+}
+
+class HttpHandler final : public Handler {
+ public:
+  explicit HttpHandler(HttpSpec spec) : spec_(std::move(spec)) {
+    signer_.name = "http handler";
+    signer_.provider = Provider::kStandard;
+  }
+
+  HandlerResult Run(const HandlerEvent& event) override {
+    // Receive refuses such ids; should one get here anyway, it must not split a header.
+    if (!IsHeaderValue(event.IdempotencyKey())) {
+      return {Outcome::kPermanent, "the event id has control characters: it cannot be a header",
+              {}};
+    }
+    Headers headers = spec_.headers;
+    headers.emplace("Idempotency-Key", event.IdempotencyKey());
+    if (spec_.sign) {
+      headers.merge(Sign(signer_, *spec_.sign, event.body, std::chrono::system_clock::now(),
+                         event.event_id));
+    }
+    StatusOr<HttpReply> reply = HttpPost(spec_.url, headers, event.body,
+                                         ContentTypeOf(event.headers_json), spec_.timeout);
+    if (!reply.ok()) {
+      // what() only: about() is the URL, whose query may hold a token.
+      return {Outcome::kFailed,
+              "POST failed: " + reply.status().what() + " (timeout " +
+                  FormatDuration(spec_.timeout) + ")",
+              {}};
+    }
+    return Classify(*reply);
+  }
+  std::chrono::milliseconds timeout() const override { return spec_.timeout; }
+
+ private:
+  const HttpSpec spec_;
+  Endpoint signer_;  // provider standard: what Sign() needs to know of the scheme
+};
+
+// --- the factory ---------------------------------------------------------------------------
+
+class SpecReader final {
+ public:
+  explicit SpecReader(std::vector<std::string>* errors) : errors_(errors) {}
+
+  void Read(const YAML::Node& config, const std::string& where, HttpSpec& spec);
+
+ private:
+  void Error(const std::string& at, const std::string& what) {
+    errors_->push_back(at + ": " + what);
+  }
+  void ReadHeaders(const YAML::Node& node, const std::string& at, Headers& headers);
+  void ReadSign(const YAML::Node& node, const std::string& at, std::optional<Secret>& secret);
+  void ReadSecret(const YAML::Node& node, const std::string& at, std::optional<Secret>& secret);
+
+  std::vector<std::string>* errors_;
+};
+
+void SpecReader::Read(const YAML::Node& config, const std::string& where, HttpSpec& spec) {
+  if (!config.IsMap()) return Error(where, "expected a mapping");
+  std::set<std::string> seen;
+  for (const auto& entry : config) {
+    const std::string key = entry.first.Scalar();
+    const std::string at = where + "." + key;
+    const YAML::Node& value = entry.second;
+    if (!seen.insert(key).second) {
+      Error(at, "appears twice");
+    } else if (key == "url") {
+      auto url = value.IsScalar() ? ParseHttpUrl(value.Scalar())
+                                  : StatusOr<HttpUrl>(Status::InvalidArgument("expected a URL"));
+      if (url.ok()) spec.url = *url;
+      else Error(at, url.status().what());
+    } else if (key == "timeout") {
+      auto timeout = value.IsScalar() ? ParseDuration(value.Scalar())
+                                      : StatusOr<Duration>(Status::InvalidArgument(
+                                            "expected a duration such as 10s"));
+      if (!timeout.ok()) Error(at, timeout.status().what());
+      else if (timeout->count() <= 0) Error(at, "must be longer than 0");
+      else spec.timeout = *timeout;
+    } else if (key == "headers") {
+      ReadHeaders(value, at, spec.headers);
+    } else if (key == "sign") {
+      ReadSign(value, at, spec.sign);
+    } else {
+      Error(where, "unknown key \"" + key + "\" (expected url, timeout, headers, sign)");
+    }
+  }
+  if (!seen.count("url")) Error(where, "url is required");
+}
+
+void SpecReader::ReadHeaders(const YAML::Node& node, const std::string& at, Headers& headers) {
+  if (!node.IsMap()) return Error(at, "expected a mapping of Name: value");
+  for (const auto& entry : node) {
+    const std::string name = entry.first.Scalar();
+    const std::string name_at = at + "." + name;
+    bool token = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) ||
+             std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+    });
+    bool reserved = std::any_of(std::begin(kReservedHeaders), std::end(kReservedHeaders),
+                                [&](const char* r) { return ::strcasecmp(r, name.c_str()) == 0; });
+    if (!token) {
+      Error(name_at, "not a valid header name");
+    } else if (reserved) {
+      Error(name_at, "is set by hookbox");
+    } else if (!entry.second.IsScalar() || !IsHeaderValue(entry.second.Scalar())) {
+      // The value itself is never echoed: it is often a credential.
+      Error(name_at, "expected a single-line text value");
+    } else {
+      headers.emplace(name, entry.second.Scalar());
+    }
+  }
+}
+
+void SpecReader::ReadSign(const YAML::Node& node, const std::string& at,
+                          std::optional<Secret>& secret) {
+  if (!node.IsMap()) return Error(at, "expected {secret: {env: NAME}}");
+  for (const auto& entry : node) {
+    const std::string key = entry.first.Scalar();
+    if (key == "secret") ReadSecret(entry.second, at + ".secret", secret);
+    else Error(at, "unknown key \"" + key + "\" (expected secret)");
+  }
+  if (!node["secret"]) Error(at, "secret is required");
+}
+
+void SpecReader::ReadSecret(const YAML::Node& node, const std::string& at,
+                            std::optional<Secret>& secret) {
+  constexpr std::pair<const char*, SecretSource> kSources[] = {
+      {"env", SecretSource::kEnv}, {"file", SecretSource::kFile}, {"value", SecretSource::kValue}};
+  // Never echo the node: it may be the secret itself, written inline by mistake.
+  const char* kShape = "expected one of {env: NAME}, {file: PATH} or {value: TEXT}";
+  if (!node.IsMap() || node.size() != 1) return Error(at, kShape);
+  const auto entry = *node.begin();
+  const std::string kind = entry.first.Scalar();
+  const auto* source = std::find_if(std::begin(kSources), std::end(kSources),
+                                    [&](const auto& s) { return kind == s.first; });
+  if (source == std::end(kSources)) return Error(at, kShape);
+  if (!entry.second.IsScalar()) return Error(at + "." + kind, "expected a single value");
+  StatusOr<Secret> resolved = config_internal::ResolveSecret(source->second, entry.second.Scalar());
+  if (!resolved.ok()) return Error(at, resolved.status().what());
+  if (!config_internal::IsStandardWebhooksSecret(resolved->value)) {
+    return Error(at, "the secret from " + resolved->source +
+                         " is not a Standard Webhooks key (whsec_ followed by base64)");
+  }
+  secret = std::move(*resolved);
+}
+
+}  // namespace
+
+std::optional<std::chrono::milliseconds> ParseRetryAfter(std::string_view value,
+                                                         std::chrono::system_clock::time_point now) {
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  if (value.empty()) return std::nullopt;
+  std::chrono::milliseconds delay{0};
+  if (std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    uint64_t seconds = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), seconds);
+    if (ec == std::errc::result_out_of_range) return kMaxRetryAfter;
+    delay = std::chrono::seconds(std::min<uint64_t>(seconds, 3600));
+  } else {
+    // IMF-fixdate, the form RFC 9110 requires senders to use: "Sun, 06 Nov 1994 08:49:37 GMT".
+    std::tm tm{};
+    const std::string text(value);
+    const char* end = ::strptime(text.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    if (end == nullptr || *end != '\0') return std::nullopt;
+    auto at = std::chrono::system_clock::from_time_t(::timegm(&tm));
+    delay = std::chrono::ceil<std::chrono::milliseconds>(at - now);
+  }
+  if (delay.count() <= 0) return std::nullopt;
+  return std::min<std::chrono::milliseconds>(delay, kMaxRetryAfter);
+}
+
+std::unique_ptr<Handler> MakeHttpHandler(const YAML::Node& config, const std::string& where,
+                                         std::vector<std::string>* errors) {
+  const size_t before = errors->size();
+  HttpSpec spec;
+  try {
+    SpecReader(errors).Read(config, where, spec);
+  } catch (const YAML::Exception& e) {
+    errors->push_back(where + ": " + e.what());
+  }
+  if (errors->size() != before) return nullptr;
+  return std::make_unique<HttpHandler>(std::move(spec));
+}
+
+}  // namespace hookbox

@@ -1,0 +1,70 @@
+// The one explicit table of handler kinds. A static library link can silently drop
+// self-registering static initialisers; a table cannot be dropped, and a duplicate name is
+// a compile-time-visible mistake.
+#include <algorithm>
+#include <utility>
+
+#include "handlers/exec/exec.h"
+#include "handlers/file/file.h"
+#include "handlers/handler.h"
+#include "handlers/http/http.h"
+#include "handlers/sql/sql.h"
+
+namespace hookbox {
+namespace {
+
+constexpr std::pair<const char*, HandlerFactory> kKinds[] = {
+    {"exec", &MakeExecHandler},
+    {"http", &MakeHttpHandler},
+    {"file", &MakeFileHandler},
+    {"sql", &MakeSqlHandler},
+};
+
+}  // namespace
+
+HandlerFactory FindHandlerKind(const std::string& kind) {
+  for (const auto& [name, factory] : kKinds) {
+    if (kind == name) return factory;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> HandlerKinds() {
+  std::vector<std::string> names;
+  for (const auto& [name, factory] : kKinds) names.emplace_back(name);
+  return names;
+}
+
+Handler* HandlerSet::Find(const std::string& endpoint, const std::string& handler) const {
+  auto e = by_endpoint.find(endpoint);
+  if (e == by_endpoint.end()) return nullptr;
+  auto h = e->second.find(handler);
+  return h == e->second.end() ? nullptr : h->second.get();
+}
+
+HandlerSet BuildHandlers(const Config& config, std::vector<std::string>* errors) {
+  HandlerSet set;
+  for (size_t i = 0; i < config.endpoints.size(); ++i) {
+    const Endpoint& ep = config.endpoints[i];
+    for (size_t r = 0; r < ep.routes.size(); ++r) {
+      for (size_t h = 0; h < ep.routes[r].handlers.size(); ++h) {
+        const HandlerSpec& spec = ep.routes[r].handlers[h];
+        const std::string where = "endpoints[" + std::to_string(i) + "].routes[" +
+                                  std::to_string(r) + "].handlers[" + std::to_string(h) + "]." +
+                                  spec.kind;
+        HandlerFactory factory = FindHandlerKind(spec.kind);
+        if (!factory) {
+          errors->push_back(where + ": unknown handler kind");
+          continue;
+        }
+        std::unique_ptr<Handler> handler = factory(spec.config, where, errors);
+        if (!handler) continue;
+        set.longest_timeout = std::max(set.longest_timeout, handler->timeout());
+        set.by_endpoint[ep.name][spec.name] = std::move(handler);
+      }
+    }
+  }
+  return set;
+}
+
+}  // namespace hookbox

@@ -1,0 +1,170 @@
+// The `sql` handler: validation at load, then nothing but the SqlWork it hands the inbox.
+// Each statement is scanned once, skipping quoted text ('...', "...", `...`, [...]) and
+// comments, for the two mistakes that would otherwise surface per event, or never: a
+// named parameter the inbox does not bind (it would run as NULL) and a second statement
+// in one item (a prepare compiles only the first; the rest would be dropped silently).
+#include "handlers/sql/sql.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <string_view>
+
+namespace hookbox {
+namespace {
+
+constexpr auto kTimeout = std::chrono::seconds(30);
+constexpr std::string_view kParameters[] = {":event_id", ":endpoint", ":type",       ":resource",
+                                            ":sequence", ":body",     ":received_at"};
+
+bool IsWordChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// What one statement holds outside quotes and comments.
+struct Scan {
+  std::vector<std::string> parameters;  // ":name", in order, repeats kept
+  bool more_statements = false;         // something after a ";"
+  bool unterminated = false;            // a quote that never closes
+};
+
+Scan ScanStatement(std::string_view sql) {
+  Scan scan;
+  bool ended = false;  // a ";" was seen
+  size_t i = 0;
+  while (i < sql.size()) {
+    const char c = sql[i];
+    const char next = i + 1 < sql.size() ? sql[i + 1] : '\0';
+    if (c == '-' && next == '-') {
+      i = std::min(sql.find('\n', i), sql.size());
+      continue;
+    }
+    if (c == '/' && next == '*') {
+      size_t close = sql.find("*/", i + 2);
+      i = close == std::string_view::npos ? sql.size() : close + 2;
+      continue;
+    }
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      ++i;
+      continue;
+    }
+    if (ended) {
+      scan.more_statements = true;
+      return scan;
+    }
+    if (c == '\'' || c == '"' || c == '`' || c == '[') {
+      // A doubled quote ('it''s') closes and reopens: the same text either way.
+      size_t close = sql.find(c == '[' ? ']' : c, i + 1);
+      if (close == std::string_view::npos) {
+        scan.unterminated = true;
+        return scan;
+      }
+      i = close + 1;
+    } else if (c == ';') {
+      ended = true;
+      ++i;
+    } else if (c == ':' && next == ':') {  // PostgreSQL's cast, x::text
+      i += 2;
+      while (i < sql.size() && IsWordChar(sql[i])) ++i;
+    } else if (c == ':' && IsWordChar(next)) {
+      size_t end = i + 1;
+      while (end < sql.size() && IsWordChar(sql[end])) ++end;
+      scan.parameters.emplace_back(sql.substr(i, end - i));
+      i = end;
+    } else {
+      ++i;
+    }
+  }
+  return scan;
+}
+
+std::string KnownParameters() {
+  std::string names;
+  for (std::string_view p : kParameters) names += (names.empty() ? "" : ", ") + std::string(p);
+  return names;
+}
+
+// Reads a list of statements into `out`, reporting every problem. `with_event`: whether the
+// event's parameters are bound when they run.
+void ReadStatements(const YAML::Node& node, const std::string& at, bool with_event,
+                    std::vector<std::string>& out, std::vector<std::string>* errors) {
+  if (!node.IsSequence() || (with_event && node.size() == 0)) {
+    errors->push_back(at + (with_event ? ": expected a non-empty list of SQL statements"
+                                       : ": expected a list of SQL statements"));
+    return;
+  }
+  for (size_t i = 0; i < node.size(); ++i) {
+    const std::string item_at = at + "[" + std::to_string(i) + "]";
+    const std::string text = node[i].IsScalar() ? node[i].Scalar() : std::string();
+    if (std::all_of(text.begin(), text.end(), [](char c) { return std::isspace(c & 0xff); })) {
+      errors->push_back(item_at + ": expected an SQL statement");
+      continue;
+    }
+    const Scan scan = ScanStatement(text);
+    if (scan.unterminated) errors->push_back(item_at + ": a quote is never closed");
+    if (scan.more_statements) {
+      errors->push_back(item_at + ": holds more than one statement; give each its own item");
+    }
+    std::set<std::string> reported;
+    for (const std::string& p : scan.parameters) {
+      if (!reported.insert(p).second) continue;
+      if (!with_event) {
+        errors->push_back(item_at + ": parameter " + p +
+                          " in setup, which runs once at start with no event");
+      } else if (std::find(std::begin(kParameters), std::end(kParameters), p) ==
+                 std::end(kParameters)) {
+        errors->push_back(item_at + ": unknown parameter " + p + " (known: " +
+                          KnownParameters() + ")");
+      }
+    }
+    out.push_back(text);
+  }
+}
+
+class SqlHandler final : public Handler {
+ public:
+  explicit SqlHandler(SqlWork work) : work_(std::move(work)) {}
+
+  // The worker hands sql() to the inbox instead; reaching this is harmless.
+  HandlerResult Run(const HandlerEvent&) override {
+    return {Outcome::kOk, "sql runs in the inbox transaction", {}};
+  }
+  std::chrono::milliseconds timeout() const override { return kTimeout; }
+  const SqlWork* sql() const override { return &work_; }
+
+ private:
+  const SqlWork work_;
+};
+
+}  // namespace
+
+std::unique_ptr<Handler> MakeSqlHandler(const YAML::Node& config, const std::string& where,
+                                        std::vector<std::string>* errors) {
+  const size_t before = errors->size();
+  SqlWork work;
+  try {
+    if (!config.IsMap()) {
+      errors->push_back(where + ": expected a mapping");
+      return nullptr;
+    }
+    std::set<std::string> seen;
+    for (const auto& entry : config) {
+      const std::string key = entry.first.Scalar();
+      const std::string at = where + "." + key;
+      if (!seen.insert(key).second) {
+        errors->push_back(at + ": appears twice");
+      } else if (key == "setup") {
+        ReadStatements(entry.second, at, false, work.setup, errors);
+      } else if (key == "statements") {
+        ReadStatements(entry.second, at, true, work.statements, errors);
+      } else {
+        errors->push_back(where + ": unknown key \"" + key + "\" (expected setup, statements)");
+      }
+    }
+    if (!seen.count("statements")) errors->push_back(where + ": statements is required");
+  } catch (const YAML::Exception& e) {
+    errors->push_back(where + ": " + e.what());
+  }
+  if (errors->size() != before) return nullptr;
+  return std::make_unique<SqlHandler>(std::move(work));
+}
+
+}  // namespace hookbox

@@ -1,0 +1,51 @@
+// The small HTTP client the `http` handler POSTs events with. It lives in src/http/ because
+// this folder is the only code that includes cpp-httplib; callers see a parsed URL and a
+// plain reply struct, so a newer client library can replace client.cc alone.
+//
+// Bounds: the whole exchange (connect, send, headers, body) is cut off at `timeout` by a
+// watchdog that shuts the socket down, so a downstream that trickles bytes cannot hold a
+// worker longer than that (name resolution is the one step it cannot interrupt); at most
+// kMaxReplyBody bytes of the answer's body are kept, the rest is read and dropped.
+// Thread-safe: every call uses its own connection.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "base/headers.h"
+#include "base/status.h"
+
+namespace hookbox {
+
+// "http://host[:port][/path][?query]" or the same with https (certificates are verified
+// against the system's CA store). Parsed once, at load.
+struct HttpUrl {
+  bool https = false;
+  std::string host;  // without brackets for an IPv6 literal
+  int port = 80;
+  std::string path = "/";  // path and query, as given
+  std::string ToString() const;
+};
+
+// Rejects other schemes, user:password@ (credentials belong in headers, which never reach
+// logs), fragments, whitespace and control characters, and ports outside 1-65535.
+StatusOr<HttpUrl> ParseHttpUrl(std::string_view text);
+
+inline constexpr size_t kMaxReplyBody = 64 * 1024;
+
+struct HttpReply {
+  int status = 0;
+  Headers headers;
+  std::string body;  // the first kMaxReplyBody bytes
+};
+
+// POSTs `body` with `headers` plus Content-Type. Any answer, whatever its status, is a
+// reply; failing to get one (refused, reset, TLS, timed out) is Status::Unavailable whose
+// what() says why ("timed out after 10s", "connection failed ...") and whose about() is the
+// URL. Redirects are not followed.
+StatusOr<HttpReply> HttpPost(const HttpUrl& url, const Headers& headers, std::string_view body,
+                             const std::string& content_type, std::chrono::milliseconds timeout);
+
+}  // namespace hookbox

@@ -1,0 +1,91 @@
+// One attempt of one claimed job (see attempt.h).
+#include "work/attempt.h"
+
+#include <random>
+
+#include "ops/log.h"
+#include "work/backoff.h"
+
+namespace hookbox {
+namespace {
+
+const char* NextName(JobOutcome::Next next) {
+  switch (next) {
+    case JobOutcome::Next::kDone: return "done";
+    case JobOutcome::Next::kRetry: return "retry";
+    case JobOutcome::Next::kDead: return "dead";
+  }
+  return "?";
+}
+
+JobOutcome Decide(const HandlerResult& result, const ClaimedJob& job, const RetryPolicy& policy,
+                  TimePoint now, AttemptMode mode) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  JobOutcome o = DecideNext(result, job.budget_used, policy, now, rng);
+  if (mode == AttemptMode::kSync && (result.outcome == Outcome::kFailed ||
+                                     result.outcome == Outcome::kTimeout)) {
+    // The producer retries a 500 on its own schedule: the job is free for that retry now.
+    o.next = JobOutcome::Next::kRetry;
+    o.next_attempt_at = now;
+  }
+  return o;
+}
+
+}  // namespace
+
+StatusOr<JobOutcome> RunAttempt(Inbox& inbox, const ClaimedJob& job, const Config& config,
+                                const HandlerSet& handlers, const Clock& clock,
+                                AttemptMode mode) {
+  const Endpoint* endpoint = config.FindByName(job.event.endpoint);
+  Handler* handler = handlers.Find(job.event.endpoint, job.handler);
+  const RetryPolicy policy = endpoint ? endpoint->retry : RetryPolicy{};
+  const auto started = std::chrono::steady_clock::now();
+
+  HandlerResult result;
+  if (!handler) {
+    // The config no longer has this handler: nothing can run it until an operator fixes
+    // the config and re-arms the job (`inbox retry`).
+    result = {Outcome::kPermanent, "handler " + job.handler + " is no longer configured", {}};
+  } else if (!handler->sql()) {
+    result = handler->Run(job.event);
+  }
+  const TimePoint now = clock.Now();
+  JobOutcome outcome = Decide(result, job, policy, now, mode);
+  StatusOr<Outcome> recorded = Status::Ok();
+  if (handler && handler->sql()) {
+    JobOutcome if_failed = Decide({Outcome::kFailed, "", {}}, job, policy, now, mode);
+    recorded = inbox.FinishJob(job, outcome, handler->sql(), &if_failed);
+    if (recorded.ok() && *recorded != Outcome::kOk) {
+      if_failed.detail = "sql statements failed (see the attempt's detail)";
+      outcome = if_failed;
+    }
+  } else {
+    recorded = inbox.FinishJob(job, outcome);
+  }
+
+  nlohmann::json log = {{"msg", "attempt"},
+                        {"endpoint", job.event.endpoint},
+                        {"event_id", job.event.event_id},
+                        {"handler", job.handler},
+                        {"attempt", job.event.attempt},
+                        {"outcome", OutcomeName(outcome.outcome)},
+                        {"latency_ms", std::chrono::duration<double, std::milli>(
+                                           std::chrono::steady_clock::now() - started)
+                                           .count()}};
+  if (!recorded.ok()) {
+    log["error"] = recorded.status().ToString();
+    log["result"] = "discarded";
+    LogWarn(std::move(log));
+    return recorded.status();
+  }
+  log["next"] = NextName(outcome.next);
+  if (outcome.outcome != Outcome::kOk) log["detail"] = outcome.detail.substr(0, 512);
+  if (outcome.next == JobOutcome::Next::kRetry && mode == AttemptMode::kPool) {
+    log["next_attempt_at"] = FormatTime(outcome.next_attempt_at);
+  }
+  if (outcome.outcome == Outcome::kOk) LogInfo(std::move(log));
+  else LogWarn(std::move(log));
+  return outcome;
+}
+
+}  // namespace hookbox

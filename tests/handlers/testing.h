@@ -1,0 +1,94 @@
+// Shared by the handler tests: building a handler of a kind from YAML text through the
+// registry, a stored event, and a temporary directory that removes itself.
+#pragma once
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "handlers/handler.h"
+
+namespace hookbox::testing {
+
+struct Built {
+  std::unique_ptr<Handler> handler;
+  std::vector<std::string> errors;
+  std::string Errors() const {
+    std::string all;
+    for (const std::string& e : errors) all += e + "\n";
+    return all;
+  }
+  bool HasError(std::string_view needle) const {
+    for (const std::string& e : errors) {
+      if (e.find(needle) != std::string::npos) return true;
+    }
+    return false;
+  }
+};
+
+// The handler of `kind` built from `yaml` (the node under the kind key), with where = "h".
+inline Built Build(const std::string& kind, const std::string& yaml) {
+  Built built;
+  HandlerFactory factory = FindHandlerKind(kind);
+  if (factory == nullptr) {
+    built.errors.push_back("no kind " + kind);
+    return built;
+  }
+  built.handler = factory(YAML::Load(yaml), "h", &built.errors);
+  return built;
+}
+
+inline HandlerEvent Event(std::string event_id = "evt_1", std::string body = R"({"a":1})") {
+  HandlerEvent e;
+  e.endpoint = "ep";
+  e.event_id = std::move(event_id);
+  e.event_type = "invoice.paid";
+  e.body = std::move(body);
+  e.headers_json = "{}";
+  e.received_at = "2026-01-02T03:04:05Z";
+  return e;
+}
+
+// YAML's double-quoted form of `text` (escapes keep it one scalar whatever it holds).
+inline std::string Quoted(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+class TempDir final {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "hookbox-test-XXXXXX").string();
+    path_ = ::mkdtemp(pattern.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string operator/(std::string_view name) const { return path_ + "/" + std::string(name); }
+
+ private:
+  std::string path_;
+};
+
+inline std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace hookbox::testing

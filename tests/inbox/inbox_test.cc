@@ -1,0 +1,438 @@
+// The storage contract: what every Inbox backend must do, tested on a real SQLite file.
+// Times are passed in explicitly, so lease expiry and backoff are tested without sleeping.
+#include <catch2/catch.hpp>
+
+#include <sqlite3.h>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include "inbox/inbox.h"
+
+namespace {
+
+using namespace hookbox;
+using namespace std::chrono_literals;
+
+struct TestInbox {
+  TestInbox() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "hookbox-inbox-XXXXXX").string();
+    dir = mkdtemp(tmpl.data());
+    path = dir + "/inbox.db";
+    auto opened = OpenInbox({path, true, true});
+    REQUIRE(opened.ok());
+    inbox = std::move(*opened);
+  }
+  ~TestInbox() {
+    inbox.reset();
+    std::filesystem::remove_all(dir);
+  }
+  Inbox* operator->() { return inbox.get(); }
+
+  // A query on the file through a separate connection, as an operator would run it.
+  int64_t Count(const std::string& sql) const {
+    sqlite3* db = nullptr;
+    sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr);
+    int64_t n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+  }
+
+  std::string dir, path;
+  std::unique_ptr<Inbox> inbox;
+};
+
+const TimePoint kT0 = TimePoint(std::chrono::seconds(1'800'000'000));
+
+Event MakeEvent(const std::string& id, std::vector<std::string> handlers = {"h"},
+                const std::string& resource = "", std::optional<int64_t> seq = std::nullopt,
+                const std::string& body = "{}") {
+  Event e;
+  e.endpoint = "ep";
+  e.event_id = id;
+  e.id_source = "header:X-Id";
+  e.event_type = "thing.happened";
+  e.resource_id = resource;
+  e.sequence_key = seq;
+  e.sequence = seq ? std::to_string(*seq) : "";
+  e.body = body;
+  e.body_sha256 = "sha-of-" + body;
+  e.headers_json = "{}";
+  e.handlers = std::move(handlers);
+  e.received_at = kT0;
+  return e;
+}
+
+Verdict Accept(TestInbox& t, const Event& e) {
+  auto r = t->Accept(e);
+  REQUIRE(r.ok());
+  return r->verdict;
+}
+
+std::vector<ClaimedJob> Claim(TestInbox& t, TimePoint now, int max = 10,
+                              std::chrono::milliseconds lease = 60s) {
+  auto c = t->ClaimJobs("test-worker", max, now, lease);
+  REQUIRE(c.ok());
+  return *c;
+}
+
+JobOutcome Done(TimePoint at) {
+  JobOutcome o;
+  o.finished_at = at;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("accept stores once; duplicates are counted on the original row") {
+  TestInbox t;
+  CHECK(Accept(t, MakeEvent("a")) == Verdict::kAccepted);
+  CHECK(Accept(t, MakeEvent("a")) == Verdict::kDuplicate);
+  auto changed = t->Accept(MakeEvent("a", {"h"}, "", std::nullopt, "{\"other\":1}"));
+  REQUIRE(changed.ok());
+  CHECK(changed->verdict == Verdict::kDuplicate);
+  CHECK(changed->body_changed);
+  CHECK(t.Count("SELECT count(*) FROM inbox") == 1);
+  CHECK(t.Count("SELECT duplicates FROM inbox") == 2);
+  CHECK(t.Count("SELECT count(*) FROM jobs") == 1);
+}
+
+TEST_CASE("strict_body: same id, other body is a Conflict and changes nothing") {
+  TestInbox t;
+  Event e = MakeEvent("a");
+  e.strict_body = true;
+  CHECK(Accept(t, e) == Verdict::kAccepted);
+  Event other = MakeEvent("a", {"h"}, "", std::nullopt, "{\"x\":2}");
+  other.strict_body = true;
+  auto r = t->Accept(other);
+  CHECK(r.status().code() == Status::Code::kConflict);
+  CHECK(t.Count("SELECT duplicates FROM inbox") == 0);
+  CHECK(Accept(t, e) == Verdict::kDuplicate);  // the same body still is a duplicate
+}
+
+TEST_CASE("sequence gate: lower is stale with no jobs, equal is accepted") {
+  TestInbox t;
+  CHECK(Accept(t, MakeEvent("e5", {"h"}, "r", 5)) == Verdict::kAccepted);
+  CHECK(Accept(t, MakeEvent("e3", {"h"}, "r", 3)) == Verdict::kStale);
+  CHECK(Accept(t, MakeEvent("e5b", {"h"}, "r", 5)) == Verdict::kAccepted);
+  CHECK(Accept(t, MakeEvent("o1", {"h"}, "other", 1)) == Verdict::kAccepted);
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE status = 'stale'") == 1);
+  CHECK(t.Count("SELECT count(*) FROM jobs") == 3);
+  CHECK(t.Count("SELECT last_sequence FROM sequences WHERE resource_id = 'r'") == 5);
+}
+
+TEST_CASE("no handlers: stored as ignored, with no jobs") {
+  TestInbox t;
+  CHECK(Accept(t, MakeEvent("i", {})) == Verdict::kIgnored);
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE status = 'ignored'") == 1);
+  CHECK(t.Count("SELECT count(*) FROM jobs") == 0);
+}
+
+TEST_CASE("group commit: concurrent accepts of distinct and repeated ids") {
+  TestInbox t;
+  constexpr int kThreads = 16, kEach = 40;
+  std::atomic<int> accepted{0}, duplicate{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      for (int n = 0; n < kEach; ++n) {
+        // Every id is sent by two threads.
+        auto r = t->Accept(MakeEvent("id-" + std::to_string((i / 2) * kEach + n)));
+        if (!r.ok()) continue;
+        if (r->verdict == Verdict::kAccepted) ++accepted;
+        if (r->verdict == Verdict::kDuplicate) ++duplicate;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(accepted == kThreads * kEach / 2);
+  CHECK(duplicate == kThreads * kEach / 2);
+  CHECK(t.Count("SELECT count(*) FROM inbox") == kThreads * kEach / 2);
+  CHECK(t.Count("SELECT count(*) FROM jobs") == kThreads * kEach / 2);
+}
+
+TEST_CASE("clear forgets the row, its jobs and attempts") {
+  TestInbox t;
+  Accept(t, MakeEvent("c"));
+  REQUIRE(Claim(t, kT0).size() == 1);
+  CHECK(t->Clear("ep", "c").ok());
+  CHECK(t.Count("SELECT count(*) FROM jobs") == 0);
+  CHECK(t.Count("SELECT count(*) FROM attempts") == 0);
+  CHECK(t->Clear("ep", "c").code() == Status::Code::kNotFound);
+  CHECK(Accept(t, MakeEvent("c")) == Verdict::kAccepted);
+}
+
+TEST_CASE("a claimed job is not claimed again while its lease lives") {
+  TestInbox t;
+  Accept(t, MakeEvent("a", {"h1", "h2"}));
+  auto first = Claim(t, kT0, 10, 10s);
+  // One event's jobs have no resource: both handlers may run at once.
+  REQUIRE(first.size() == 2);
+  CHECK(first[0].lease_token != first[1].lease_token);
+  CHECK(first[0].event.attempt == 1);
+  CHECK(first[0].event.body == "{}");
+  CHECK(Claim(t, kT0 + 9s).empty());
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE status = 'processing'") == 1);
+  for (const auto& job : first) REQUIRE(t->FinishJob(job, Done(kT0 + 1s)).ok());
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == 1);
+  CHECK(t.Count("SELECT count(*) FROM attempts WHERE outcome = 'ok'") == 2);
+}
+
+TEST_CASE("reverse-order finish: the worker that lost its lease changes nothing") {
+  TestInbox t;
+  Accept(t, MakeEvent("a"));
+  auto a = Claim(t, kT0, 1, 5s);  // attempt A
+  REQUIRE(a.size() == 1);
+  auto b = Claim(t, kT0 + 6s, 1, 5s);  // A's lease ran out: attempt B takes over
+  REQUIRE(b.size() == 1);
+  CHECK(b[0].event.attempt == 2);
+  CHECK(b[0].lease_token != a[0].lease_token);
+
+  auto b_done = t->FinishJob(b[0], Done(kT0 + 7s));  // B finishes first
+  REQUIRE(b_done.ok());
+  JobOutcome a_failed;
+  a_failed.outcome = Outcome::kFailed;
+  a_failed.next = JobOutcome::Next::kDead;
+  a_failed.finished_at = kT0 + 8s;
+  auto a_done = t->FinishJob(a[0], a_failed);  // A finishes late
+  CHECK(a_done.status().code() == Status::Code::kConflict);
+  CHECK(a_done.status().what() == "lease lost");
+
+  CHECK(t.Count("SELECT count(*) FROM jobs WHERE status = 'done'") == 1);
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == 1);
+  CHECK(t.Count("SELECT count(*) FROM attempts") == 2);
+  CHECK(t.Count("SELECT count(*) FROM attempts WHERE outcome = 'ok' AND number = 2") == 1);
+  CHECK(t.Count("SELECT count(*) FROM attempts WHERE number = 1 AND outcome IS NULL"
+                " AND detail LIKE 'abandoned%'") == 1);
+}
+
+TEST_CASE("retry waits for next_attempt_at; dead jobs are re-armed by Retry") {
+  TestInbox t;
+  Accept(t, MakeEvent("r"));
+  auto job = Claim(t, kT0);
+  REQUIRE(job.size() == 1);
+  JobOutcome retry;
+  retry.outcome = Outcome::kFailed;
+  retry.detail = "exit 3";
+  retry.next = JobOutcome::Next::kRetry;
+  retry.next_attempt_at = kT0 + 30s;
+  retry.finished_at = kT0 + 1s;
+  REQUIRE(t->FinishJob(job[0], retry).ok());
+  CHECK(Claim(t, kT0 + 29s).empty());
+  auto again = Claim(t, kT0 + 30s);
+  REQUIRE(again.size() == 1);
+  CHECK(again[0].budget_used == 2);
+  JobOutcome dead = retry;
+  dead.outcome = Outcome::kPermanent;
+  dead.next = JobOutcome::Next::kDead;
+  REQUIRE(t->FinishJob(again[0], dead).ok());
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE status = 'dead'") == 1);
+  CHECK(Claim(t, kT0 + 1h).empty());
+
+  auto rearmed = t->Retry("ep", "r", kT0 + 2h);
+  REQUIRE(rearmed.ok());
+  CHECK(*rearmed == 1);
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE status = 'pending'") == 1);
+  auto third = Claim(t, kT0 + 2h);
+  REQUIRE(third.size() == 1);
+  CHECK(third[0].budget_used == 1);    // a fresh budget
+  CHECK(third[0].event.attempt == 3);  // the history goes on
+  CHECK(t->Retry("ep", "r", kT0).status().code() == Status::Code::kInvalidArgument);
+  CHECK(t->Retry("ep", "nope", kT0).status().code() == Status::Code::kNotFound);
+}
+
+TEST_CASE("per-resource order: one job of a resource at a time, in received order") {
+  TestInbox t;
+  Accept(t, MakeEvent("r1", {"h1", "h2"}, "R", 1));
+  Accept(t, MakeEvent("r2", {"h1"}, "R", 2));
+  Accept(t, MakeEvent("s1", {"h1"}, "S", 1));
+  Accept(t, MakeEvent("free", {"h1"}));
+
+  auto round1 = Claim(t, kT0);
+  std::vector<std::string> got;
+  for (auto& j : round1) got.push_back(j.event.event_id + "/" + j.handler);
+  std::sort(got.begin(), got.end());
+  CHECK(got == std::vector<std::string>{"free/h1", "r1/h1", "s1/h1"});
+  CHECK(Claim(t, kT0).empty());
+
+  auto finish = [&](const std::vector<ClaimedJob>& jobs, const std::string& id) {
+    for (auto& j : jobs) {
+      if (j.event.event_id == id) REQUIRE(t->FinishJob(j, Done(kT0)).ok());
+    }
+  };
+  finish(round1, "r1");
+  auto round2 = Claim(t, kT0);
+  REQUIRE(round2.size() == 1);
+  CHECK(round2[0].event.event_id == "r1");
+  CHECK(round2[0].handler == "h2");
+  finish(round2, "r1");
+  auto round3 = Claim(t, kT0);
+  REQUIRE(round3.size() == 1);
+  CHECK(round3[0].event.event_id == "r2");
+}
+
+TEST_CASE("a job retrying holds back the later jobs of its resource") {
+  TestInbox t;
+  Accept(t, MakeEvent("r1", {"h"}, "R", 1));
+  Accept(t, MakeEvent("r2", {"h"}, "R", 2));
+  auto first = Claim(t, kT0);
+  REQUIRE(first.size() == 1);
+  JobOutcome retry;
+  retry.outcome = Outcome::kFailed;
+  retry.next = JobOutcome::Next::kRetry;
+  retry.next_attempt_at = kT0 + 60s;
+  retry.finished_at = kT0;
+  REQUIRE(t->FinishJob(first[0], retry).ok());
+  CHECK(Claim(t, kT0 + 10s).empty());  // r2 waits for r1
+  auto later = Claim(t, kT0 + 60s);
+  REQUIRE(later.size() == 1);
+  CHECK(later[0].event.event_id == "r1");
+}
+
+TEST_CASE("sql handler statements commit with the job, or not at all") {
+  TestInbox t;
+  SqlWork sql;
+  sql.setup = {"CREATE TABLE IF NOT EXISTS effects (event_id TEXT PRIMARY KEY, kind TEXT)"};
+  sql.statements = {"INSERT INTO effects (event_id, kind) VALUES (:event_id, :type)"};
+  REQUIRE(t->PrepareSql(sql).ok());
+  REQUIRE(t->PrepareSql(sql).ok());  // setup is idempotent
+
+  Accept(t, MakeEvent("s1"));
+  auto job = Claim(t, kT0);
+  REQUIRE(job.size() == 1);
+  JobOutcome if_failed;
+  if_failed.outcome = Outcome::kFailed;
+  if_failed.next = JobOutcome::Next::kRetry;
+  if_failed.next_attempt_at = kT0 + 1s;
+  auto recorded = t->FinishJob(job[0], Done(kT0), &sql, &if_failed);
+  REQUIRE(recorded.ok());
+  CHECK(*recorded == Outcome::kOk);
+  CHECK(t.Count("SELECT count(*) FROM effects WHERE event_id = 's1' AND kind = 'thing.happened'") ==
+        1);
+
+  // A statement that fails (the primary key is taken) leaves nothing and records a failure.
+  SqlWork clash;
+  clash.statements = {"INSERT INTO effects (event_id, kind) VALUES ('x', 'first')",
+                      "INSERT INTO effects (event_id, kind) VALUES ('s1', 'again')"};
+  Accept(t, MakeEvent("s2"));
+  auto job2 = Claim(t, kT0);
+  REQUIRE(job2.size() == 1);
+  auto failed = t->FinishJob(job2[0], Done(kT0), &clash, &if_failed);
+  REQUIRE(failed.ok());
+  CHECK(*failed == Outcome::kFailed);
+  CHECK(t.Count("SELECT count(*) FROM effects") == 1);
+  CHECK(t.Count("SELECT count(*) FROM jobs WHERE status = 'pending'") == 1);
+  CHECK(t.Count("SELECT count(*) FROM attempts WHERE outcome = 'failed'"
+                " AND detail LIKE 'sql:%UNIQUE%'") == 1);
+
+  SqlWork broken;
+  broken.statements = {"INSERT INTO no_such_table VALUES (:event_id)"};
+  CHECK_FALSE(t->PrepareSql(broken).ok());
+}
+
+TEST_CASE("List, Show and Stats read what was stored") {
+  TestInbox t;
+  Accept(t, MakeEvent("a"));
+  Accept(t, MakeEvent("b", {}));
+  auto rows = t->List({});
+  REQUIRE(rows.ok());
+  CHECK(rows->size() == 2);
+  auto pending = t->List({"ep", "pending", "", 10});
+  REQUIRE(pending.ok());
+  REQUIRE(pending->size() == 1);
+  CHECK((*pending)[0].event_id == "a");
+  auto detail = t->Show("ep", "a");
+  REQUIRE(detail.ok());
+  CHECK(detail->row.body == "{}");
+  REQUIRE(detail->jobs.size() == 1);
+  CHECK(detail->jobs[0].handler == "h");
+  CHECK(t->Show("ep", "zz").status().code() == Status::Code::kNotFound);
+  auto stats = t->Stats();
+  REQUIRE(stats.ok());
+  CHECK((*stats)["ep"]["pending"] == 1);
+  CHECK((*stats)["ep"]["ignored"] == 1);
+}
+
+TEST_CASE("opening a database that cannot be opened is Unavailable") {
+  auto r = OpenInbox({"/nonexistent-dir/inbox.db", true, true});
+  CHECK(r.status().code() == Status::Code::kUnavailable);
+  auto no_create = OpenInbox({"/tmp/hookbox-does-not-exist.db", true, false});
+  CHECK(no_create.status().code() == Status::Code::kUnavailable);
+}
+
+TEST_CASE("sync: accept claims the jobs for the request; the pool never takes them") {
+  TestInbox t;
+  Event e = MakeEvent("s", {"h1", "h2"});
+  e.sync_owner = "request-1";
+  e.sync_lease = 30s;
+  auto r = t->Accept(e);
+  REQUIRE(r.ok());
+  CHECK(r->verdict == Verdict::kAccepted);
+  REQUIRE(r->claimed.size() == 2);
+  CHECK(Claim(t, kT0 + 1h).empty());  // not even after the lease ran out
+
+  // A concurrent duplicate finds the jobs busy.
+  auto busy = t->ClaimEvent("ep", "s", "request-2", kT0 + 1s, 30s);
+  REQUIRE(busy.ok());
+  CHECK(busy->state == EventClaim::State::kBusy);
+
+  // The first request fails one handler: it releases it for the producer's retry.
+  REQUIRE(t->FinishJob(r->claimed[0], Done(kT0 + 1s)).ok());
+  JobOutcome release;
+  release.outcome = Outcome::kFailed;
+  release.next = JobOutcome::Next::kRetry;
+  release.next_attempt_at = kT0 + 1s;
+  release.finished_at = kT0 + 1s;
+  REQUIRE(t->FinishJob(r->claimed[1], release).ok());
+
+  auto takeover = t->ClaimEvent("ep", "s", "request-2", kT0 + 2s, 30s);
+  REQUIRE(takeover.ok());
+  REQUIRE(takeover->state == EventClaim::State::kClaimed);
+  REQUIRE(takeover->jobs.size() == 1);
+  CHECK(takeover->jobs[0].handler == "h2");
+  CHECK(takeover->jobs[0].event.attempt == 2);
+  REQUIRE(t->FinishJob(takeover->jobs[0], Done(kT0 + 3s)).ok());
+
+  auto settled = t->ClaimEvent("ep", "s", "request-3", kT0 + 4s, 30s);
+  REQUIRE(settled.ok());
+  CHECK(settled->state == EventClaim::State::kSettled);
+  CHECK(settled->row_status == "processed");
+  CHECK(t->ClaimEvent("ep", "nope", "r", kT0, 1s).status().code() == Status::Code::kNotFound);
+}
+
+TEST_CASE("sync sql: the side effect and the inbox row commit together or not at all") {
+  TestInbox t;
+  SqlWork sql;
+  sql.setup = {"CREATE TABLE IF NOT EXISTS credits (event_id TEXT PRIMARY KEY, body TEXT)"};
+  sql.statements = {"INSERT INTO credits VALUES (:event_id, :body)"};
+  REQUIRE(t->PrepareSql(sql).ok());
+  Event e = MakeEvent("pay-1", {"ledger"});
+  e.sync_owner = "request";
+  e.sync_lease = 30s;
+  e.sync_sql = {{"ledger", &sql}};
+  auto r = t->Accept(e);
+  REQUIRE(r.ok());
+  CHECK(r->verdict == Verdict::kAccepted);
+  CHECK(r->claimed.empty());
+  CHECK(t.Count("SELECT count(*) FROM credits") == 1);
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == 1);
+  CHECK(t.Count("SELECT count(*) FROM attempts WHERE outcome = 'ok'") == 1);
+  CHECK(t->Accept(e)->verdict == Verdict::kDuplicate);
+  CHECK(t.Count("SELECT count(*) FROM credits") == 1);
+
+  // The statement fails (primary key taken by a row written outside hookbox): no inbox row.
+  SqlWork clash;
+  clash.statements = {"INSERT INTO credits VALUES ('pay-1', 'again')"};
+  Event f = MakeEvent("pay-2", {"ledger"});
+  f.sync_owner = "request";
+  f.sync_lease = 30s;
+  f.sync_sql = {{"ledger", &clash}};
+  auto failed = t->Accept(f);
+  CHECK(failed.status().code() == Status::Code::kInternal);
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id = 'pay-2'") == 0);
+  CHECK(t.Count("SELECT count(*) FROM credits") == 1);
+}

@@ -1,0 +1,150 @@
+// Unit tests of identification: provider defaults, configured sources, the sha256 fallback,
+// bounds on client-controlled fields, and sequence values.
+#include <catch2/catch.hpp>
+
+#include "ops/clock.h"
+#include "receive/identify.h"
+#include "receive/receiver.h"
+#include "verify/crypto.h"
+
+using namespace hookbox;
+
+namespace {
+
+Endpoint Ep(Provider p) {
+  Endpoint e;
+  e.name = "ep";
+  e.provider = p;
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("provider defaults for id and type") {
+  SECTION("stripe: body /id and /type") {
+    auto id = Identify(Ep(Provider::kStripe), {}, R"({"id":"evt_1","type":"invoice.paid"})");
+    REQUIRE(id.ok());
+    CHECK(id->event_id == "evt_1");
+    CHECK(id->id_source == "body:/id");
+    CHECK(id->event_type == "invoice.paid");
+  }
+  SECTION("github: headers") {
+    Headers h = {{"x-github-delivery", "d-1"}, {"X-GitHub-Event", "push"}};
+    auto id = Identify(Ep(Provider::kGithub), h, "{}");
+    CHECK(id->event_id == "d-1");
+    CHECK(id->id_source == "header:X-GitHub-Delivery");
+    CHECK(id->event_type == "push");
+  }
+  SECTION("standard: webhook-id, else svix-id") {
+    auto a = Identify(Ep(Provider::kStandard), {{"webhook-id", "msg_1"}}, R"({"type":"t"})");
+    CHECK(a->event_id == "msg_1");
+    CHECK(a->event_type == "t");
+    auto b = Identify(Ep(Provider::kStandard), {{"svix-id", "msg_2"}}, "{}");
+    CHECK(b->event_id == "msg_2");
+    CHECK(b->id_source == "header:svix-id");
+  }
+  SECTION("shopify: X-Shopify-Event-Id, else X-Shopify-Webhook-Id") {
+    auto a = Identify(Ep(Provider::kShopify),
+                      {{"X-Shopify-Event-Id", "e"}, {"X-Shopify-Webhook-Id", "w"},
+                       {"X-Shopify-Topic", "orders/create"}},
+                      "{}");
+    CHECK(a->event_id == "e");
+    CHECK(a->event_type == "orders/create");
+    auto b = Identify(Ep(Provider::kShopify), {{"X-Shopify-Webhook-Id", "w"}}, "{}");
+    CHECK(b->event_id == "w");
+  }
+  SECTION("slack: body /event_id and /event/type") {
+    auto a = Identify(Ep(Provider::kSlack), {},
+                      R"({"event_id":"Ev1","event":{"type":"message"}})");
+    CHECK(a->event_id == "Ev1");
+    CHECK(a->event_type == "message");
+  }
+  SECTION("gitlab: Idempotency-Key, else X-Gitlab-Event-UUID") {
+    auto a = Identify(Ep(Provider::kGitlab),
+                      {{"X-Gitlab-Event-UUID", "u"}, {"X-Gitlab-Event", "Push Hook"}}, "{}");
+    CHECK(a->event_id == "u");
+    CHECK(a->event_type == "Push Hook");
+    auto b = Identify(Ep(Provider::kGitlab), {{"Idempotency-Key", "k"}, {"X-Gitlab-Event-UUID", "u"}}, "{}");
+    CHECK(b->event_id == "k");
+  }
+}
+
+TEST_CASE("configured sources override the defaults") {
+  Endpoint e = Ep(Provider::kHmac);
+  e.event_id = {FieldRef::From::kBody, "/meta/id"};
+  e.event_type = {FieldRef::From::kHeader, "X-Kind"};
+  e.resource = {FieldRef::From::kBody, "/obj"};
+  e.sequence = {FieldRef::From::kBody, "/version"};
+  auto id = Identify(e, {{"X-Kind", "k"}}, R"({"meta":{"id":123},"obj":"o-1","version":7})");
+  REQUIRE(id.ok());
+  CHECK(id->event_id == "123");  // numbers keep their JSON text
+  CHECK(id->id_source == "body:/meta/id");
+  CHECK(id->event_type == "k");
+  CHECK(id->resource_id == "o-1");
+  CHECK(id->sequence == "7");
+  CHECK(id->sequence_key == 7);
+}
+
+TEST_CASE("missing, empty or non-JSON ids fall back to sha256 of the raw body") {
+  for (std::string body : {std::string("{}"), std::string(R"({"id":""})"), std::string("not json"),
+                           std::string(R"({"id":{"nested":1}})"), std::string()}) {
+    INFO(body);
+    auto id = Identify(Ep(Provider::kStripe), {}, body);
+    REQUIRE(id.ok());
+    CHECK(id->event_id == "sha256:" + Sha256Hex(body));
+    CHECK(id->id_source == "sha256");
+  }
+}
+
+TEST_CASE("identity fields are bounded") {
+  auto long_id = Identify(Ep(Provider::kGithub), {{"X-GitHub-Delivery", std::string(513, 'a')}}, "");
+  CHECK(long_id.status().code() == Status::Code::kInvalidArgument);
+  auto ok_id = Identify(Ep(Provider::kGithub), {{"X-GitHub-Delivery", std::string(512, 'a')}}, "");
+  CHECK(ok_id.ok());
+  auto ctl = Identify(Ep(Provider::kStripe), {}, R"({"id":"a\u0001b"})");
+  CHECK(ctl.status().code() == Status::Code::kInvalidArgument);
+  auto del = Identify(Ep(Provider::kStripe), {}, "{\"id\":\"a\x7f" "b\"}");
+  CHECK(del.status().code() == Status::Code::kInvalidArgument);
+  auto type = Identify(Ep(Provider::kStripe), {}, R"({"id":"x","type":"a\nb"})");
+  CHECK(type.status().code() == Status::Code::kInvalidArgument);
+}
+
+TEST_CASE("sequence keys: integers, RFC 3339 instants, nothing else") {
+  CHECK(SequenceKey("42") == 42);
+  CHECK(SequenceKey("-3") == -3);
+  CHECK(SequenceKey("2026-01-01T00:00:00Z") == int64_t{1767225600} * 1000000);
+  CHECK(SequenceKey("2026-01-01T01:00:00+01:00") == SequenceKey("2026-01-01T00:00:00Z"));
+  CHECK(SequenceKey("2026-01-01T00:00:00.5Z") == int64_t{1767225600} * 1000000 + 500000);
+  CHECK_FALSE(SequenceKey("").has_value());
+  CHECK_FALSE(SequenceKey("12abc").has_value());
+  CHECK_FALSE(SequenceKey("2026-13-01T00:00:00Z").has_value());
+  CHECK_FALSE(SequenceKey("2026-01-01").has_value());
+  CHECK_FALSE(SequenceKey("99999999999999999999").has_value());
+}
+
+TEST_CASE("stored times are fixed-width RFC 3339 UTC") {
+  TimePoint t{std::chrono::milliseconds(1767225600123)};
+  CHECK(FormatTime(t) == "2026-01-01T00:00:00.123Z");
+  CHECK(ParseRfc3339Micros(FormatTime(t)) == int64_t{1767225600123} * 1000);
+}
+
+TEST_CASE("routes: every matching route's handlers, each once, in config order") {
+  Endpoint e;
+  e.routes = {{{"invoice.*"}, {{"a", "exec", {}}, {"b", "file", {}}}},
+              {{"*.paid", "push"}, {{"c", "sql", {}}, {"a", "exec", {}}}}};
+  CHECK(MatchHandlers(e, "invoice.paid") == std::vector<std::string>{"a", "b", "c"});
+  CHECK(MatchHandlers(e, "push") == std::vector<std::string>{"c", "a"});
+  CHECK(MatchHandlers(e, "customer.created").empty());
+  CHECK(MatchHandlers(e, "").empty());
+}
+
+TEST_CASE("stored headers leave credentials out") {
+  Headers h = {{"Authorization", "Bearer x"}, {"X-Gitlab-Token", "secret"},
+               {"Cookie", "c"}, {"X-GitHub-Event", "push"}, {"X-Multi", "1"}, {"X-Multi", "2"}};
+  std::string json = StoredHeadersJson(h);
+  CHECK(json.find("Bearer") == std::string::npos);
+  CHECK(json.find("secret") == std::string::npos);
+  CHECK(json.find("Cookie") == std::string::npos);
+  CHECK(json.find(R"("X-GitHub-Event":"push")") != std::string::npos);
+  CHECK(json.find(R"("X-Multi":"1, 2")") != std::string::npos);
+}
