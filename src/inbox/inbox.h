@@ -85,6 +85,27 @@ struct ListFilter {
   int limit = 100;
 };
 
+// What the daily purge removes: rows received before the cutoffs (processed, stale and
+// ignored before `processed_before`, dead before `dead_before`), sequence-gate rows not
+// updated since `sequences_before`. Pending and processing rows are never purged.
+struct PurgeRequest {
+  TimePoint processed_before;
+  TimePoint dead_before;
+  TimePoint sequences_before;
+  int batch = 500;       // rows per transaction, so accepts never wait long behind a purge
+  bool dry_run = false;  // count what would go, delete nothing
+};
+
+struct PurgeCounts {
+  int64_t processed = 0, stale = 0, ignored = 0, dead = 0, sequences = 0;
+};
+
+// For metrics: jobs by status, and the age of the oldest unfinished job.
+struct QueueStats {
+  std::map<std::string, int64_t> jobs_by_status;
+  std::string oldest_unfinished_received_at;  // RFC 3339; "" when none
+};
+
 // Counts of inbox rows by endpoint, then status.
 using InboxStats = std::map<std::string, std::map<std::string, int64_t>>;
 
@@ -181,6 +202,9 @@ class Inbox {
   // as new. NotFound when there is no such row.
   virtual Status Clear(const std::string& endpoint, const std::string& event_id) = 0;
   virtual StatusOr<InboxStats> Stats() = 0;
+  virtual StatusOr<QueueStats> Queue() = 0;
+  // Deletes in batches (see PurgeRequest); the counts are what went (or would go).
+  virtual StatusOr<PurgeCounts> Purge(const PurgeRequest& request) = 0;
   // Ok when the database answers a trivial query (for /readyz).
   virtual Status Ping() = 0;
 };

@@ -436,3 +436,52 @@ TEST_CASE("sync sql: the side effect and the inbox row commit together or not at
   CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id = 'pay-2'") == 0);
   CHECK(t.Count("SELECT count(*) FROM credits") == 1);
 }
+
+TEST_CASE("purge removes exactly the rows past retention, in batches; dry run counts") {
+  TestInbox t;
+  auto at = [](TimePoint when, Event e) {
+    e.received_at = when;
+    return e;
+  };
+  // Old: processed, stale, ignored, dead; new: one of each; and pending rows, old and new.
+  const TimePoint old_time = kT0 - std::chrono::hours(24 * 40);
+  for (int i = 0; i < 7; ++i) Accept(t, at(old_time, MakeEvent("old-ign-" + std::to_string(i), {})));
+  Accept(t, at(kT0, MakeEvent("new-ign", {})));
+  Accept(t, at(old_time, MakeEvent("old-pending")));
+  Accept(t, at(old_time, MakeEvent("s5", {"h"}, "r", 5)));
+  Accept(t, at(old_time, MakeEvent("s3", {"h"}, "r", 3)));  // stale
+  // s5's job: done -> processed (old).
+  for (auto& j : Claim(t, kT0)) {
+    if (j.event.event_id == "s5") REQUIRE(t->FinishJob(j, Done(kT0)).ok());
+  }
+  PurgeRequest r;
+  r.processed_before = kT0 - std::chrono::hours(24 * 7);
+  r.dead_before = kT0 - std::chrono::hours(24 * 30);
+  r.sequences_before = kT0 - std::chrono::hours(24 * 90);
+  r.batch = 3;
+  r.dry_run = true;
+  auto dry = t->Purge(r);
+  REQUIRE(dry.ok());
+  CHECK(dry->ignored == 7);
+  CHECK(dry->processed == 1);
+  CHECK(dry->stale == 1);
+  CHECK(dry->dead == 0);
+  CHECK(t.Count("SELECT count(*) FROM inbox") == 11);  // nothing deleted
+
+  r.dry_run = false;
+  auto done = t->Purge(r);
+  REQUIRE(done.ok());
+  CHECK(done->ignored == dry->ignored);
+  CHECK(done->processed == dry->processed);
+  CHECK(done->stale == dry->stale);
+  CHECK(t.Count("SELECT count(*) FROM inbox") == 2);  // new-ign and old-pending stay
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id = 'old-pending'") == 1);
+  CHECK(t.Count("SELECT count(*) FROM jobs") == 1);   // old-pending's; s5's went with it
+  CHECK(t.Count("SELECT count(*) FROM sequences") == 1);  // updated recently enough
+
+  r.sequences_before = kT0 + std::chrono::hours(1);
+  auto seq = t->Purge(r);
+  REQUIRE(seq.ok());
+  CHECK(seq->sequences == 1);
+  CHECK(t.Count("SELECT count(*) FROM sequences") == 0);
+}

@@ -609,6 +609,51 @@ class SqliteInbox final : public Inbox {
     return stats;
   }
 
+  StatusOr<QueueStats> Queue() override {
+    std::lock_guard lock(read_mu_);
+    QueueStats q;
+    Status s;
+    {
+      HOOKBOX_PREPARE(jobs, *reader_, "SELECT status, count(*) FROM jobs GROUP BY status");
+      while (jobs.Step(&s)) q.jobs_by_status[jobs.Text(0)] = jobs.Int(1);
+      if (!s.ok()) return s;
+    }
+    HOOKBOX_PREPARE(oldest, *reader_,
+                    "SELECT min(i.received_at) FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                    " WHERE j.status IN ('pending', 'processing')");
+    if (oldest.Step(&s)) q.oldest_unfinished_received_at = oldest.Text(0);
+    if (!s.ok()) return s;
+    return q;
+  }
+
+  StatusOr<PurgeCounts> Purge(const PurgeRequest& r) override {
+    PurgeCounts counts;
+    const std::string processed_before = FormatTime(r.processed_before);
+    const std::string dead_before = FormatTime(r.dead_before);
+    const std::pair<const char*, std::pair<int64_t*, const std::string*>> kinds[] = {
+        {"processed", {&counts.processed, &processed_before}},
+        {"stale", {&counts.stale, &processed_before}},
+        {"ignored", {&counts.ignored, &processed_before}},
+        {"dead", {&counts.dead, &dead_before}}};
+    for (const auto& [status, target] : kinds) {
+      auto n = PurgeRows(
+          r, "SELECT count(*) FROM inbox WHERE status = ?1 AND received_at < ?2",
+          "DELETE FROM inbox WHERE id IN (SELECT id FROM inbox WHERE status = ?1"
+          " AND received_at < ?2 LIMIT ?3)",
+          status, *target.second);
+      if (!n.ok()) return n.status();
+      *target.first = *n;
+    }
+    auto n = PurgeRows(r, "SELECT count(*) FROM sequences WHERE ?1 = ?1 AND updated_at < ?2",
+                       "DELETE FROM sequences WHERE ?1 = ?1 AND (endpoint, resource_id) IN"
+                       " (SELECT endpoint, resource_id FROM sequences WHERE updated_at < ?2"
+                       " LIMIT ?3)",
+                       "", FormatTime(r.sequences_before));
+    if (!n.ok()) return n.status();
+    counts.sequences = *n;
+    return counts;
+  }
+
   Status Ping() override {
     std::lock_guard lock(read_mu_);
     HOOKBOX_PREPARE(q, *reader_, "SELECT count(*) FROM schema_migrations");
@@ -734,6 +779,36 @@ class SqliteInbox final : public Inbox {
       aq.Reset();
     }
     return d;
+  }
+
+  // Counts (dry run) or deletes, one batch per write transaction, the rows a purge query
+  // selects with ?1 = status, ?2 = cutoff, ?3 = batch size.
+  StatusOr<int64_t> PurgeRows(const PurgeRequest& r, const char* count_sql,
+                              const char* delete_sql, const std::string& status,
+                              const std::string& cutoff) {
+    if (r.dry_run) {
+      std::lock_guard lock(read_mu_);
+      HOOKBOX_PREPARE(q, *reader_, count_sql);
+      q.Bind(1, status).Bind(2, cutoff);
+      Status s;
+      int64_t n = q.Step(&s) ? q.Int(0) : 0;
+      if (!s.ok()) return s;
+      return n;
+    }
+    int64_t total = 0;
+    for (;;) {
+      int64_t deleted = 0;
+      Status s = Write([&](Db& db) -> Status {
+        HOOKBOX_PREPARE(del, db, delete_sql);
+        del.Bind(1, status).Bind(2, cutoff).Bind(3, int64_t{r.batch});
+        Status st = del.Run();
+        deleted = db.Changes();
+        return st;
+      });
+      if (!s.ok()) return s;
+      total += deleted;
+      if (deleted < r.batch) return total;
+    }
   }
 
   static constexpr size_t kMaxGroup = 256;
