@@ -18,20 +18,20 @@ std::string Describe(const FieldRef& ref) {
   return (ref.from == FieldRef::From::kHeader ? "header:" : "body:") + ref.name;
 }
 
-// The body parsed at most once per delivery, and only if some field needs it.
+// The body, padded for simdjson once per delivery, and only if some field needs it. Each
+// field gets a fresh on-demand iteration: after an error (a pointer into a body that is
+// not what it claims), a document's iterator must not be reused; the fuzzer found that
+// rewinding one then can read through a null parser.
 class BodyReader {
  public:
   explicit BodyReader(std::string_view body) : body_(body) {}
 
   std::optional<std::string> Field(const std::string& pointer) {
-    if (!parsed_) {
-      parsed_ = true;
-      padded_ = simdjson::padded_string(body_);
-      ok_ = Parser().iterate(padded_).get(doc_) == simdjson::SUCCESS;
-    }
-    if (!ok_) return std::nullopt;
+    if (!padded_) padded_.emplace(body_);
+    simdjson::ondemand::document doc;
+    if (Parser().iterate(*padded_).get(doc) != simdjson::SUCCESS) return std::nullopt;
     simdjson::ondemand::value v;
-    if (doc_.at_pointer(pointer).get(v) != simdjson::SUCCESS) return std::nullopt;
+    if (doc.at_pointer(pointer).get(v) != simdjson::SUCCESS) return std::nullopt;
     simdjson::ondemand::json_type type;
     if (v.type().get(type) != simdjson::SUCCESS) return std::nullopt;
     if (type == simdjson::ondemand::json_type::string) {
@@ -51,17 +51,15 @@ class BodyReader {
   }
 
  private:
-  // One parser per thread: parsers are reusable but not shareable.
+  // One parser per thread: parsers are reusable but not shareable. A document lives only
+  // inside Field(), so nested readers on one thread cannot invalidate each other.
   static simdjson::ondemand::parser& Parser() {
     thread_local simdjson::ondemand::parser parser;
     return parser;
   }
 
   std::string_view body_;
-  bool parsed_ = false;
-  bool ok_ = false;
-  simdjson::padded_string padded_;
-  simdjson::ondemand::document doc_;
+  std::optional<simdjson::padded_string> padded_;
 };
 
 std::optional<std::string> Read(const FieldRef& ref, const Headers& headers, BodyReader& body) {
