@@ -9,6 +9,7 @@ packages=(
   libsimdjson-dev nlohmann-json3-dev catch2
   sqlite3 openssl curl ca-certificates
   nodejs npm
+  clang libfuzzer-14-dev libclang-rt-14-dev
 )
 
 missing=()
