@@ -1,0 +1,32 @@
+// The daemon's metric families (see daemon_metrics.h).
+#include "ops/daemon_metrics.h"
+
+namespace hookbox {
+
+DaemonMetrics::DaemonMetrics()
+    : deliveries(registry.AddCounter("hookbox_deliveries_total",
+                                     "Deliveries answered, by endpoint and outcome.",
+                                     {"endpoint", "outcome"})),
+      signature_failures(registry.AddCounter(
+          "hookbox_signature_failures_total",
+          "Deliveries refused with 401, by endpoint and reason.", {"endpoint", "reason"})),
+      accept_latency(registry.AddHistogram(
+          "hookbox_accept_latency_seconds",
+          "From a request reaching the pipeline to its inbox transaction committing.",
+          {"endpoint"}, LatencyBuckets())),
+      attempts(registry.AddCounter("hookbox_attempts_total",
+                                   "Handler attempts, by endpoint, handler and outcome.",
+                                   {"endpoint", "handler", "outcome"})),
+      handler_latency(registry.AddHistogram(
+          "hookbox_handler_latency_seconds",
+          "How long one handler attempt took, by endpoint, handler and outcome.",
+          {"endpoint", "handler", "outcome"}, LatencyBuckets())),
+      purged_rows(registry.AddCounter("hookbox_purged_rows_total",
+                                      "Rows removed by the daily purge, by kind.", {"kind"})) {}
+
+DaemonMetrics& Metrics() {
+  static DaemonMetrics* metrics = new DaemonMetrics();  // never destroyed: threads may outlive main
+  return *metrics;
+}
+
+}  // namespace hookbox

@@ -1,0 +1,33 @@
+// The daemon's own metrics: one process-wide registry (what the admin listener's /metrics
+// shows) and the families the pipeline records into. Label values are bounded: endpoint and
+// handler names come from the config, outcomes and reasons from fixed lists. Scrape-time
+// gauges that need the inbox (jobs by status, oldest unfinished job) are added by `serve`,
+// which owns the inbox.
+#pragma once
+
+#include "ops/metrics.h"
+
+namespace hookbox {
+
+struct DaemonMetrics {
+  MetricsRegistry registry;
+  // {endpoint, outcome}: outcome is the delivery log line's (accepted, duplicate, stale,
+  // ignored, unauthenticated, not_found, storage_error, ...); endpoint "" when no endpoint
+  // has the path.
+  CounterFamily& deliveries;
+  // {endpoint, reason}: missing, malformed, mismatch, timestamp.
+  CounterFamily& signature_failures;
+  // {endpoint}: from the request reaching the pipeline to the inbox commit returning.
+  HistogramFamily& accept_latency;
+  // {endpoint, handler, outcome}: one per attempt, pool or sync.
+  CounterFamily& attempts;
+  HistogramFamily& handler_latency;
+  // {kind}: processed, stale, ignored, dead, sequences.
+  CounterFamily& purged_rows;
+
+  DaemonMetrics();
+};
+
+DaemonMetrics& Metrics();
+
+}  // namespace hookbox
