@@ -6,8 +6,9 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libcpp-httplib-dev libsqlite3-dev libssl-dev libyaml-cpp-dev libcli11-dev
-  libsimdjson-dev nlohmann-json3-dev catch2 libsystemd-dev
+  libsimdjson-dev nlohmann-json3-dev catch2 libsystemd-dev libpq-dev
   sqlite3 openssl curl ca-certificates
+  postgresql   # the tests start a throwaway cluster of their own (tests/pg/cluster.sh)
   systemd   # systemd-analyze: the unit files are verified by the tests
   nodejs npm
   clang libfuzzer-14-dev libclang-rt-14-dev

@@ -1,5 +1,5 @@
 // The durable inbox: the one interface through which hookbox reaches storage. Backends
-// (sqlite/, later postgres/) implement it; nothing else runs SQL. The inbox knows no HTTP
+// (sqlite/, postgres/) implement it; nothing else runs SQL. The inbox knows no HTTP
 // and no provider: it stores Events and answers with Verdicts.
 //
 // Contract of Accept(): one transaction that either stores everything for the event (the
@@ -210,9 +210,9 @@ class Inbox {
 };
 
 struct InboxOptions {
-  std::string database;        // file path (or, later, postgresql://...)
+  std::string database;        // SQLite file path, or a postgres:// / postgresql:// URL
   bool durable = true;         // durability: full (fsync at every commit)
-  bool create = true;          // create the file if missing (serve, migrate)
+  bool create = true;          // create the file (SQLite) or the schema (PostgreSQL) if missing
 };
 
 // Opens the backend the database string names and brings its schema up to date.

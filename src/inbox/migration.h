@@ -14,5 +14,6 @@ struct Migration {
 };
 
 extern const std::vector<Migration> kSqliteMigrations;
+extern const std::vector<Migration> kPostgresMigrations;
 
 }  // namespace hookbox

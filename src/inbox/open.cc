@@ -1,17 +1,15 @@
-// Picks the inbox backend from the `database` setting. PostgreSQL URLs are recognised so the
-// error is clear until that backend lands.
+// Picks the inbox backend from the `database` setting: a postgres:// or postgresql:// URL is
+// the PostgreSQL backend (several replicas, one shared inbox), anything else a SQLite file.
 #include "inbox/inbox.h"
+#include "inbox/postgres/pg.h"
+#include "inbox/postgres/postgres_inbox.h"
 #include "inbox/sqlite/sqlite_inbox.h"
 
 namespace hookbox {
 
 StatusOr<std::unique_ptr<Inbox>> OpenInbox(const InboxOptions& options,
                                            std::vector<std::string>* applied) {
-  if (options.database.rfind("postgres://", 0) == 0 ||
-      options.database.rfind("postgresql://", 0) == 0) {
-    return Status::Unavailable("the PostgreSQL backend is not built into this release",
-                               "use a SQLite file path for `database`");
-  }
+  if (pg::IsPostgresUrl(options.database)) return OpenPostgresInbox(options, applied);
   return OpenSqliteInbox(options, applied);
 }
 

@@ -1,0 +1,929 @@
+// The PostgreSQL inbox (see postgres_inbox.h): migrations under an advisory lock, the accept
+// transaction (dedupe, sequence gate, jobs), job claiming across replicas, sync claims,
+// finishing with the lease compare-and-swap, and the operator's reads.
+//
+// Locks, in the one order every transaction takes them (so replicas never deadlock on each
+// other): a resource's advisory lock, then jobs rows, then the inbox row.
+// - accept: the resource's accept lock (so inbox ids of one resource ascend in commit order,
+//   which is the order its jobs run in), the unique index on (endpoint, event_id) (a
+//   concurrent delivery of the same event waits for the first to commit or roll back), the
+//   sequences row (upsert with a conditional update: the gate only moves forward).
+// - claim: FOR UPDATE SKIP LOCKED on due jobs, then for a job with a resource a try-lock on
+//   the resource's claim lock and a re-check, under it, that the job still heads its
+//   resource with no live lease on another of its jobs (a fresh snapshot: a claim another
+//   replica committed a moment ago is seen).
+// - finish: the job row (lease compare-and-swap), then the inbox row before its status is
+//   derived from its jobs (a fresh snapshot: two jobs of one row finishing at once settle it
+//   right).
+#include "inbox/postgres/postgres_inbox.h"
+
+#include <map>
+#include <mutex>
+#include <random>
+
+#include "inbox/migration.h"
+#include "inbox/postgres/named_params.h"
+#include "inbox/postgres/pg.h"
+
+namespace hookbox {
+namespace {
+
+using pg::Conn;
+using pg::Params;
+using pg::Result;
+
+// Connections per process: enough for the HTTP threads' accepts and the workers at once;
+// more would only queue inside the server on a small machine.
+constexpr int kPoolSize = 10;
+// Advisory lock keys. Migrations and `sql` handler setup: one fixed key. Resources: a hash of
+// "endpoint \x1f resource" seeded per purpose, so accepts never wait for claims.
+constexpr int64_t kMigrationLock = 0x686f6f6b626f78;  // "hookbox"
+constexpr int kAcceptSeed = 1;
+constexpr int kClaimSeed = 2;
+
+// An RFC 3339 UTC text with milliseconds, as FormatTime writes and the SQLite inbox stores.
+std::string T(const std::string& column) {
+  return "to_char(" + column + " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')";
+}
+
+std::string ResourceKey(const std::string& endpoint, const std::string& resource) {
+  return endpoint + '\x1f' + resource;
+}
+
+std::string NewLeaseToken() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  char buf[33];
+  snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(rng()),
+           static_cast<unsigned long long>(rng()));
+  return buf;
+}
+
+// A PostgreSQL array literal of texts: {"a","b\"c"}.
+std::string TextArray(const std::vector<std::string>& items) {
+  std::string out = "{";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) out += ',';
+    out += '"';
+    for (char c : items[i]) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  return out + "}";
+}
+
+// Result of a StatusOr<Result>, or return its failure.
+#define HOOKBOX_EXEC(var, expr)            \
+  auto var##_or = (expr);                  \
+  if (!var##_or.ok()) return var##_or.status(); \
+  Result& var = *var##_or
+
+Status Exec(Conn& c, const std::string& sql, const Params& p = {}) {
+  auto r = c.Exec(sql, p);
+  return r.ok() ? Status::Ok() : r.status();
+}
+
+const char* JobStatusFor(JobOutcome::Next next) {
+  switch (next) {
+    case JobOutcome::Next::kDone: return "done";
+    case JobOutcome::Next::kRetry: return "pending";
+    case JobOutcome::Next::kDead: return "dead";
+  }
+  return "pending";
+}
+
+// A `sql` handler statement in positional form, and how its parameters are typed.
+struct UserStatement {
+  std::string sql;
+  std::vector<std::string> names;
+  bool text_params = false;  // the server could not infer a type: all parameters are text
+};
+
+Params EventParams(const UserStatement& st, const HandlerEvent& e) {
+  Params p;
+  for (const std::string& name : st.names) {
+    if (name == ":event_id") p.Add(e.event_id);
+    else if (name == ":endpoint") p.Add(e.endpoint);
+    else if (name == ":type") p.Add(e.event_type);
+    else if (name == ":resource") p.Add(e.resource_id);
+    else if (name == ":sequence") p.Add(e.sequence);
+    else if (name == ":body") p.Add(e.body);
+    else if (name == ":received_at") p.Add(e.received_at);
+    else p.AddNull();  // the sql handler refuses unknown names at load
+  }
+  return p;
+}
+
+Status Migrate(Conn& c, bool create, std::vector<std::string>* applied) {
+  Status s;
+  if (s = Exec(c, "SELECT pg_advisory_xact_lock($1::bigint)", Params().Add(kMigrationLock));
+      !s.ok()) {
+    return s;
+  }
+  HOOKBOX_EXEC(exists, c.Exec("SELECT to_regclass('schema_migrations') IS NOT NULL"));
+  if (!exists.Bool(0, 0) && !create) {
+    return Status::Unavailable("no hookbox schema in this database",
+                               "run `hookbox migrate` (or `serve`) first");
+  }
+  if (s = c.Run("CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY,"
+                " name text NOT NULL, applied_at timestamptz NOT NULL)");
+      !s.ok()) {
+    return s;
+  }
+  HOOKBOX_EXEC(current, c.Exec("SELECT coalesce(max(version), 0) FROM schema_migrations"));
+  const int64_t version = current.Int(0, 0);
+  for (const Migration& m : kPostgresMigrations) {
+    if (m.version <= version) continue;
+    if (s = c.Run(m.sql); !s.ok()) return s;
+    if (s = Exec(c, "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())",
+                 Params().Add(int64_t{m.version}).Add(m.name));
+        !s.ok()) {
+      return s;
+    }
+    if (applied) applied->push_back(m.name);
+  }
+  return Status::Ok();
+}
+
+// Sets the inbox row's status from its jobs: dead if any job is dead, processed when all are
+// done, processing otherwise. The row lock comes first, so the jobs are read as of after any
+// concurrent settle of the same row committed.
+Status SettleRow(Conn& c, int64_t inbox_id, const std::string& now) {
+  Status s = Exec(c, "SELECT 1 FROM inbox WHERE id = $1 FOR UPDATE", Params().Add(inbox_id));
+  if (!s.ok()) return s;
+  return Exec(c,
+              "UPDATE inbox SET"
+              " status = CASE"
+              "   WHEN EXISTS (SELECT 1 FROM jobs WHERE inbox_id = $1 AND status = 'dead')"
+              "     THEN 'dead'"
+              "   WHEN NOT EXISTS (SELECT 1 FROM jobs WHERE inbox_id = $1 AND status <> 'done')"
+              "     THEN 'processed'"
+              "   ELSE 'processing' END,"
+              " processed_at = CASE"
+              "   WHEN NOT EXISTS (SELECT 1 FROM jobs WHERE inbox_id = $1 AND status <> 'done')"
+              "     THEN $2::timestamptz ELSE NULL END"
+              " WHERE id = $1",
+              Params().Add(inbox_id).Add(now));
+}
+
+// The columns a claim reads: the job, and the stored event its handler gets.
+const std::string& ClaimColumns() {
+  static const std::string columns =
+      "j.id, j.inbox_id, j.handler, j.attempts, i.endpoint, i.event_id, i.event_type,"
+      " i.resource_id, i.sequence, i.body, i.headers, " + T("i.received_at") +
+      ", (SELECT count(*) FROM attempts a WHERE a.job = j.id)";
+  return columns;
+}
+
+ClaimedJob ReadClaim(const Result& r, int row) {
+  ClaimedJob c;
+  c.job_id = r.Int(row, 0);
+  c.inbox_id = r.Int(row, 1);
+  c.handler = r.Text(row, 2);
+  c.budget_used = static_cast<int>(r.Int(row, 3)) + 1;
+  c.event.endpoint = r.Text(row, 4);
+  c.event.event_id = r.Text(row, 5);
+  c.event.event_type = r.Text(row, 6);
+  c.event.resource_id = r.Text(row, 7);
+  c.event.sequence = r.Text(row, 8);
+  c.event.body = r.Bytes(row, 9);
+  c.event.headers_json = r.Text(row, 10);
+  c.event.received_at = r.Text(row, 11);
+  c.event.attempt = static_cast<int>(r.Int(row, 12)) + 1;
+  c.lease_token = NewLeaseToken();
+  return c;
+}
+
+// Gives each selected (and row-locked) job to `owner`: a new lease token, lease_until,
+// attempts + 1, an open attempts row; an attempt abandoned by a dead worker is marked so.
+Status LeaseJobs(Conn& c, const std::vector<ClaimedJob>& jobs, const std::string& owner,
+                 TimePoint now, std::chrono::milliseconds lease) {
+  const std::string now_text = FormatTime(now);
+  const std::string until = FormatTime(now + lease);
+  Status s;
+  for (const ClaimedJob& j : jobs) {
+    if (s = Exec(c,
+                 "UPDATE attempts SET detail = 'abandoned: the lease ran out (worker stopped"
+                 " or died)' WHERE job = $1 AND finished_at IS NULL",
+                 Params().Add(j.job_id));
+        !s.ok()) {
+      return s;
+    }
+    if (s = Exec(c,
+                 "UPDATE jobs SET status = 'processing', attempts = attempts + 1,"
+                 " lease_owner = $1, lease_token = $2, lease_until = $3 WHERE id = $4",
+                 Params().Add(owner).Add(j.lease_token).Add(until).Add(j.job_id));
+        !s.ok()) {
+      return s;
+    }
+    if (s = Exec(c, "INSERT INTO attempts (job, number, started_at) VALUES ($1, $2, $3)",
+                 Params().Add(j.job_id).Add(int64_t{j.event.attempt}).Add(now_text));
+        !s.ok()) {
+      return s;
+    }
+    if (s = Exec(c, "UPDATE inbox SET status = 'processing' WHERE id = $1 AND status = 'pending'",
+                 Params().Add(j.inbox_id));
+        !s.ok()) {
+      return s;
+    }
+  }
+  return Status::Ok();
+}
+
+// The event's unfinished jobs for a sync request: all of them, unless one is leased to
+// someone else. The jobs rows are locked first, so two requests taking over at once
+// serialize: the second sees the first's leases.
+Status ClaimEventInto(Conn& c, int64_t inbox_id, const std::string& owner, TimePoint now,
+                      std::chrono::milliseconds lease, EventClaim* out) {
+  const std::string now_text = FormatTime(now);
+  HOOKBOX_EXEC(locked, c.Exec("SELECT status = 'processing' AND lease_until >= $2::timestamptz"
+                              " FROM jobs WHERE inbox_id = $1"
+                              " AND status IN ('pending', 'processing') ORDER BY id FOR UPDATE",
+                              Params().Add(inbox_id).Add(now_text)));
+  for (int i = 0; i < locked.rows(); ++i) {
+    if (locked.Bool(i, 0)) {
+      out->state = EventClaim::State::kBusy;
+      return Status::Ok();
+    }
+  }
+  if (locked.rows() == 0) {
+    out->state = EventClaim::State::kSettled;
+    HOOKBOX_EXEC(row, c.Exec("SELECT status FROM inbox WHERE id = $1", Params().Add(inbox_id)));
+    if (row.rows() > 0) out->row_status = row.Text(0, 0);
+    return Status::Ok();
+  }
+  HOOKBOX_EXEC(q, c.Exec("SELECT " + ClaimColumns() +
+                             " FROM jobs j JOIN inbox i ON i.id = j.inbox_id WHERE j.inbox_id = $1"
+                             " AND j.status IN ('pending', 'processing') ORDER BY j.id",
+                         Params().Add(inbox_id)));
+  for (int i = 0; i < q.rows(); ++i) out->jobs.push_back(ReadClaim(q, i));
+  out->state = out->jobs.empty() ? EventClaim::State::kSettled : EventClaim::State::kClaimed;
+  return LeaseJobs(c, out->jobs, owner, now, lease);
+}
+
+constexpr const char* kRowColumnsHead =
+    "id, endpoint, event_id, id_source, event_type, resource_id, sequence, body_sha256,"
+    " headers, status, ";
+
+const std::string& RowColumns() {
+  static const std::string columns = std::string(kRowColumnsHead) + T("received_at") + ", " +
+                                     T("processed_at") + ", duplicates, " +
+                                     T("last_duplicate_at");
+  return columns;
+}
+
+InboxRow ReadRow(const Result& r, int row) {
+  InboxRow x;
+  x.id = r.Int(row, 0);
+  x.endpoint = r.Text(row, 1);
+  x.event_id = r.Text(row, 2);
+  x.id_source = r.Text(row, 3);
+  x.event_type = r.Text(row, 4);
+  x.resource_id = r.Text(row, 5);
+  x.sequence = r.Text(row, 6);
+  x.body_sha256 = r.Text(row, 7);
+  x.headers_json = r.Text(row, 8);
+  x.status = r.Text(row, 9);
+  x.received_at = r.Text(row, 10);
+  x.processed_at = r.Text(row, 11);
+  x.duplicates = r.Int(row, 12);
+  x.last_duplicate_at = r.Text(row, 13);
+  return x;
+}
+
+class PostgresInbox final : public Inbox {
+ public:
+  PostgresInbox(std::string url, std::vector<std::string> setup)
+      : pool_(std::move(url), std::move(setup), kPoolSize) {}
+
+  // Opens the schema: migrations (or, without `create`, a check that there is a schema).
+  Status Open(bool create, std::vector<std::string>* applied) {
+    return Transact([&](Conn& c) { return Migrate(c, create, applied); });
+  }
+
+  StatusOr<AcceptResult> Accept(const Event& event) override {
+    AcceptResult result{};
+    Status s = Transact([&](Conn& c) {
+      result = AcceptResult{};
+      return AcceptInto(c, event, &result);
+    });
+    if (!s.ok()) return s;
+    return result;
+  }
+
+  StatusOr<std::vector<ClaimedJob>> ClaimJobs(const std::string& owner, int max, TimePoint now,
+                                              std::chrono::milliseconds lease) override {
+    std::vector<ClaimedJob> claimed;
+    Status s = Transact([&](Conn& c) {
+      claimed.clear();
+      return ClaimInto(c, owner, max, now, lease, &claimed);
+    });
+    if (!s.ok()) return s;
+    return claimed;
+  }
+
+  StatusOr<Outcome> FinishJob(const ClaimedJob& job, const JobOutcome& outcome,
+                              const SqlWork* sql, const JobOutcome* sql_failed) override {
+    Outcome recorded = outcome.outcome;
+    Status s = Transact(
+        [&](Conn& c) { return FinishInto(c, job, outcome, sql, sql_failed, &recorded); });
+    if (!s.ok()) return s;
+    return recorded;
+  }
+
+  StatusOr<EventClaim> ClaimEvent(const std::string& endpoint, const std::string& event_id,
+                                  const std::string& owner, TimePoint now,
+                                  std::chrono::milliseconds lease) override {
+    EventClaim claim;
+    Status s = Transact([&](Conn& c) -> Status {
+      claim = EventClaim{};
+      HOOKBOX_EXEC(row, c.Exec("SELECT id FROM inbox WHERE endpoint = $1 AND event_id = $2",
+                               Params().Add(endpoint).Add(event_id)));
+      if (row.rows() == 0) return Status::NotFound("no such event", endpoint + " " + event_id);
+      return ClaimEventInto(c, row.Int(0, 0), owner, now, lease, &claim);
+    });
+    if (!s.ok()) return s;
+    return claim;
+  }
+
+  StatusOr<int> Retry(const std::string& endpoint, const std::string& event_id,
+                      TimePoint now) override {
+    int rearmed = 0;
+    Status s = Transact([&](Conn& c) -> Status {
+      HOOKBOX_EXEC(row, c.Exec("SELECT id, resource_id FROM inbox WHERE endpoint = $1"
+                               " AND event_id = $2",
+                               Params().Add(endpoint).Add(event_id)));
+      if (row.rows() == 0) return Status::NotFound("no such event", endpoint + " " + event_id);
+      const int64_t inbox_id = row.Int(0, 0);
+      const std::string resource = row.Text(0, 1);
+      // A re-armed job may head its resource again: no claim may decide on the old state.
+      Status st;
+      if (!resource.empty()) {
+        st = Exec(c, "SELECT pg_advisory_xact_lock(hashtextextended($1::text, $2::bigint))",
+                  Params().Add(ResourceKey(endpoint, resource)).Add(kClaimSeed));
+        if (!st.ok()) return st;
+      }
+      HOOKBOX_EXEC(up, c.Exec("UPDATE jobs SET status = 'pending', attempts = 0,"
+                              " next_attempt_at = $1, sync = false"
+                              " WHERE inbox_id = $2 AND status = 'dead'",
+                              Params().Add(FormatTime(now)).Add(inbox_id)));
+      rearmed = static_cast<int>(up.Affected());
+      if (rearmed == 0) {
+        return Status::InvalidArgument("no dead job to retry", endpoint + " " + event_id);
+      }
+      return Exec(c, "UPDATE inbox SET status = 'pending', processed_at = NULL WHERE id = $1",
+                  Params().Add(inbox_id));
+    });
+    if (!s.ok()) return s;
+    return rearmed;
+  }
+
+  StatusOr<std::vector<std::string>> LeaseOwners() override {
+    std::vector<std::string> owners;
+    Status s = Read([&](Conn& c) -> Status {
+      owners.clear();
+      HOOKBOX_EXEC(q, c.Exec("SELECT DISTINCT lease_owner FROM jobs WHERE status = 'processing'"
+                             " AND lease_owner IS NOT NULL"));
+      for (int i = 0; i < q.rows(); ++i) owners.push_back(q.Text(i, 0));
+      return Status::Ok();
+    });
+    if (!s.ok()) return s;
+    return owners;
+  }
+
+  Status ExpireLeases(const std::string& owner_prefix, TimePoint now) override {
+    return Transact([&](Conn& c) {
+      return Exec(c,
+                  "UPDATE jobs SET lease_until = $1 WHERE status = 'processing'"
+                  " AND starts_with(lease_owner, $2::text)",
+                  Params().Add(FormatTime(now - std::chrono::milliseconds(1))).Add(owner_prefix));
+    });
+  }
+
+  Status PrepareSql(const SqlWork& sql) override {
+    // Setup under the migration lock: replicas starting at once must not race on
+    // CREATE TABLE IF NOT EXISTS (it is not safe against itself in PostgreSQL).
+    Status s = Transact([&](Conn& c) -> Status {
+      Status st = Exec(c, "SELECT pg_advisory_xact_lock($1::bigint)", Params().Add(kMigrationLock));
+      for (const std::string& statement : sql.setup) {
+        if (!st.ok()) break;
+        st = c.Run(statement);
+      }
+      return st;
+    });
+    if (!s.ok()) return s;
+    // Outside a transaction: a failed prepare aborts nothing.
+    return Read([&](Conn& c) -> Status {
+      for (const std::string& statement : sql.statements) {
+        UserStatement st = Translate(statement);
+        Status p = c.Prepare(st.sql, false, static_cast<int>(st.names.size()));
+        if (!p.ok() && p.ToString().find("SQLSTATE 42P18") != std::string::npos) {
+          // e.g. `SELECT :event_id`: with every parameter text, the server can decide.
+          p = c.Prepare(st.sql, true, static_cast<int>(st.names.size()));
+          if (p.ok()) MarkTextParams(statement);
+        }
+        if (!p.ok()) return p;
+      }
+      return Status::Ok();
+    });
+  }
+
+  StatusOr<std::vector<InboxRow>> List(const ListFilter& f) override {
+    std::vector<InboxRow> rows;
+    Status s = Read([&](Conn& c) -> Status {
+      rows.clear();
+      HOOKBOX_EXEC(q, c.Exec("SELECT " + RowColumns() +
+                                 " FROM inbox WHERE ($1 = '' OR endpoint = $1)"
+                                 " AND ($2 = '' OR status = $2)"
+                                 " AND ($3 = '' OR received_at >= NULLIF($3, '')::timestamptz)"
+                                 " ORDER BY received_at DESC, id DESC LIMIT $4",
+                             Params().Add(f.endpoint).Add(f.status).Add(f.since).Add(
+                                 int64_t{f.limit})));
+      for (int i = 0; i < q.rows(); ++i) rows.push_back(ReadRow(q, i));
+      return Status::Ok();
+    });
+    if (!s.ok()) return s;
+    return rows;
+  }
+
+  StatusOr<InboxDetail> Show(const std::string& endpoint, const std::string& event_id) override {
+    InboxDetail d;
+    // One snapshot: the row, its jobs and their attempts as of one moment.
+    Status s = Transact(
+        [&](Conn& c) -> Status {
+          d = InboxDetail{};
+          HOOKBOX_EXEC(q, c.Exec("SELECT " + RowColumns() +
+                                     ", body FROM inbox WHERE endpoint = $1 AND event_id = $2",
+                                 Params().Add(endpoint).Add(event_id)));
+          if (q.rows() == 0) return Status::NotFound("no such event", endpoint + " " + event_id);
+          d.row = ReadRow(q, 0);
+          d.row.body = q.Bytes(0, 14);
+          HOOKBOX_EXEC(jq, c.Exec("SELECT id, handler, status, attempts, " +
+                                      T("next_attempt_at") + ", lease_owner, " +
+                                      T("lease_until") + ", last_error FROM jobs"
+                                      " WHERE inbox_id = $1 ORDER BY id",
+                                  Params().Add(d.row.id)));
+          for (int i = 0; i < jq.rows(); ++i) {
+            JobRow j;
+            j.id = jq.Int(i, 0);
+            j.handler = jq.Text(i, 1);
+            j.status = jq.Text(i, 2);
+            j.attempts = jq.Int(i, 3);
+            j.next_attempt_at = jq.Text(i, 4);
+            j.lease_owner = jq.Text(i, 5);
+            j.lease_until = jq.Text(i, 6);
+            j.last_error = jq.Text(i, 7);
+            d.jobs.push_back(std::move(j));
+          }
+          for (JobRow& j : d.jobs) {
+            HOOKBOX_EXEC(aq, c.Exec("SELECT number, " + T("started_at") + ", " +
+                                        T("finished_at") + ", coalesce(outcome, ''), detail"
+                                        " FROM attempts WHERE job = $1 ORDER BY number",
+                                    Params().Add(j.id)));
+            for (int i = 0; i < aq.rows(); ++i) {
+              j.attempt_rows.push_back(
+                  {aq.Int(i, 0), aq.Text(i, 1), aq.Text(i, 2), aq.Text(i, 3), aq.Text(i, 4)});
+            }
+          }
+          return Status::Ok();
+        },
+        "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    if (!s.ok()) return s;
+    return d;
+  }
+
+  Status Clear(const std::string& endpoint, const std::string& event_id) override {
+    return Transact([&](Conn& c) -> Status {
+      // Jobs rows first (the lock order), then the row; jobs and attempts go with it.
+      Status s = Exec(c,
+                      "SELECT j.id FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                      " WHERE i.endpoint = $1 AND i.event_id = $2 FOR UPDATE OF j",
+                      Params().Add(endpoint).Add(event_id));
+      if (!s.ok()) return s;
+      HOOKBOX_EXEC(del, c.Exec("DELETE FROM inbox WHERE endpoint = $1 AND event_id = $2",
+                               Params().Add(endpoint).Add(event_id)));
+      if (del.Affected() == 0) return Status::NotFound("no such event", endpoint + " " + event_id);
+      return Status::Ok();
+    });
+  }
+
+  StatusOr<InboxStats> Stats() override {
+    InboxStats stats;
+    Status s = Read([&](Conn& c) -> Status {
+      stats.clear();
+      HOOKBOX_EXEC(q, c.Exec("SELECT endpoint, status, count(*) FROM inbox"
+                             " GROUP BY endpoint, status"));
+      for (int i = 0; i < q.rows(); ++i) stats[q.Text(i, 0)][q.Text(i, 1)] = q.Int(i, 2);
+      return Status::Ok();
+    });
+    if (!s.ok()) return s;
+    return stats;
+  }
+
+  StatusOr<QueueStats> Queue() override {
+    QueueStats stats;
+    Status s = Read([&](Conn& c) -> Status {
+      stats = QueueStats{};
+      HOOKBOX_EXEC(jobs, c.Exec("SELECT status, count(*) FROM jobs GROUP BY status"));
+      for (int i = 0; i < jobs.rows(); ++i) stats.jobs_by_status[jobs.Text(i, 0)] = jobs.Int(i, 1);
+      HOOKBOX_EXEC(oldest, c.Exec("SELECT " + T("min(i.received_at)") +
+                                  " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                                  " WHERE j.status IN ('pending', 'processing')"));
+      stats.oldest_unfinished_received_at = oldest.Text(0, 0);
+      return Status::Ok();
+    });
+    if (!s.ok()) return s;
+    return stats;
+  }
+
+  StatusOr<PurgeCounts> Purge(const PurgeRequest& r) override {
+    PurgeCounts counts;
+    const std::string processed_before = FormatTime(r.processed_before);
+    const std::string dead_before = FormatTime(r.dead_before);
+    const std::pair<const char*, std::pair<int64_t*, const std::string*>> kinds[] = {
+        {"processed", {&counts.processed, &processed_before}},
+        {"stale", {&counts.stale, &processed_before}},
+        {"ignored", {&counts.ignored, &processed_before}},
+        {"dead", {&counts.dead, &dead_before}}};
+    for (const auto& [status, target] : kinds) {
+      auto n = PurgeRows(r,
+                         "SELECT count(*) FROM inbox WHERE status = $1"
+                         " AND received_at < $2::timestamptz",
+                         "DELETE FROM inbox WHERE id IN (SELECT id FROM inbox WHERE status = $1"
+                         " AND received_at < $2::timestamptz LIMIT $3)",
+                         Params().Add(status).Add(*target.second));
+      if (!n.ok()) return n.status();
+      *target.first = *n;
+    }
+    auto n = PurgeRows(r, "SELECT count(*) FROM sequences WHERE updated_at < $1::timestamptz",
+                       "DELETE FROM sequences WHERE (endpoint, resource_id) IN"
+                       " (SELECT endpoint, resource_id FROM sequences"
+                       " WHERE updated_at < $1::timestamptz LIMIT $2)",
+                       Params().Add(FormatTime(r.sequences_before)));
+    if (!n.ok()) return n.status();
+    counts.sequences = *n;
+    return counts;
+  }
+
+  Status Ping() override {
+    return Read([](Conn& c) { return Exec(c, "SELECT 1"); });
+  }
+
+ private:
+  // Runs fn in one transaction on a pooled connection and commits when it returns Ok. A
+  // connection found dead at BEGIN (the server restarted since it was last used) is replaced
+  // once: nothing ran on it yet. A COMMIT whose answer is lost is Unavailable: the
+  // transaction may or may not have committed, and the caller must not claim it did.
+  template <typename F>
+  Status Transact(F&& fn, const char* begin = "BEGIN") {
+    for (int attempt = 0;; ++attempt) {
+      auto handle = pool_.Acquire();
+      if (!handle.ok()) return handle.status();
+      Conn& c = **handle;
+      if (Status s = c.Run(begin); !s.ok()) {
+        if (c.broken() && attempt == 0) continue;
+        return s;
+      }
+      Status s = fn(c);
+      if (s.ok() && c.failed_transaction()) {
+        s = Status::Internal("storage error", "a statement failed inside the transaction");
+      }
+      if (!s.ok()) {
+        if (!c.broken()) (void)c.Run("ROLLBACK");
+        return s;
+      }
+      return c.Run("COMMIT");
+    }
+  }
+
+  // Runs fn (reads only) on a pooled connection, once more on a fresh connection if the
+  // first one turns out to be dead.
+  template <typename F>
+  Status Read(F&& fn) {
+    for (int attempt = 0;; ++attempt) {
+      auto handle = pool_.Acquire();
+      if (!handle.ok()) return handle.status();
+      Status s = fn(**handle);
+      if (!s.ok() && (*handle)->broken() && attempt == 0) continue;
+      return s;
+    }
+  }
+
+  UserStatement Translate(const std::string& statement) {
+    std::lock_guard lock(user_mu_);
+    auto it = user_sql_.find(statement);
+    if (it == user_sql_.end()) {
+      pg::PositionalSql p = pg::ToPositional(statement);
+      it = user_sql_.emplace(statement, UserStatement{std::move(p.sql), std::move(p.names)}).first;
+    }
+    return it->second;
+  }
+
+  void MarkTextParams(const std::string& statement) {
+    std::lock_guard lock(user_mu_);
+    user_sql_[statement].text_params = true;
+  }
+
+  // Runs one `sql` handler statement with the event's parameters.
+  Status RunUserStatement(Conn& c, const std::string& statement, const HandlerEvent& e) {
+    UserStatement st = Translate(statement);
+    auto r = c.Exec(st.sql, EventParams(st, e), st.text_params);
+    return r.ok() ? Status::Ok() : r.status();
+  }
+
+  // The accept transaction's body (see the comment at the top for its locks).
+  Status AcceptInto(Conn& c, const Event& e, AcceptResult* out) {
+    Status s;
+    const std::string now = FormatTime(e.received_at);
+    const bool gated = !e.resource_id.empty() && e.sequence_key.has_value();
+    if (!e.resource_id.empty()) {
+      s = Exec(c, "SELECT pg_advisory_xact_lock(hashtextextended($1::text, $2::bigint))",
+               Params().Add(ResourceKey(e.endpoint, e.resource_id)).Add(kAcceptSeed));
+      if (!s.ok()) return s;
+    }
+    HOOKBOX_EXEC(ins, c.Exec("INSERT INTO inbox (endpoint, event_id, id_source, event_type,"
+                             " resource_id, sequence, sequence_key, body_sha256, headers, body,"
+                             " status, received_at)"
+                             " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+                             " ON CONFLICT (endpoint, event_id) DO NOTHING RETURNING id",
+                             Params()
+                                 .Add(e.endpoint)
+                                 .Add(e.event_id)
+                                 .Add(e.id_source)
+                                 .Add(e.event_type)
+                                 .Add(e.resource_id)
+                                 .Add(e.sequence)
+                                 .Add(e.sequence_key)
+                                 .Add(e.body_sha256)
+                                 .Add(e.headers_json)
+                                 .AddBytes(e.body)
+                                 .Add(e.handlers.empty() ? "ignored" : "pending")
+                                 .Add(now)));
+    if (ins.rows() == 0) {
+      // Duplicate (a concurrent first delivery has committed by now: the insert waited for
+      // it). Count it on the original row; the gate is not consulted or advanced.
+      HOOKBOX_EXEC(q, c.Exec("SELECT body_sha256 FROM inbox WHERE endpoint = $1 AND event_id = $2",
+                             Params().Add(e.endpoint).Add(e.event_id)));
+      if (q.rows() == 0) {
+        return Status::Unavailable("storage unavailable",
+                                   "the event was cleared while this delivery was accepted");
+      }
+      out->verdict = Verdict::kDuplicate;
+      out->body_changed = q.Text(0, 0) != e.body_sha256;
+      if (out->body_changed && e.strict_body) {
+        return Status::Conflict("event id already stored with another body", e.event_id);
+      }
+      return Exec(c,
+                  "UPDATE inbox SET duplicates = duplicates + 1, last_duplicate_at = $3"
+                  " WHERE endpoint = $1 AND event_id = $2",
+                  Params().Add(e.endpoint).Add(e.event_id).Add(now));
+    }
+    const int64_t inbox_id = ins.Int(0, 0);
+
+    if (gated) {
+      // Lower than the last accepted sequence of the resource is stale; equal is not. The
+      // upsert locks the sequences row whether or not it moves it.
+      HOOKBOX_EXEC(gate, c.Exec("INSERT INTO sequences (endpoint, resource_id, last_sequence,"
+                                " last_event_id, updated_at) VALUES ($1, $2, $3, $4, $5)"
+                                " ON CONFLICT (endpoint, resource_id) DO UPDATE"
+                                " SET last_sequence = excluded.last_sequence,"
+                                " last_event_id = excluded.last_event_id,"
+                                " updated_at = excluded.updated_at"
+                                " WHERE sequences.last_sequence <= excluded.last_sequence"
+                                " RETURNING 1",
+                                Params()
+                                    .Add(e.endpoint)
+                                    .Add(e.resource_id)
+                                    .Add(*e.sequence_key)
+                                    .Add(e.event_id)
+                                    .Add(now)));
+      if (gate.rows() == 0) {
+        out->verdict = Verdict::kStale;
+        return Exec(c, "UPDATE inbox SET status = 'stale' WHERE id = $1",
+                    Params().Add(inbox_id));
+      }
+    }
+    if (e.handlers.empty()) {
+      out->verdict = Verdict::kIgnored;
+      return Status::Ok();
+    }
+    const bool sync = !e.sync_owner.empty();
+    s = Exec(c,
+             "INSERT INTO jobs (inbox_id, handler, status, next_attempt_at, sync)"
+             " SELECT $1, h, 'pending', $3, $4 FROM unnest($2::text[]) WITH ORDINALITY AS t (h, n)"
+             " ORDER BY n",
+             Params().Add(inbox_id).Add(TextArray(e.handlers)).Add(now).Add(sync));
+    if (!s.ok()) return s;
+    out->verdict = Verdict::kAccepted;
+    if (!sync) return Status::Ok();
+    if (!e.sync_sql.empty()) {
+      if (s = RunSyncSql(c, e, inbox_id, now); !s.ok()) return s;
+    }
+    EventClaim claim;
+    if (s = ClaimEventInto(c, inbox_id, e.sync_owner, e.received_at, e.sync_lease, &claim);
+        !s.ok()) {
+      return s;
+    }
+    out->claimed = std::move(claim.jobs);
+    return Status::Ok();
+  }
+
+  // mode: sync, sql handlers: their statements run in the accept transaction, and their jobs
+  // are recorded done with one ok attempt. A failing statement fails the whole accept.
+  Status RunSyncSql(Conn& c, const Event& e, int64_t inbox_id, const std::string& now) {
+    HandlerEvent he;
+    he.endpoint = e.endpoint;
+    he.event_id = e.event_id;
+    he.event_type = e.event_type;
+    he.resource_id = e.resource_id;
+    he.sequence = e.sequence;
+    he.body = e.body;
+    he.received_at = now;
+    for (const auto& [handler, work] : e.sync_sql) {
+      for (const std::string& statement : work->statements) {
+        if (Status s = RunUserStatement(c, statement, he); !s.ok()) {
+          if (s.code() == Status::Code::kUnavailable) return s;
+          return Status::Internal("sql handler failed", s.ToString());
+        }
+      }
+      HOOKBOX_EXEC(done, c.Exec("UPDATE jobs SET status = 'done', attempts = 1"
+                                " WHERE inbox_id = $1 AND handler = $2 RETURNING id",
+                                Params().Add(inbox_id).Add(handler)));
+      if (done.rows() == 0) continue;
+      Status s = Exec(c,
+                      "INSERT INTO attempts (job, number, started_at, finished_at, outcome, detail)"
+                      " VALUES ($1, 1, $2, $2, 'ok', 'sql: ran in the accept transaction')",
+                      Params().Add(done.Int(0, 0)).Add(now));
+      if (!s.ok()) return s;
+    }
+    return SettleRow(c, inbox_id, now);
+  }
+
+  Status ClaimInto(Conn& c, const std::string& owner, int max, TimePoint now,
+                   std::chrono::milliseconds lease, std::vector<ClaimedJob>* out) {
+    const std::string now_text = FormatTime(now);
+    // Due jobs that head their resource's queue (as this snapshot sees it), locked, skipping
+    // the ones another replica is locking right now. Sync jobs are the producer's to retry.
+    HOOKBOX_EXEC(q, c.Exec("SELECT " + ClaimColumns() +
+                               " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                               " WHERE NOT j.sync"
+                               " AND ((j.status = 'pending' AND j.next_attempt_at <= $1::timestamptz)"
+                               "     OR (j.status = 'processing' AND j.lease_until < $1::timestamptz))"
+                               " AND (i.resource_id = '' OR NOT EXISTS ("
+                               "   SELECT 1 FROM inbox i2 JOIN jobs j2 ON j2.inbox_id = i2.id"
+                               "   WHERE i2.endpoint = i.endpoint AND i2.resource_id = i.resource_id"
+                               "   AND j2.id <> j.id AND j2.status IN ('pending', 'processing')"
+                               "   AND ((i2.id, j2.id) < (i.id, j.id)"
+                               "        OR (j2.status = 'processing'"
+                               "            AND j2.lease_until >= $1::timestamptz))))"
+                               " ORDER BY j.next_attempt_at, j.id LIMIT $2"
+                               " FOR UPDATE OF j SKIP LOCKED",
+                           Params().Add(now_text).Add(int64_t{max})));
+    for (int i = 0; i < q.rows(); ++i) {
+      ClaimedJob job = ReadClaim(q, i);
+      if (!job.event.resource_id.empty()) {
+        // Under the resource's claim lock, with a fresh snapshot: does it still head its
+        // resource, with no live lease on another job of it? (Another replica may have
+        // committed a claim, or `inbox retry` re-armed an earlier job, since our snapshot.)
+        HOOKBOX_EXEC(lock, c.Exec("SELECT pg_try_advisory_xact_lock(hashtextextended($1::text,"
+                                  " $2::bigint))",
+                                  Params()
+                                      .Add(ResourceKey(job.event.endpoint, job.event.resource_id))
+                                      .Add(kClaimSeed)));
+        if (!lock.Bool(0, 0)) continue;  // another claim of this resource is deciding now
+        HOOKBOX_EXEC(head, c.Exec("SELECT NOT EXISTS ("
+                                  " SELECT 1 FROM inbox i2 JOIN jobs j2 ON j2.inbox_id = i2.id"
+                                  " WHERE i2.endpoint = $1 AND i2.resource_id = $2"
+                                  " AND j2.id <> $3 AND j2.status IN ('pending', 'processing')"
+                                  " AND ((i2.id, j2.id) < ($4::bigint, $3::bigint)"
+                                  "      OR (j2.status = 'processing'"
+                                  "          AND j2.lease_until >= $5::timestamptz)))",
+                                  Params()
+                                      .Add(job.event.endpoint)
+                                      .Add(job.event.resource_id)
+                                      .Add(job.job_id)
+                                      .Add(job.inbox_id)
+                                      .Add(now_text)));
+        if (!head.Bool(0, 0)) continue;
+      }
+      out->push_back(std::move(job));
+    }
+    return LeaseJobs(c, *out, owner, now, lease);
+  }
+
+  // The finishing transaction's body: compare-and-swap on the lease token first (nothing of
+  // a worker that lost its lease runs), then the sql handler's statements, the attempt's
+  // record and the row's status.
+  Status FinishInto(Conn& c, const ClaimedJob& job, const JobOutcome& outcome, const SqlWork* sql,
+                    const JobOutcome* sql_failed, Outcome* recorded) {
+    HOOKBOX_EXEC(held, c.Exec("SELECT 1 FROM jobs WHERE id = $1 AND lease_token = $2"
+                              " AND status = 'processing' FOR UPDATE",
+                              Params().Add(job.job_id).Add(job.lease_token)));
+    if (held.rows() == 0) return Status::Conflict("lease lost", "job " + std::to_string(job.job_id));
+
+    const JobOutcome* effective = &outcome;
+    JobOutcome failed;
+    Status s;
+    if (sql && outcome.outcome == Outcome::kOk) {
+      if (s = c.Run("SAVEPOINT sql_handler"); !s.ok()) return s;
+      for (const std::string& statement : sql->statements) {
+        if (s = RunUserStatement(c, statement, job.event); !s.ok()) break;
+      }
+      if (!s.ok()) {
+        if (c.broken()) return s;  // the connection is gone: nothing to record on it
+        if (Status rb = c.Run("ROLLBACK TO SAVEPOINT sql_handler"); !rb.ok()) return rb;
+        failed = sql_failed ? *sql_failed : outcome;
+        failed.outcome = Outcome::kFailed;
+        failed.detail = "sql: " + s.ToString();
+        effective = &failed;
+      }
+      if (s = c.Run("RELEASE SAVEPOINT sql_handler"); !s.ok()) return s;
+    }
+
+    const std::string finished = FormatTime(effective->finished_at);
+    Params cas;
+    cas.Add(JobStatusFor(effective->next));
+    if (effective->next == JobOutcome::Next::kRetry) cas.Add(FormatTime(effective->next_attempt_at));
+    else cas.AddNull();
+    if (effective->outcome != Outcome::kOk) cas.Add(effective->detail);
+    else cas.AddNull();
+    cas.Add(job.job_id);
+    if (s = Exec(c,
+                 "UPDATE jobs SET status = $1,"
+                 " next_attempt_at = coalesce($2::timestamptz, next_attempt_at),"
+                 " last_error = $3, lease_owner = NULL, lease_token = NULL, lease_until = NULL"
+                 " WHERE id = $4",
+                 cas);
+        !s.ok()) {
+      return s;
+    }
+    if (s = Exec(c,
+                 "UPDATE attempts SET finished_at = $1, outcome = $2, detail = $3"
+                 " WHERE job = $4 AND number = $5",
+                 Params()
+                     .Add(finished)
+                     .Add(OutcomeName(effective->outcome))
+                     .Add(effective->detail)
+                     .Add(job.job_id)
+                     .Add(int64_t{job.event.attempt}));
+        !s.ok()) {
+      return s;
+    }
+    *recorded = effective->outcome;
+    return SettleRow(c, job.inbox_id, finished);
+  }
+
+  // Counts (dry run) or deletes, one batch per transaction, the rows a purge query selects;
+  // the delete takes the batch size as its last parameter.
+  StatusOr<int64_t> PurgeRows(const PurgeRequest& r, const char* count_sql,
+                              const char* delete_sql, const Params& params) {
+    if (r.dry_run) {
+      int64_t n = 0;
+      Status s = Read([&](Conn& c) -> Status {
+        HOOKBOX_EXEC(q, c.Exec(count_sql, params));
+        n = q.Int(0, 0);
+        return Status::Ok();
+      });
+      if (!s.ok()) return s;
+      return n;
+    }
+    int64_t total = 0;
+    for (;;) {
+      int64_t deleted = 0;
+      Params batch = params;
+      batch.Add(int64_t{r.batch});
+      Status s = Transact([&](Conn& c) -> Status {
+        HOOKBOX_EXEC(del, c.Exec(delete_sql, batch));
+        deleted = del.Affected();
+        return Status::Ok();
+      });
+      if (!s.ok()) return s;
+      total += deleted;
+      if (deleted < r.batch) return total;
+    }
+  }
+
+  pg::Pool pool_;
+  std::mutex user_mu_;  // guards user_sql_
+  std::map<std::string, UserStatement> user_sql_;  // the sql handlers' statements, translated
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Inbox>> OpenPostgresInbox(const InboxOptions& options,
+                                                   std::vector<std::string>* applied) {
+  // lock_timeout plays SQLite's busy_timeout: a write that waits longer for a lock fails
+  // (Unavailable, 503) instead of holding the request. durability: normal lets a commit
+  // return before its WAL is flushed (the last commits may be lost if the server crashes).
+  std::vector<std::string> setup = {"SET lock_timeout = '5s'"};
+  if (!options.durable) setup.push_back("SET synchronous_commit = off");
+  auto inbox = std::make_unique<PostgresInbox>(options.database, std::move(setup));
+  if (Status s = inbox->Open(options.create, applied); !s.ok()) {
+    if (s.code() == Status::Code::kUnavailable) return s;
+    return Status::Unavailable("cannot migrate database", s.ToString());
+  }
+  return std::unique_ptr<Inbox>(std::move(inbox));
+}
+
+}  // namespace hookbox
