@@ -1,4 +1,4 @@
-// The `exec` handler: one child process per attempt, started with posix_spawn (no shell,
+// The `exec` handler: one child process per attempt, started with fork + execve (no shell,
 // so nothing in an event or in argv is ever interpreted) in a process group of its own.
 // The calling worker thread feeds the body to the child's stdin and reads its combined
 // stdout+stderr in one poll loop, so a child that never reads, or writes without end, cannot
@@ -11,9 +11,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -236,31 +236,53 @@ HandlerResult ExecHandler::Run(const HandlerEvent& event) {
   argv_ptrs.push_back(nullptr);
   env_ptrs.push_back(nullptr);
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, stdin_read.get(), 0);
-  posix_spawn_file_actions_adddup2(&actions, out_write.get(), 1);
-  posix_spawn_file_actions_adddup2(&actions, out_write.get(), 2);
-  // Whatever the daemon has open (listening sockets, the database) stays out of the child.
-  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);  // a new group, led by the child
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);   // the daemon's blocked signals are its own
-  posix_spawnattr_setsigdefault(&attr, &all);  // and so are its ignored ones (SIGPIPE)
-  pid_t pid = -1;
-  int spawned = posix_spawn(&pid, spec_.program.c_str(), &actions, &attr, argv_ptrs.data(),
-                            env_ptrs.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  // fork + execve rather than posix_spawn, for one thing posix_spawn cannot do: make the
+  // child die with the daemon (PR_SET_PDEATHSIG). After a kill -9 the restarted daemon runs
+  // the job again at once; an orphaned first attempt still running would overlap it. Between
+  // fork and execve the child calls only async-signal-safe functions.
+  Fd err_read, err_write;  // execve's failure, reported by the child; closed by a success
+  if (!MakePipe(err_read, err_write)) {
+    return fail(std::string("cannot create pipes: ") + std::strerror(errno));
+  }
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) return fail(std::string("cannot fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::setpgid(0, 0);  // a new group, led by the child: a timeout kills all of it
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // the daemon died before prctl took effect
+    ::dup2(stdin_read.get(), 0);
+    ::dup2(out_write.get(), 1);
+    ::dup2(out_write.get(), 2);
+    const int err_fd = ::fcntl(err_write.get(), F_DUPFD_CLOEXEC, 3);
+    // Whatever the daemon has open (listening sockets, the database) stays out of the child.
+    ::close_range(3, err_fd - 1, 0);
+    ::close_range(err_fd + 1, ~0U, 0);
+    // The daemon's blocked and ignored signals (SIGPIPE) are its own.
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execve(spec_.program.c_str(), argv_ptrs.data(), env_ptrs.data());
+    const int err = errno;
+    (void)!::write(err_fd, &err, sizeof err);
+    ::_exit(127);
+  }
   stdin_read.Close();
   out_write.Close();
-  if (spawned != 0) return fail("cannot start " + spec_.program + ": " + std::strerror(spawned));
+  err_write.Close();
+  int exec_errno = 0;
+  ssize_t got;
+  do {
+    got = ::read(err_read.get(), &exec_errno, sizeof exec_errno);
+  } while (got < 0 && errno == EINTR);
+  if (got == static_cast<ssize_t>(sizeof exec_errno)) {
+    int ignored;
+    ::waitpid(pid, &ignored, 0);
+    return fail("cannot start " + spec_.program + ": " + std::strerror(exec_errno));
+  }
 
   SetNonBlocking(stdin_write.get());
   SetNonBlocking(out_read.get());

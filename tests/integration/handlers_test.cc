@@ -12,23 +12,13 @@
 #include "daemon.h"
 
 using hookbox::testing::Daemon;
+using hookbox::testing::Eventually;
 using hookbox::testing::ReadFile;
 using hookbox::testing::TempDir;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
 namespace {
-
-// Polls `done` every 20 ms for up to `limit`; true when it became true.
-template <typename F>
-bool Eventually(F done, std::chrono::milliseconds limit = 20s) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return done();
-}
 
 std::vector<std::string> Lines(const std::string& path) {
   std::vector<std::string> lines;
@@ -358,14 +348,15 @@ endpoints:
   CHECK(Lines(dir / "runs") == std::vector<std::string>{"s1 1 sync:s1", "s1 2 sync:s1"});
 
   // A duplicate that arrives while the first still runs waits sync_wait, then gets 409.
-  std::thread slow([&] { CHECK(Status(d.Post("/hooks/sync", {}, R"({"id":"slow-1"})")) ==
-                               "200 accepted"); });
+  std::string slow_answer;  // Catch2 assertions stay on the test's own thread
+  std::thread slow([&] { slow_answer = Status(d.Post("/hooks/sync", {}, R"({"id":"slow-1"})")); });
   std::this_thread::sleep_for(500ms);
   auto busy = d.Post("/hooks/sync", {}, R"({"id":"slow-1"})");
   REQUIRE(busy);
   CHECK(busy->status == 409);
   CHECK(busy->get_header_value("Retry-After") == "1");
   slow.join();
+  CHECK(slow_answer == "200 accepted");
   CHECK(Status(d.Post("/hooks/sync", {}, R"({"id":"slow-1"})")) == "200 duplicate");
 }
 
@@ -460,4 +451,31 @@ endpoints:
   CHECK(ran.size() == kEvents);
   auto check = hookbox::testing::RunSqlite(d.db(), "PRAGMA integrity_check");
   CHECK(check == "ok\n");
+}
+
+TEST_CASE("an exec handler dies with the daemon (kill -9), so no orphan overlaps its rerun") {
+  TempDir dir;
+  Daemon d(dir, R"yaml(
+listen: 127.0.0.1:0
+admin_listen: ""
+database: {DB}
+workers: 1
+endpoints:
+  - name: open
+    path: /hooks/open
+    verify: none
+    event_id: body:/id
+    routes:
+      - events: ["*"]
+        handlers:
+          - exec: {command: [/bin/sh, -c, 'echo $$ >> {DIR}/pids; exec sleep 60'], timeout: 2m}
+)yaml");
+  CHECK(Status(d.Post("/hooks/open", {}, R"({"id":"orphan"})")) == "200 accepted");
+  REQUIRE(Eventually([&] { return Lines(dir / "pids").size() == 1; }));
+  const int pid = std::stoi(Lines(dir / "pids")[0]);
+  CHECK(d.Kill(SIGKILL) == 128 + SIGKILL);
+  CHECK(Eventually([&] { return kill(pid, 0) != 0 && errno == ESRCH; }, 5s));
+  // The restarted daemon releases the dead process's lease and runs the job again at once.
+  d.Start();
+  CHECK(Eventually([&] { return Lines(dir / "pids").size() == 2; }));
 }
