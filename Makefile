@@ -1,10 +1,19 @@
 # The two commands of README.md, and the few around them.
 #   make run    install dependencies, build, start hookbox on config.example.yaml
-#   make test   install dependencies, build, run every test (unit, integration, interop)
+#   make test   install dependencies, build, run every test (unit, integration, interop),
+#               then the same suite under ASan+UBSan, the concurrency tests under TSan, and
+#               short fuzz and crash runs
+#   make fuzz        each libFuzzer harness for FUZZ_SECONDS (default 300)
+#   make crash-test  the crash test with CRASH_ROUNDS kills (default 100)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build run test interop-deps clean
+FUZZ_SECONDS ?= 300
+CRASH_ROUNDS ?= 100
+FUZZ_TARGETS = verify identify config receive
+
+.PHONY: all deps build run test interop-deps clean test-asan test-tsan fuzz fuzz-smoke \
+        fuzz-build crash-test
 
 all: build
 
@@ -26,6 +35,44 @@ interop-deps: deps
 
 test: build interop-deps
 	@cd $(BUILD) && ctest --output-on-failure --timeout 600
+	@$(MAKE) --no-print-directory test-asan test-tsan fuzz-smoke
+
+# The whole suite, the daemon included, under AddressSanitizer + UndefinedBehaviorSanitizer.
+test-asan: deps interop-deps
+	@cmake -S . -B build-asan -DHOOKBOX_SANITIZE=address -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	@cmake --build build-asan -j$(JOBS)
+	@cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure --timeout 900
+
+# The concurrency tests (storage, workers, handlers, the daemon end to end) under TSan.
+TSAN_TESTS = test_inbox test_work test_handlers test_integration
+test-tsan: deps
+	@cmake -S . -B build-tsan -DHOOKBOX_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build build-tsan -j$(JOBS) --target hookbox $(TSAN_TESTS)
+	@cd build-tsan && for t in $(TSAN_TESTS); do \
+	  TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/tsan.supp" ./$$t || exit 1; done
+
+fuzz-build: deps
+	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -DHOOKBOX_FUZZ=ON \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build build-fuzz -j$(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
+
+# Each harness from the committed seeds, for FUZZ_SECONDS; new corpus entries go to
+# build-fuzz/corpus/, crashes to build-fuzz/crashes/ (copy them to tests/fuzz/regressions/).
+fuzz: fuzz-build
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p build-fuzz/corpus/$$t build-fuzz/crashes/$$t; \
+	  build-fuzz/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=8192 \
+	    -artifact_prefix=build-fuzz/crashes/$$t/ -print_final_stats=1 \
+	    build-fuzz/corpus/$$t tests/fuzz/corpus/$$t 2>&1 | grep -E "^(stat::number_of_executed_units|#[0-9]+ +DONE|==[0-9]+==ERROR)" ; \
+	  test -z "$$(ls build-fuzz/crashes/$$t)" || { echo "fuzz_$$t: crash saved in build-fuzz/crashes/$$t"; exit 1; }; \
+	done
+
+fuzz-smoke:
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=10
+
+crash-test: build
+	@cd $(BUILD) && HOOKBOX_CRASH_ROUNDS=$(CRASH_ROUNDS) ./test_integration "[crash]"
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz
