@@ -5,6 +5,8 @@
 #               short fuzz and crash runs
 #   make fuzz        each libFuzzer harness for FUZZ_SECONDS (default 300)
 #   make crash-test  the crash test with CRASH_ROUNDS kills (default 100)
+#   make bench       the benchmark (bench/bench.sh): ceiling, hookbox, adnanh/webhook
+#   make bench-scale accept latency at 10 k vs 1 M rows, RSS, the purge of 1 M rows
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
@@ -13,7 +15,7 @@ CRASH_ROUNDS ?= 100
 FUZZ_TARGETS = verify identify config receive
 
 .PHONY: all deps build run test interop-deps clean test-asan test-tsan fuzz fuzz-smoke \
-        fuzz-build crash-test
+        fuzz-build crash-test bench bench-scale
 
 all: build
 
@@ -64,8 +66,10 @@ fuzz: fuzz-build
 	  mkdir -p build-fuzz/corpus/$$t build-fuzz/crashes/$$t; \
 	  build-fuzz/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=8192 \
 	    -artifact_prefix=build-fuzz/crashes/$$t/ -print_final_stats=1 \
-	    build-fuzz/corpus/$$t tests/fuzz/corpus/$$t 2>&1 | grep -E "^(stat::number_of_executed_units|#[0-9]+ +DONE|==[0-9]+==ERROR)" ; \
-	  test -z "$$(ls build-fuzz/crashes/$$t)" || { echo "fuzz_$$t: crash saved in build-fuzz/crashes/$$t"; exit 1; }; \
+	    build-fuzz/corpus/$$t tests/fuzz/corpus/$$t > build-fuzz/fuzz_$$t.log 2>&1; rc=$$?; \
+	  printf 'fuzz_%s: %s executions, exit %s\n' $$t \
+	    "$$(sed -n 's/^stat::number_of_executed_units: *//p' build-fuzz/fuzz_$$t.log)" $$rc; \
+	  [ $$rc -eq 0 ] || { echo "fuzz_$$t failed: see build-fuzz/fuzz_$$t.log and build-fuzz/crashes/$$t"; exit 1; }; \
 	done
 
 fuzz-smoke:
@@ -73,6 +77,13 @@ fuzz-smoke:
 
 crash-test: build
 	@cd $(BUILD) && HOOKBOX_CRASH_ROUNDS=$(CRASH_ROUNDS) ./test_integration "[crash]"
+
+# Release builds in build-bench/, deliveries in bench/out/; results into bench/RESULTS.md.
+bench: deps
+	@bench/bench.sh table
+
+bench-scale: deps
+	@bench/bench.sh scale
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz

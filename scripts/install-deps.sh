@@ -10,7 +10,6 @@ packages=(
   sqlite3 openssl curl ca-certificates
   postgresql   # the tests start a throwaway cluster of their own (tests/pg/cluster.sh)
   systemd   # systemd-analyze: the unit files are verified by the tests
-  nodejs npm
   clang libfuzzer-14-dev libclang-rt-14-dev
 )
 
@@ -20,6 +19,11 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
+# Node.js for the interop tests: any node and npm on PATH will do (a machine may have them
+# from elsewhere, and Debian's npm package conflicts with such installs); else Debian's.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  missing+=(nodejs npm)
+fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "install-deps: installing ${missing[*]}" >&2
