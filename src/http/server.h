@@ -8,6 +8,10 @@
 // 400, Content-Length over max_body -> 413, more than max_headers headers -> 431. Every limit
 // the library has is set explicitly; TCP_NODELAY is on (without it every answer waits ~40 ms
 // for a delayed ACK).
+//
+// Shutdown is prompt: Stop() closes the listening socket, idle keep-alive connections close
+// at once, and requests already received are answered (with `Connection: close`) before
+// Run() returns. The listening socket may also come from systemd (Adopt()).
 #pragma once
 
 #include <chrono>
@@ -43,8 +47,13 @@ class HttpServer final {
 
   // Binds host:port (port 0: any free port) and returns the bound port.
   StatusOr<int> Bind(const std::string& host, int port);
+  // Serves on a listening socket made elsewhere (systemd socket activation), instead of
+  // Bind(); takes ownership of fd. Returns its address: "host:port", or a unix socket's path.
+  StatusOr<std::string> Adopt(int fd);
   // Serves until Stop(); in-flight requests finish before it returns.
   void Run();
+  // True while Run() is accepting connections (for the watchdog and /readyz).
+  bool Serving() const;
   // Stops accepting; safe from any thread, and before or after Run() started.
   void Stop();
 

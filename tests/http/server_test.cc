@@ -1,0 +1,167 @@
+// Unit tests of the HTTP listener's lifecycle: a shutdown closes idle keep-alive
+// connections at once (a keep-alive timeout of an hour would otherwise hold Run() for an
+// hour: ctest's timeout is the bound), still answers a request in flight, and a listening
+// socket made elsewhere (systemd socket activation) can be adopted.
+#include <catch2/catch.hpp>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <future>
+#include <thread>
+
+#include <httplib.h>
+
+#include "http/server.h"
+
+using namespace hookbox;
+
+namespace {
+
+HttpLimits SlowLimits() {
+  HttpLimits limits;
+  limits.threads = 4;
+  limits.keep_alive_timeout_s = 3600;
+  return limits;
+}
+
+Answer Hello(const Delivery& d) { return {200, R"({"path":")" + d.path + R"("})", {}}; }
+
+// A server running on its own thread until the object goes.
+class Running {
+ public:
+  Running(HttpLimits limits, HttpHandler handler) : server(limits, std::move(handler)) {}
+  ~Running() {
+    server.Stop();
+    if (thread.joinable()) thread.join();
+  }
+  void Start() { thread = std::thread([this] { server.Run(); }); }
+  HttpServer server;
+  std::thread thread;
+};
+
+int ConnectTo(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  timeval tv{20, 0};  // bounds a broken test
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+// Reads one whole response (headers and a Content-Length body) from fd.
+std::string ReadResponse(int fd) {
+  std::string in;
+  char buf[4096];
+  for (;;) {
+    size_t end = in.find("\r\n\r\n");
+    if (end != std::string::npos) {
+      size_t at = in.find("Content-Length: ");
+      size_t length = at == std::string::npos ? 0 : std::stoul(in.substr(at + 16));
+      if (in.size() >= end + 4 + length) return in;
+    }
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return in;
+    in.append(buf, static_cast<size_t>(n));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a shutdown closes idle keep-alive connections at once") {
+  Running r(SlowLimits(), Hello);
+  auto port = r.server.Bind("127.0.0.1", 0);
+  REQUIRE(port.ok());
+  r.Start();
+  int fd = ConnectTo(*port);
+  const std::string request = "GET /one HTTP/1.1\r\nHost: x\r\n\r\n";
+  REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(request.size()));
+  std::string first = ReadResponse(fd);
+  CHECK(first.rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(first.find("Keep-Alive: timeout=3600") != std::string::npos);  // left open, idle
+  r.server.Stop();
+  r.thread.join();  // would wait out the hour-long keep-alive before the fix
+  char byte;
+  CHECK(recv(fd, &byte, 1, 0) == 0);  // the server closed it
+  close(fd);
+}
+
+TEST_CASE("a request in flight when the shutdown starts is still answered, and last") {
+  std::promise<void> entered, release;
+  std::shared_future<void> released = release.get_future().share();
+  Running r(SlowLimits(), [&](const Delivery& d) {
+    entered.set_value();
+    released.wait();
+    return Hello(d);
+  });
+  auto port = r.server.Bind("127.0.0.1", 0);
+  REQUIRE(port.ok());
+  r.Start();
+  auto reply = std::async(std::launch::async, [&] {
+    httplib::Client client("127.0.0.1", *port);
+    client.set_read_timeout(std::chrono::seconds(20));
+    return client.Get("/slow");
+  });
+  entered.get_future().wait();
+  r.server.Stop();  // while the handler runs
+  CHECK_FALSE(r.server.Serving());
+  release.set_value();
+  auto result = reply.get();
+  REQUIRE(result);
+  CHECK(result->status == 200);
+  CHECK(result->body == R"({"path":"/slow"})");
+  CHECK(result->get_header_value("Connection") == "close");
+  r.thread.join();
+}
+
+TEST_CASE("a listening socket made elsewhere is adopted and served") {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(listen(fd, 16) == 0);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int port = ntohs(addr.sin_port);
+
+  Running r(HttpLimits{}, Hello);
+  auto address = r.server.Adopt(fd);
+  REQUIRE(address.ok());
+  CHECK(*address == "127.0.0.1:" + std::to_string(port));
+  r.Start();
+  httplib::Client client("127.0.0.1", port);
+  auto result = client.Get("/adopted");
+  REQUIRE(result);
+  CHECK(result->status == 200);
+  CHECK(result->body == R"({"path":"/adopted"})");
+}
+
+TEST_CASE("only a listening stream socket can be adopted") {
+  HttpServer server(HttpLimits{}, Hello);
+  int unbound = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  CHECK_FALSE(server.Adopt(unbound).ok());
+  int datagram = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  CHECK_FALSE(server.Adopt(datagram).ok());
+  close(unbound);
+  close(datagram);
+}
+
+TEST_CASE("an answer may name its own content type") {
+  Running r(HttpLimits{}, [](const Delivery&) {
+    return Answer{200, "metric 1\n", {{"Content-Type", "text/plain; version=0.0.4"}}};
+  });
+  auto port = r.server.Bind("127.0.0.1", 0);
+  REQUIRE(port.ok());
+  r.Start();
+  httplib::Client client("127.0.0.1", *port);
+  auto result = client.Get("/metrics");
+  REQUIRE(result);
+  CHECK(result->get_header_value("Content-Type") == "text/plain; version=0.0.4");
+  CHECK(result->get_header_value_count("Content-Type") == 1);
+}
