@@ -5,11 +5,13 @@
 // Exit status: 0 success; 1 usage, config or lookup error (unknown endpoint or id);
 // 2 the database cannot be opened.
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -21,10 +23,13 @@
 #include "http/server.h"
 #include "inbox/inbox.h"
 #include "ops/clock.h"
+#include "ops/daemon_metrics.h"
 #include "ops/log.h"
+#include "ops/systemd.h"
 #include "receive/identify.h"
 #include "receive/receiver.h"
 #include "verify/verify.h"
+#include "work/purge.h"
 #include "work/workers.h"
 
 namespace hookbox {
@@ -97,15 +102,75 @@ HttpLimits PublicLimits(const Config& c) {
   return l;
 }
 
-Answer AdminAnswer(const Delivery& d, Inbox& inbox, const std::atomic<bool>& draining) {
+// The inbox answers reads (Ping) and its write path commits: a lease expiry for an owner no
+// process has (owner names start with a host name, never with '/') changes nothing, but a
+// stuck writer thread or a dead disk makes it fail or hang.
+Status InboxAlive(Inbox& inbox) {
+  if (Status s = inbox.Ping(); !s.ok()) return s;
+  return inbox.ExpireLeases("/hookbox-liveness-probe/", std::chrono::system_clock::now());
+}
+
+// What /readyz and the systemd watchdog both ask: is the daemon taking deliveries?
+struct Liveness {
+  Inbox& inbox;
+  const HttpServer& hooks;
+  const std::atomic<bool>& draining;
+
+  // Empty when alive, else what is wrong.
+  std::string Problem() const {
+    if (draining) return "draining";
+    if (!hooks.Serving()) return "not accepting connections";
+    if (!InboxAlive(inbox).ok()) return "database unavailable";
+    return "";
+  }
+};
+
+Answer AdminAnswer(const Delivery& d, const Liveness& liveness) {
   if (d.path == "/healthz") return {200, R"({"status":"ok"})", {}};
   if (d.path == "/readyz") {
-    if (draining) return {503, R"({"status":"draining"})", {}};
-    Status s = inbox.Ping();
-    if (!s.ok()) return {503, Dump(json{{"status", "database unavailable"}}), {}};
+    std::string problem = liveness.Problem();
+    if (!problem.empty()) return {503, Dump(json{{"status", problem}}), {}};
     return {200, R"({"status":"ready"})", {}};
   }
+  if (d.path == "/metrics") {
+    return {200, Metrics().registry.Render(),
+            {{"Content-Type", "text/plain; version=0.0.4; charset=utf-8"}}};
+  }
   return {404, R"({"error":"not found"})", {}};
+}
+
+// hookbox_jobs{status} and hookbox_queue_oldest_age_seconds, asked of the inbox at each
+// scrape. Registered once: a process serves once.
+void AddQueueGauges(Inbox& inbox) {
+  Metrics().registry.AddGauge(
+      "hookbox_jobs", "Jobs in the inbox, by status.", {"status"}, [&inbox] {
+        std::vector<GaugeSample> out;
+        auto q = inbox.Queue();
+        if (!q.ok()) return out;
+        std::map<std::string, int64_t> by_status = {
+            {"pending", 0}, {"processing", 0}, {"done", 0}, {"dead", 0}};
+        for (const auto& [status, n] : q->jobs_by_status) by_status[status] = n;
+        for (const auto& [status, n] : by_status) {
+          out.push_back({{status}, static_cast<double>(n)});
+        }
+        return out;
+      });
+  Metrics().registry.AddGauge(
+      "hookbox_queue_oldest_age_seconds",
+      "Age of the oldest event with a pending or processing job; 0 when there is none.", {},
+      [&inbox] {
+        std::vector<GaugeSample> out;
+        auto q = inbox.Queue();
+        if (!q.ok()) return out;
+        double age = 0;
+        if (auto micros = ParseRfc3339Micros(q->oldest_unfinished_received_at)) {
+          TimePoint oldest{std::chrono::microseconds(*micros)};
+          age = std::max(0.0, std::chrono::duration<double>(std::chrono::system_clock::now() -
+                                                            oldest).count());
+        }
+        out.push_back({{}, age});
+        return out;
+      });
 }
 
 // Blocks the signals serve handles, so that only the waiting thread receives them.
@@ -117,8 +182,53 @@ sigset_t BlockServeSignals() {
   return set;
 }
 
+// Webhooks on the socket systemd passed (socket activation), else on `listen`. Returns the
+// address for the log.
+StatusOr<std::string> ListenForWebhooks(HttpServer& hooks, const Config& c,
+                                        const std::vector<int>& activated) {
+  if (!activated.empty()) {
+    for (size_t i = 1; i < activated.size(); ++i) close(activated[i]);
+    if (activated.size() > 1) {
+      LogWarn({{"msg", "systemd passed several sockets; serving webhooks on the first only"}});
+    }
+    return hooks.Adopt(activated.front());
+  }
+  auto listen = ParseHostPort(c.listen);
+  auto port = hooks.Bind(listen->host, listen->port);
+  if (!port.ok()) return port.status();
+  return listen->host + ":" + std::to_string(*port);
+}
+
+// SIGHUP: re-reads the config and swaps endpoints, secrets and handlers everywhere at once;
+// an invalid config is logged and the old one stays.
+void Reload(const std::string& config_path, const Config& running, Inbox& inbox,
+            Workers& workers, Receiver& receiver, PurgeSchedule& purge) {
+  LoadResult r = LoadConfigFile(config_path);
+  if (!r.config) {
+    LogError({{"msg", "reload refused: the config has errors; the old one stays"},
+              {"errors", r.errors}});
+    return;
+  }
+  auto new_config = std::make_shared<const Config>(std::move(*r.config));
+  auto new_handlers = BuildAndPrepare(*new_config, inbox);
+  if (!new_handlers) {
+    LogError({{"msg", "reload refused: the old config stays"}});
+    return;
+  }
+  if (new_config->listen != running.listen || new_config->database != running.database ||
+      new_config->admin_listen != running.admin_listen) {
+    LogWarn({{"msg", "listen, admin_listen and database changes take effect at the next restart"}});
+  }
+  workers.Swap(new_config, new_handlers);
+  receiver.Swap({new_config, new_handlers});
+  purge.Swap(new_config);
+  LogInfo({{"msg", "reloaded"}, {"endpoints", new_config->endpoints.size()}});
+}
+
 int Serve(const std::string& config_path) {
   sigset_t signals = BlockServeSignals();
+  // Take the sockets systemd may have passed before anything could inherit them.
+  const std::vector<int> activated = TakeListenFds();
   // Load and check the config; every problem is reported before stopping.
   std::optional<Config> loaded = LoadOrReport(config_path, /*resolve_secrets=*/true);
   if (!loaded) return kExitUsage;
@@ -132,22 +242,24 @@ int Serve(const std::string& config_path) {
   // Build the handlers; run the sql handlers' setup.
   auto handlers = BuildAndPrepare(c, **inbox);
   if (!handlers) return kExitUsage;
-  // Start the workers, then the receive pipeline that feeds them.
+  // Start the workers, then the receive pipeline that feeds them, and the daily purge.
   SystemClock clock;
   Workers workers(**inbox, config, handlers, clock);
   workers.Start(c.workers);
   Receiver receiver({config, handlers}, **inbox, clock, [&] { workers.Wake(); });
+  PurgeSchedule purge(**inbox, config, clock);
+  purge.Start();
   std::atomic<bool> draining{false};
-  // Listen: webhooks on `listen`, health on `admin_listen`.
+  // Listen: webhooks on `listen` (or systemd's socket); health and metrics on `admin_listen`.
   HttpServer hooks(PublicLimits(c), [&](const Delivery& d) { return receiver.Receive(d); });
+  const Liveness liveness{**inbox, hooks, draining};
   HttpLimits admin_limits;
   admin_limits.threads = 2;
-  HttpServer admin(admin_limits,
-                   [&](const Delivery& d) { return AdminAnswer(d, **inbox, draining); });
-  auto listen = ParseHostPort(c.listen);
-  auto hooks_port = hooks.Bind(listen->host, listen->port);
-  if (!hooks_port.ok()) {
-    LogError({{"msg", "cannot listen"}, {"error", hooks_port.status().ToString()}});
+  HttpServer admin(admin_limits, [&](const Delivery& d) { return AdminAnswer(d, liveness); });
+  AddQueueGauges(**inbox);
+  auto hooks_address = ListenForWebhooks(hooks, c, activated);
+  if (!hooks_address.ok()) {
+    LogError({{"msg", "cannot listen"}, {"error", hooks_address.status().ToString()}});
     return kExitUsage;
   }
   std::optional<int> admin_port;
@@ -165,14 +277,25 @@ int Serve(const std::string& config_path) {
     if (admin_port) admin.Run();
   });
   json ready = {{"msg", "listening"},
-                {"listen", listen->host + ":" + std::to_string(*hooks_port)},
+                {"listen", *hooks_address},
                 {"database", c.database},
                 {"endpoints", c.endpoints.size()},
                 {"workers", c.workers}};
+  if (!activated.empty()) ready["socket_activated"] = true;
   if (admin_port) {
     ready["admin"] = ParseHostPort(c.admin_listen)->host + ":" + std::to_string(*admin_port);
   }
   LogInfo(ready);
+  // Tell systemd we are up, and ping its watchdog while deliveries can be taken.
+  NotifySystemd("READY=1\nSTATUS=listening on " + *hooks_address);
+  std::optional<Watchdog> watchdog;
+  if (auto timeout = WatchdogTimeout()) {
+    watchdog.emplace(*timeout, [&] {
+      std::string problem = liveness.Problem();
+      if (!problem.empty()) LogWarn({{"msg", "not alive"}, {"problem", problem}});
+      return problem.empty();
+    });
+  }
   // Wait for SIGTERM/SIGINT; SIGHUP reloads endpoints, secrets and handlers.
   for (;;) {
     int sig = 0;
@@ -181,36 +304,25 @@ int Serve(const std::string& config_path) {
       LogInfo({{"msg", "stopping"}, {"signal", strsignal(sig)}});
       break;
     }
-    LoadResult r = LoadConfigFile(config_path);
-    if (!r.config) {
-      LogError({{"msg", "reload refused: the config has errors; the old one stays"},
-                {"errors", r.errors}});
-      continue;
-    }
-    auto new_config = std::make_shared<const Config>(std::move(*r.config));
-    auto new_handlers = BuildAndPrepare(*new_config, **inbox);
-    if (!new_handlers) {
-      LogError({{"msg", "reload refused: the old config stays"}});
-      continue;
-    }
-    if (new_config->listen != c.listen || new_config->database != c.database) {
-      LogWarn({{"msg", "listen and database changes take effect at the next restart"}});
-    }
-    workers.Swap(new_config, new_handlers);
-    receiver.Swap({new_config, new_handlers});
-    LogInfo({{"msg", "reloaded"}, {"endpoints", new_config->endpoints.size()}});
+    NotifySystemd("RELOADING=1\n" + MonotonicUsec());
+    Reload(config_path, c, **inbox, workers, receiver, purge);
+    NotifySystemd("READY=1\nSTATUS=listening on " + *hooks_address);
   }
-  // Drain: stop accepting and finish in-flight requests; let running jobs finish within
-  // shutdown_grace; then close the inbox.
+  // Drain: tell systemd, stop accepting and finish in-flight requests; let running jobs
+  // finish within shutdown_grace; then close the inbox.
+  if (watchdog) watchdog->Stop();
+  NotifySystemd("STOPPING=1");
   draining = true;
   hooks.Stop();
   admin.Stop();
   hooks_thread.join();
   admin_thread.join();
+  purge.Stop();
   if (!workers.Stop(c.shutdown_grace)) {
     // Everything committed is on disk; the unfinished attempts' leases will expire and
     // their jobs run again after the restart.
-    LogWarn({{"msg", "stopped with attempts still running; they will be retried"}});
+    LogWarn({{"msg", "stopped with attempts still running; they will be retried"},
+             {"shutdown_grace", FormatDuration(c.shutdown_grace)}});
     std::_Exit(kExitOk);
   }
   inbox->reset();
@@ -467,6 +579,40 @@ int Stats(const std::string& path, bool as_json) {
   return kExitOk;
 }
 
+// Deletes (or, with --dry-run, counts) what retention no longer keeps, as the daily purge
+// does, and prints how many rows of each kind.
+int Purge(const std::string& path, bool dry_run, bool as_json) {
+  std::optional<Config> config = LoadOrReport(path);
+  if (!config) return kExitUsage;
+  auto inbox = Open(*config, /*create=*/false);
+  if (!inbox.ok()) return ReportOpenFailure(inbox.status());
+  const PurgeRequest request =
+      PurgeCutoffs(config->retention, std::chrono::system_clock::now(), dry_run);
+  auto counts = (*inbox)->Purge(request);
+  if (!counts.ok()) return ReportOpenFailure(counts.status());
+  const std::tuple<const char*, int64_t, TimePoint> kinds[] = {
+      {"processed", counts->processed, request.processed_before},
+      {"stale", counts->stale, request.processed_before},
+      {"ignored", counts->ignored, request.processed_before},
+      {"dead", counts->dead, request.dead_before},
+      {"sequences", counts->sequences, request.sequences_before}};
+  if (as_json) {
+    json out = {{"dry_run", dry_run}};
+    for (const auto& [kind, n, before] : kinds) out[kind] = n;
+    out["processed_before"] = FormatTime(request.processed_before);
+    out["dead_before"] = FormatTime(request.dead_before);
+    out["sequences_before"] = FormatTime(request.sequences_before);
+    std::cout << Dump(out, 2) << "\n";
+    return kExitOk;
+  }
+  std::printf("%s\n", dry_run ? "would purge (dry run, nothing deleted):" : "purged:");
+  for (const auto& [kind, n, before] : kinds) {
+    std::printf("  %-10s %8lld  (before %s)\n", kind, static_cast<long long>(n),
+                FormatTime(before).c_str());
+  }
+  return kExitOk;
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{"hookbox: verify, store exactly once, and handle webhook deliveries"};
   app.require_subcommand(1);
@@ -538,6 +684,13 @@ int Main(int argc, char** argv) {
   add_config(stats);
   stats->add_flag("--json", stats_json, "JSON object for scripts");
   stats->callback([&] { rc = Stats(config_path, stats_json); });
+
+  bool purge_dry_run = false, purge_json = false;
+  auto* purge = app.add_subcommand("purge", "delete what retention no longer keeps, now");
+  add_config(purge);
+  purge->add_flag("--dry-run", purge_dry_run, "count what would go, delete nothing");
+  purge->add_flag("--json", purge_json, "JSON object for scripts");
+  purge->callback([&] { rc = Purge(config_path, purge_dry_run, purge_json); });
 
   try {
     app.parse(argc, argv);

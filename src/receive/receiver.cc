@@ -8,6 +8,7 @@
 
 #include <thread>
 
+#include "ops/daemon_metrics.h"
 #include "ops/log.h"
 #include "receive/identify.h"
 #include "verify/verify.h"
@@ -53,6 +54,15 @@ Answer Ok(const char* status, const std::string& event_id) {
   // ordered_json: "status" first, as producers' logs and DESIGN.md show it.
   nlohmann::ordered_json answer = {{"status", status}, {"event_id", event_id}};
   return Answer{200, answer.dump(-1, ' ', false, json::error_handler_t::replace), {}};
+}
+
+// hookbox_signature_failures_total's reason label: the verify reason, shortened.
+const char* FailureReason(const std::string& what) {
+  if (what == reason::kMissing) return "missing";
+  if (what == reason::kMalformed) return "malformed";
+  if (what == reason::kMismatch) return "mismatch";
+  if (what == reason::kTimestamp) return "timestamp";
+  return "other";
 }
 
 // A lease owner naming this request, unique among requests in flight.
@@ -154,7 +164,14 @@ Answer Receiver::Receive(const Delivery& d) const {
   const std::shared_ptr<const ReceiverSetup> setup = setup_.load();
   const Config* config = setup->config.get();
   json log = {{"msg", "delivery"}, {"remote", d.remote}, {"path", d.path}};
+  std::string endpoint_label;  // "" until routed: unknown paths must not add label values
+  bool stored = false;         // the inbox answered with a verdict
   auto finish = [&](Answer answer, const char* outcome) {
+    // A sync endpoint's verdict with an error answer: its handler failed or was busy.
+    const char* counted = !stored || answer.status < 400 ? outcome
+                          : answer.status == 409         ? "sync_busy"
+                                                         : "sync_failed";
+    Metrics().deliveries.With({endpoint_label, counted}).Inc();
     log["outcome"] = outcome;
     log["status"] = answer.status;
     log["latency_ms"] = std::chrono::duration<double, std::milli>(
@@ -169,6 +186,7 @@ Answer Receiver::Receive(const Delivery& d) const {
   const Endpoint* ep = config->FindByPath(d.path);
   if (!ep) return finish(Error(404, "no endpoint at this path"), "not_found");
   log["endpoint"] = ep->name;
+  endpoint_label = ep->name;
   if (d.method != "POST") {
     Answer a = Error(405, "only POST is accepted here");
     a.headers.emplace("Allow", "POST");
@@ -181,6 +199,7 @@ Answer Receiver::Receive(const Delivery& d) const {
   // 2. verify: before anything reads the body or the inbox.
   if (Status s = Verify(*ep, d.headers, d.body, clock_.Now()); !s.ok()) {
     log["reason"] = s.what();
+    Metrics().signature_failures.With({ep->name, FailureReason(s.what())}).Inc();
     return finish(Error(401, s.what()), "unauthenticated");
   }
 
@@ -225,6 +244,8 @@ Answer Receiver::Receive(const Delivery& d) const {
     }
   }
   StatusOr<AcceptResult> result = inbox_.Accept(e);
+  Metrics().accept_latency.With({ep->name}).Observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   if (!result.ok()) {
     const Status& s = result.status();
     if (s.code() == Status::Code::kConflict) log["body_changed"] = true;
@@ -235,6 +256,7 @@ Answer Receiver::Receive(const Delivery& d) const {
   }
 
   // 5. answer
+  stored = true;
   const char* verdict = VerdictName(result->verdict);
   if (result->body_changed) log["body_changed"] = true;
   if (sync && result->verdict == Verdict::kAccepted) {

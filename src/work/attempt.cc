@@ -3,6 +3,7 @@
 
 #include <random>
 
+#include "ops/daemon_metrics.h"
 #include "ops/log.h"
 #include "work/backoff.h"
 
@@ -63,15 +64,19 @@ StatusOr<JobOutcome> RunAttempt(Inbox& inbox, const ClaimedJob& job, const Confi
     recorded = inbox.FinishJob(job, outcome);
   }
 
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   nlohmann::json log = {{"msg", "attempt"},
                         {"endpoint", job.event.endpoint},
                         {"event_id", job.event.event_id},
                         {"handler", job.handler},
                         {"attempt", job.event.attempt},
                         {"outcome", OutcomeName(outcome.outcome)},
-                        {"latency_ms", std::chrono::duration<double, std::milli>(
-                                           std::chrono::steady_clock::now() - started)
-                                           .count()}};
+                        {"latency_ms", seconds * 1000}};
+  // Counted whether or not the result could be recorded: the handler ran either way.
+  const LabelValues labels = {job.event.endpoint, job.handler, OutcomeName(outcome.outcome)};
+  Metrics().attempts.With(labels).Inc();
+  Metrics().handler_latency.With(labels).Observe(seconds);
   if (!recorded.ok()) {
     log["error"] = recorded.status().ToString();
     log["result"] = "discarded";

@@ -1,7 +1,9 @@
 // Test harness for integration tests: a temporary directory, the real `hookbox` binary
 // started as a child process on a free port (listen: 127.0.0.1:0; the port is read from its
 // "listening" log line), HTTP to it, raw bytes to it, and the CLI run against its database.
-// Nothing is mocked: real files, real sockets, real processes.
+// Nothing is mocked: real files, real sockets, real processes. DaemonOptions start it the
+// way systemd would: extra environment (NOTIFY_SOCKET, WATCHDOG_USEC, ...) and a listening
+// socket passed as fd 3 with LISTEN_FDS=1 and LISTEN_PID naming the child.
 #pragma once
 
 #include <fcntl.h>
@@ -47,6 +49,18 @@ class TempDir {
  private:
   fs::path path_;
 };
+
+// Polls `done` every 20 ms for up to `limit`; true when it became true. (A bound on a
+// broken test, never a timing assertion.)
+template <typename F>
+bool Eventually(F done, std::chrono::milliseconds limit = std::chrono::seconds(20)) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return done();
+}
 
 inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -98,21 +112,35 @@ inline std::string RunSqlite(const std::string& db, const std::string& sql) {
   return RunToCompletion({"/usr/bin/sqlite3", db, sql}, db + ".sql-out", db + ".sql-err").out;
 }
 
+// How `serve` is started beyond its config.
+struct DaemonOptions {
+  std::vector<std::string> env;  // "NAME=value", added to this process's environment
+  int listen_fd = -1;            // >= 0: passed as fd 3, as systemd's socket activation does
+};
+
 // A running `hookbox serve`. The config text may use {DB} for the database path and {DIR}
 // for the test's temporary directory.
 class Daemon {
  public:
   Daemon(const TempDir& dir, std::string config_yaml, std::string db = "")
-      : dir_(dir.path().string()) {
+      : Daemon(dir, std::move(config_yaml), DaemonOptions{}, std::move(db)) {}
+  Daemon(const TempDir& dir, std::string config_yaml, DaemonOptions options,
+         std::string db = "")
+      : dir_(dir.path().string()), options_(std::move(options)) {
     db_ = db.empty() ? dir_ + "/inbox.db" : db;
+    config_ = dir_ + "/config.yaml";
+    WriteConfig(std::move(config_yaml));
+    Start();
+  }
+
+  // Writes the config file (placeholders filled in), e.g. before a SIGHUP.
+  void WriteConfig(std::string config_yaml) const {
     for (auto [key, value] : {std::pair<std::string, std::string>{"{DB}", db_}, {"{DIR}", dir_}}) {
       for (auto at = config_yaml.find(key); at != std::string::npos; at = config_yaml.find(key)) {
         config_yaml.replace(at, key.size(), value);
       }
     }
-    config_ = dir_ + "/config.yaml";
     WriteFile(config_, config_yaml);
-    Start();
   }
   ~Daemon() { Kill(SIGKILL); }
 
@@ -122,13 +150,28 @@ class Daemon {
     std::vector<char*> argv;
     for (auto& a : argv_s) argv.push_back(a.data());
     argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 2, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), environ) != 0) {
-      throw std::runtime_error("cannot spawn hookbox serve");
+    // The options first: getenv() takes the first of two same-named entries.
+    std::vector<std::string> env_s = options_.env;
+    for (char** e = environ; *e; ++e) env_s.emplace_back(*e);
+    if (options_.listen_fd >= 0) {
+      env_s.push_back("LISTEN_FDS=1");
+      // Filled in by the child with its own pid, which no one knows before fork().
+      env_s.push_back("LISTEN_PID=" + std::string(20, '\0'));
     }
-    posix_spawn_file_actions_destroy(&fa);
+    std::vector<char*> envp;
+    for (auto& e : env_s) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    if (options_.listen_fd >= 0) {
+      SpawnActivated(argv.data(), envp.data(), env_s.back().data() + 11);
+    } else {
+      posix_spawn_file_actions_t fa;
+      posix_spawn_file_actions_init(&fa);
+      posix_spawn_file_actions_addopen(&fa, 2, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), envp.data()) != 0) {
+        throw std::runtime_error("cannot spawn hookbox serve");
+      }
+      posix_spawn_file_actions_destroy(&fa);
+    }
     // Wait (bounded) for the "listening" line, which carries the bound ports.
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (std::chrono::steady_clock::now() < deadline) {
@@ -153,6 +196,33 @@ class Daemon {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     throw std::runtime_error("hookbox serve did not start:\n" + ReadFile(log_));
+  }
+
+  // Sends sig without waiting (SIGHUP: reload).
+  void Signal(int sig) const {
+    if (pid_ > 0) kill(pid_, sig);
+  }
+
+  // How many log lines so far have this "msg".
+  int LogCount(const std::string& msg) const {
+    int n = 0;
+    std::istringstream lines(ReadFile(log_));
+    for (std::string line; std::getline(lines, line);) {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_object() && j.value("msg", "") == msg) ++n;
+    }
+    return n;
+  }
+
+  // Waits (bounded) until `count` log lines have this "msg"; false if they never come.
+  bool WaitForLog(const std::string& msg, int count = 1,
+                  std::chrono::seconds bound = std::chrono::seconds(20)) const {
+    auto deadline = std::chrono::steady_clock::now() + bound;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (LogCount(msg) >= count) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
   }
 
   // Sends sig and waits for exit; returns the exit code (128+signal if killed).
@@ -226,7 +296,32 @@ class Daemon {
   std::string Log() const { return ReadFile(log_); }
 
  private:
+  // fork + execve, because LISTEN_PID must name the child: the child writes its pid into
+  // `pid_digits` (20 bytes reserved in its environment), puts the socket on fd 3 and its
+  // stderr in the log, then execs. Only async-signal-safe calls after fork().
+  void SpawnActivated(char** argv, char** envp, char* pid_digits) {
+    const int log_fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (log_fd < 0) throw std::runtime_error("cannot open " + log_);
+    const int listen_fd = options_.listen_fd;
+    pid_ = fork();
+    if (pid_ < 0) throw std::runtime_error("fork failed");
+    if (pid_ == 0) {
+      char digits[20];
+      int n = 0;
+      for (pid_t p = getpid(); p > 0; p /= 10) digits[n++] = static_cast<char>('0' + p % 10);
+      for (int i = 0; i < n; ++i) pid_digits[i] = digits[n - 1 - i];
+      pid_digits[n] = '\0';
+      dup2(log_fd, 2);
+      if (listen_fd == 3) fcntl(3, F_SETFD, 0);  // keep it across exec
+      else dup2(listen_fd, 3);                     // dup2 clears close-on-exec
+      execve(argv[0], argv, envp);
+      _exit(127);
+    }
+    ::close(log_fd);
+  }
+
   std::string dir_, config_, db_, log_;
+  DaemonOptions options_;
   pid_t pid_ = -1;
   int port_ = 0, admin_port_ = 0, starts_ = 0;
 };

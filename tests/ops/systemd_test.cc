@@ -3,62 +3,30 @@
 // of the watchdog and socket activation (LISTEN_PID must name this process).
 #include <catch2/catch.hpp>
 
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
 #include <string>
 
 #include "ops/systemd.h"
+#include "tests/ops/fake_notify_socket.h"
 
 using namespace hookbox;
 
 namespace {
 
-// A datagram socket standing in for systemd's notify socket, set as $NOTIFY_SOCKET while it
-// lives.
-class FakeNotifySocket {
+// The fake socket, set as this process's NOTIFY_SOCKET while it lives.
+class NotifyScope : public hookbox::testing::FakeNotifySocket {
  public:
-  FakeNotifySocket() {
-    path_ = (std::filesystem::temp_directory_path() /
-             ("hookbox-notify-" + std::to_string(getpid()) + "-" + std::to_string(++count_)))
-                .string();
-    ::unlink(path_.c_str());
-    fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, path_.c_str(), sizeof addr.sun_path - 1);
-    REQUIRE(bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    timeval tv{10, 0};  // a bound on a broken test, not a timing assertion
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setenv("NOTIFY_SOCKET", path_.c_str(), 1);
-  }
-  ~FakeNotifySocket() {
-    unsetenv("NOTIFY_SOCKET");
-    close(fd_);
-    ::unlink(path_.c_str());
-  }
-  // The next datagram; "" when none came within the bound.
-  std::string Receive() {
-    char buf[4096];
-    ssize_t n = recv(fd_, buf, sizeof buf, 0);
-    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
-  }
-
- private:
-  static inline int count_ = 0;
-  std::string path_;
-  int fd_ = -1;
+  NotifyScope() { setenv("NOTIFY_SOCKET", path().c_str(), 1); }
+  ~NotifyScope() { unsetenv("NOTIFY_SOCKET"); }
 };
 
 }  // namespace
 
 TEST_CASE("notifications reach the socket named by NOTIFY_SOCKET") {
-  FakeNotifySocket systemd;
+  NotifyScope systemd;
   NotifySystemd("READY=1\nSTATUS=listening");
   CHECK(systemd.Receive() == "READY=1\nSTATUS=listening");
   NotifySystemd("RELOADING=1\n" + MonotonicUsec());
@@ -85,7 +53,7 @@ TEST_CASE("the watchdog timeout is read only when it is meant for this process")
 }
 
 TEST_CASE("the watchdog pings only once the daemon says it is healthy") {
-  FakeNotifySocket systemd;
+  NotifyScope systemd;
   std::atomic<int> checks{0};
   std::atomic<bool> became_healthy{false};
   Watchdog watchdog(std::chrono::milliseconds(20), [&] {
