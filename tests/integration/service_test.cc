@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -90,6 +91,55 @@ std::pair<int, int> ListeningSocket(int port = 0) {
   return {fd, ntohs(addr.sin_port)};
 }
 
+// Deliveries posted without pause by `threads` keep-alive clients until Stop(): each
+// thread's i-th delivery has id "<prefix>-<thread>-<i>"; `request` makes its headers and
+// body. Records which ids got 200 and how many requests did not.
+class Traffic {
+ public:
+  using Request = std::function<std::pair<httplib::Headers, std::string>(const std::string& id)>;
+
+  Traffic(int port, const std::string& path, const std::string& prefix, int threads,
+          Request request) {
+    for (int t = 0; t < threads; ++t) {
+      threads_.emplace_back([=, this] {
+        httplib::Client client("127.0.0.1", port);
+        client.set_keep_alive(true);
+        client.set_read_timeout(30s);
+        for (int i = 0; !stop_; ++i) {
+          std::string id = prefix + "-" + std::to_string(t) + "-" + std::to_string(i);
+          auto [headers, body] = request(id);
+          auto r = client.Post(path.c_str(), headers, body, "application/json");
+          std::lock_guard lock(mu_);
+          if (r && r->status == 200) ok_.push_back(id);
+          else ++failed_;
+        }
+      });
+    }
+  }
+  ~Traffic() { Stop(); }
+
+  void Stop() {
+    stop_ = true;
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+  size_t ok_count() const {
+    std::lock_guard lock(mu_);
+    return ok_.size();
+  }
+  // After Stop().
+  const std::vector<std::string>& ok() const { return ok_; }
+  int failed() const { return failed_; }
+
+ private:
+  std::atomic<bool> stop_{false};
+  mutable std::mutex mu_;  // guards ok_, failed_
+  std::vector<std::string> ok_;
+  int failed_ = 0;
+  std::vector<std::thread> threads_;
+};
+
 // The next notification other than a watchdog ping.
 std::string NextState(FakeNotifySocket& systemd) {
   for (;;) {
@@ -149,39 +199,20 @@ TEST_CASE("socket activation: webhooks are served on the socket systemd passed")
 TEST_CASE("SIGTERM during a burst on keep-alive connections: every 200 is stored, exit 0") {
   TempDir dir;
   Daemon d(dir, kOpenConfig);
-  std::atomic<bool> stop{false};
-  std::atomic<int> answered{0};
-  std::mutex mu;
-  std::vector<std::string> accepted;  // guarded by mu
-  std::vector<std::thread> senders;
-  for (int t = 0; t < 4; ++t) {
-    senders.emplace_back([&, t] {
-      httplib::Client client("127.0.0.1", d.port());
-      client.set_keep_alive(true);
-      client.set_read_timeout(30s);
-      for (int i = 0; !stop; ++i) {
-        std::string id = "burst-" + std::to_string(t) + "-" + std::to_string(i);
-        auto r = client.Post("/hooks/open", json{{"id", id}}.dump(), "application/json");
-        if (r && r->status == 200) {
-          std::lock_guard lock(mu);
-          accepted.push_back(id);
-          ++answered;
-        }
-      }
-    });
-  }
-  REQUIRE(Eventually([&] { return answered >= 200; }));  // the burst is well under way
+  Traffic burst(d.port(), "/hooks/open", "burst", 4, [](const std::string& id) {
+    return std::pair{httplib::Headers{}, json{{"id", id}}.dump()};
+  });
+  REQUIRE(Eventually([&] { return burst.ok_count() >= 200; }));  // well under way
   CHECK(d.Kill(SIGTERM) == 0);
-  stop = true;
-  for (auto& t : senders) t.join();
+  burst.Stop();
   std::set<std::string> stored;
   for (const json& row : d.Rows()) stored.insert(row["event_id"].get<std::string>());
   std::vector<std::string> lost;
-  for (const std::string& id : accepted) {
+  for (const std::string& id : burst.ok()) {
     if (!stored.count(id)) lost.push_back(id);
   }
   CHECK(lost.empty());
-  CHECK(accepted.size() >= 200);
+  CHECK(burst.ok().size() >= 200);
 }
 
 TEST_CASE("SIGTERM with an attempt running past shutdown_grace: exit 0, the job stays leased") {
@@ -228,28 +259,14 @@ TEST_CASE("SIGHUP adds a secret without a restart, and requests during the reloa
   CHECK(before->status == 401);
 
   // Deliveries signed with the old secret keep flowing while the config changes under them.
-  std::atomic<bool> stop{false};
-  std::atomic<int> sent{0}, failed{0};
-  std::vector<std::thread> senders;
-  for (int t = 0; t < 3; ++t) {
-    senders.emplace_back([&, t] {
-      httplib::Client client("127.0.0.1", d.port());
-      client.set_keep_alive(true);
-      client.set_read_timeout(30s);
-      for (int i = 0; !stop; ++i) {
-        std::string id = "a-" + std::to_string(t) + "-" + std::to_string(i);
-        auto r = client.Post("/hooks/github", GithubHeaders("secret-a", body, id), body,
-                             "application/json");
-        ++sent;
-        if (!r || r->status != 200) ++failed;
-      }
-    });
-  }
-  REQUIRE(Eventually([&] { return sent >= 50; }));
+  Traffic old_secret(d.port(), "/hooks/github", "a", 3, [&](const std::string& id) {
+    return std::pair{GithubHeaders("secret-a", body, id), body};
+  });
+  REQUIRE(Eventually([&] { return old_secret.ok_count() >= 50; }));
   d.WriteConfig(GithubConfig({"secret-a", "secret-b"}));
   d.Signal(SIGHUP);
   REQUIRE(d.WaitForLog("reloaded"));
-  const int sent_at_reload = sent;
+  const size_t ok_at_reload = old_secret.ok_count();
   auto after = with_b("b-after");
   REQUIRE(after);
   CHECK(after->status == 200);
@@ -262,10 +279,9 @@ TEST_CASE("SIGHUP adds a secret without a restart, and requests during the reloa
   REQUIRE(still);
   CHECK(still->status == 200);
 
-  REQUIRE(Eventually([&] { return sent >= sent_at_reload + 50; }));
-  stop = true;
-  for (auto& t : senders) t.join();
-  CHECK(failed == 0);
+  REQUIRE(Eventually([&] { return old_secret.ok_count() >= ok_at_reload + 50; }));
+  old_secret.Stop();
+  CHECK(old_secret.failed() == 0);
   CHECK(d.Kill(SIGTERM) == 0);
 }
 
