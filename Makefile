@@ -3,6 +3,9 @@
 #   make test   install dependencies, build, run every test (unit, integration, interop),
 #               then the same suite under ASan+UBSan, the concurrency tests under TSan, and
 #               short fuzz and crash runs
+#   make install     build, then install the binary, the systemd units and
+#                    /etc/hookbox/config.yaml (if absent) under the configured prefix
+#                    (/usr/local); DESTDIR= stages it
 #   make fuzz        each libFuzzer harness for FUZZ_SECONDS (default 300)
 #   make crash-test  the crash test with CRASH_ROUNDS kills (default 100)
 #   make bench       the benchmark (bench/bench.sh): ceiling, hookbox, adnanh/webhook
@@ -14,7 +17,7 @@ FUZZ_SECONDS ?= 300
 CRASH_ROUNDS ?= 100
 FUZZ_TARGETS = verify identify config receive
 
-.PHONY: all deps build run test interop-deps clean test-asan test-tsan fuzz fuzz-smoke \
+.PHONY: all deps build run test interop-deps install clean test-asan test-tsan fuzz fuzz-smoke \
         fuzz-build crash-test bench bench-scale
 
 all: build
@@ -84,6 +87,11 @@ bench: deps
 
 bench-scale: deps
 	@bench/bench.sh scale
+
+# The prefix is fixed at configure time (the units name the binary's path):
+#   cmake -S . -B build -DCMAKE_INSTALL_PREFIX=/usr && make install
+install: build
+	@DESTDIR=$(DESTDIR) cmake --install $(BUILD)
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz

@@ -332,8 +332,10 @@ int Serve(const std::string& config_path) {
 
 // ------------------------------------------------------------------- check-config, migrate
 
-int CheckConfig(const std::string& path) {
-  LoadResult r = LoadConfigFile(path);
+// `read_secrets` false: secrets are checked for shape only, for a shell that lacks the
+// service's environment and credentials (/run/credentials/... exists only inside it).
+int CheckConfig(const std::string& path, bool read_secrets) {
+  LoadResult r = LoadConfigFile(path, {.resolve_secrets = read_secrets});
   if (r.config) (void)BuildHandlers(*r.config, &r.errors);  // each kind checks its config
   if (!r.errors.empty()) r.config.reset();
   for (const std::string& w : r.warnings) std::cout << path << ": warning: " << w << "\n";
@@ -627,9 +629,12 @@ int Main(int argc, char** argv) {
   add_config(serve);
   serve->callback([&] { rc = Serve(config_path); });
 
+  bool no_secrets = false;
   auto* check = app.add_subcommand("check-config", "report every problem of the config file");
   add_config(check);
-  check->callback([&] { rc = CheckConfig(config_path); });
+  check->add_flag("--no-secrets", no_secrets,
+                  "do not read secrets (a shell without the service's credentials)");
+  check->callback([&] { rc = CheckConfig(config_path, !no_secrets); });
 
   auto* migrate = app.add_subcommand("migrate", "create or update the inbox schema");
   add_config(migrate);
