@@ -201,9 +201,7 @@ StatusOr<Pool::Handle> Pool::Acquire() {
         backoff_.count() == 0 ? std::chrono::milliseconds(100) : backoff_ * 2,
         std::chrono::seconds(2));
     retry_at_ = std::chrono::steady_clock::now() + backoff_;
-    last_error_ = conn.status().code() == Status::Code::kUnavailable
-                      ? conn.status()
-                      : Status::Unavailable("storage unavailable", conn.status().ToString());
+    last_error_ = Status::Unavailable("storage unavailable", conn.status().ToString());
     cv_.notify_one();
     return last_error_;
   }

@@ -1,0 +1,415 @@
+// End-to-end tests of the PostgreSQL backend: two real `hookbox serve` processes (replicas)
+// on one database of the throwaway cluster ctest starts (tests/pg/cluster.sh), real HTTP,
+// real handler processes, and counts of side effects (lines an exec handler appended, rows a
+// sql handler inserted). Tagged [.postgres]: hidden from the plain `integration` run, run
+// by `integration_postgres`, which requires the cluster fixture.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "daemon.h"
+#include "tests/pg/pg_testing.h"
+
+using hookbox::pgtest::TestDatabase;
+using hookbox::testing::Daemon;
+using hookbox::testing::ReadFile;
+using hookbox::testing::TempDir;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+template <typename F>
+bool Eventually(F done, std::chrono::milliseconds limit = 30s) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return done();
+}
+
+std::vector<std::string> Lines(const std::string& path) {
+  std::vector<std::string> lines;
+  std::istringstream in(ReadFile(path));
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::string Answer(const httplib::Result& r) {
+  if (!r) return "no answer";
+  auto j = json::parse(r->body, nullptr, false);
+  return std::to_string(r->status) + " " + (j.contains("status") ? j["status"].get<std::string>()
+                                                                  : j.value("error", ""));
+}
+
+// A config for one replica: {DB} is the shared database, {SHARED} a directory both
+// replicas' handlers write to, {WORKERS} the worker count; `endpoints` is YAML.
+std::string ReplicaConfig(const TempDir& shared, int workers, std::string endpoints) {
+  std::string yaml = R"(
+listen: 127.0.0.1:0
+admin_listen: 127.0.0.1:0
+database: "{DB}"
+workers: )" + std::to_string(workers) + "\nendpoints:\n" + endpoints;
+  for (auto at = yaml.find("{SHARED}"); at != std::string::npos; at = yaml.find("{SHARED}")) {
+    yaml.replace(at, 8, shared.path().string());
+  }
+  return yaml;
+}
+
+// Two replicas of one config on one fresh database.
+struct Replicas {
+  Replicas(const std::string& endpoints, int workers = 4)
+      : a(a_dir, ReplicaConfig(shared, workers, endpoints), db.url()),
+        b(b_dir, ReplicaConfig(shared, workers, endpoints), db.url()) {}
+  Daemon& operator[](int i) { return i % 2 ? b : a; }
+  int64_t Count(const std::string& sql) const { return db.Count(sql); }
+
+  TempDir shared, a_dir, b_dir;
+  TestDatabase db;
+  Daemon a, b;
+};
+
+// An exec handler that appends "<event id> <hookbox pid>" to {SHARED}/<file> ($PPID: the
+// replica that ran it).
+std::string Recorder(const std::string& file, const std::string& then = "") {
+  return R"([/bin/sh, -c, 'echo "$HOOKBOX_EVENT_ID $PPID" >> {SHARED}/)" + file + "; " + then +
+         "']";
+}
+
+// One endpoint at /hooks/<name>: no verification, the id at body:/id, `extra` endpoint keys
+// (YAML, indented by 4), every event type routed to `handlers` (list items, indented by 10).
+std::string Endpoint(const std::string& name, const std::string& handlers,
+                     const std::string& extra = "") {
+  return "  - name: " + name + "\n    path: /hooks/" + name +
+         "\n    verify: none\n    event_id: body:/id\n" + extra +
+         "    routes:\n      - events: [\"*\"]\n        handlers:\n" + handlers;
+}
+
+std::string Exec(const std::string& command, const std::string& timeout = "10s") {
+  return "          - exec: {command: " + command + ", timeout: " + timeout + "}\n";
+}
+
+// A sql handler with one setup and one per-event statement (each in double quotes).
+std::string Sql(const std::string& setup, const std::string& statement) {
+  return "          - sql:\n              setup: [\"" + setup + "\"]\n              statements: [\"" +
+         statement + "\"]\n";
+}
+
+int ReadyStatus(const Daemon& d) {
+  httplib::Client admin("127.0.0.1", d.admin_port());
+  admin.set_read_timeout(5s);
+  auto r = admin.Get("/readyz");
+  return r ? r->status : 0;
+}
+
+}  // namespace
+
+TEST_CASE("replicas: the same event posted to both at once is accepted once, run once",
+          "[.postgres]") {
+  Replicas r(Endpoint("open", Exec(Recorder("runs"))));
+  constexpr int kEvents = 25;
+  std::map<std::string, int> verdicts;
+  for (int n = 0; n < kEvents; ++n) {
+    const std::string body = R"({"id":"same-)" + std::to_string(n) + R"("})";
+    std::atomic<int> ready{0};
+    std::string answers[2];
+    std::thread posts[2];
+    for (int i = 0; i < 2; ++i) {
+      posts[i] = std::thread([&, i] {
+        ++ready;
+        while (ready < 2) {
+        }
+        answers[i] = Answer(r[i].Post("/hooks/open", {}, body));
+      });
+    }
+    for (auto& p : posts) p.join();
+    std::vector<std::string> pair = {answers[0], answers[1]};
+    std::sort(pair.begin(), pair.end());
+    INFO(body);
+    CHECK(pair == std::vector<std::string>{"200 accepted", "200 duplicate"});
+  }
+  REQUIRE(Eventually([&] {
+    return r.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == kEvents;
+  }));
+  std::this_thread::sleep_for(300ms);
+  auto runs = Lines(r.shared / "runs");
+  CHECK(runs.size() == static_cast<size_t>(kEvents));
+  std::set<std::string> ids;
+  for (const std::string& line : runs) ids.insert(line.substr(0, line.find(' ')));
+  CHECK(ids.size() == static_cast<size_t>(kEvents));
+  CHECK(r.Count("SELECT sum(duplicates) FROM inbox") == kEvents);
+}
+
+TEST_CASE("replicas: 1,000 events spread over both are each processed exactly once",
+          "[.postgres]") {
+  Replicas r(Endpoint(
+      "open", Exec(Recorder("runs")) +
+                  Sql("CREATE TABLE IF NOT EXISTS effects (event_id text NOT NULL, amount integer)",
+                      "INSERT INTO effects VALUES (:event_id, (:body::jsonb->>'amount')::integer)")));
+  constexpr int kEvents = 1000, kSenders = 4;
+  std::atomic<int> next{0}, ok{0};
+  std::vector<std::thread> senders;
+  const auto started = std::chrono::steady_clock::now();
+  for (int s = 0; s < kSenders; ++s) {
+    senders.emplace_back([&] {
+      for (int n; (n = next++) < kEvents;) {
+        json body = {{"id", "evt-" + std::to_string(n)}, {"amount", n}};
+        if (Answer(r[n].Post("/hooks/open", {}, body.dump())) == "200 accepted") ++ok;
+      }
+    });
+  }
+  for (auto& t : senders) t.join();
+  CHECK(ok == kEvents);
+  REQUIRE(Eventually([&] {
+    return r.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == kEvents;
+  }, 120s));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  WARN("1,000 events accepted and processed by two replicas in " << seconds << " s");
+  CHECK(r.Count("SELECT count(*) FROM effects") == kEvents);
+  CHECK(r.Count("SELECT count(DISTINCT event_id) FROM effects") == kEvents);
+  CHECK(r.Count("SELECT sum(amount) FROM effects") == kEvents * (kEvents - 1) / 2);
+  auto runs = Lines(r.shared / "runs");
+  CHECK(runs.size() == static_cast<size_t>(kEvents));
+  std::set<std::string> ids, pids;
+  for (const std::string& line : runs) {
+    ids.insert(line.substr(0, line.find(' ')));
+    pids.insert(line.substr(line.find(' ') + 1));
+  }
+  CHECK(ids.size() == static_cast<size_t>(kEvents));
+  CHECK(pids.size() == 2);  // both replicas' workers took part
+  CHECK(r.Count("SELECT count(*) FROM attempts WHERE outcome <> 'ok'") == 0);
+}
+
+TEST_CASE("replicas: one resource's jobs run in sequence order, never two at once",
+          "[.postgres]") {
+  Replicas r(Endpoint("open",
+                      Exec("[/bin/sh, -c, 'echo \"start $HOOKBOX_SEQUENCE\" >> {SHARED}/log; sleep 0.02;"
+                           " echo \"end $HOOKBOX_SEQUENCE\" >> {SHARED}/log']"),
+                      "    resource: body:/object\n    sequence: body:/seq\n"));
+  std::vector<int> seqs(40);
+  for (int i = 0; i < 40; ++i) seqs[i] = i + 1;
+  std::shuffle(seqs.begin(), seqs.end(), std::mt19937(3));
+  std::vector<std::thread> senders;
+  for (int half = 0; half < 2; ++half) {
+    senders.emplace_back([&, half] {
+      for (int i = half; i < 40; i += 2) {
+        json body = {{"id", "e" + std::to_string(seqs[i])}, {"object", "obj-1"}, {"seq", seqs[i]}};
+        r[half].Post("/hooks/open", {}, body.dump());
+      }
+    });
+  }
+  for (auto& t : senders) t.join();
+  REQUIRE(Eventually([&] {
+    return r.Count("SELECT count(*) FROM inbox WHERE status IN ('processed', 'stale')") == 40;
+  }));
+  const int64_t processed = r.Count("SELECT count(*) FROM inbox WHERE status = 'processed'");
+  auto log = Lines(r.shared / "log");
+  REQUIRE(log.size() == 2 * static_cast<size_t>(processed));
+  int last = 0;
+  for (size_t i = 0; i < log.size(); i += 2) {
+    int seq = std::stoi(log[i].substr(6));
+    CHECK(log[i] == "start " + std::to_string(seq));
+    CHECK(log[i + 1] == "end " + std::to_string(seq));  // no other start in between
+    CHECK(seq > last);
+    last = seq;
+  }
+  CHECK(last == 40);
+}
+
+TEST_CASE("replicas: a sync sql endpoint hit on both at once commits one row", "[.postgres]") {
+  Replicas r(Endpoint("pay",
+                      Sql("CREATE TABLE IF NOT EXISTS ledger (event_id text PRIMARY KEY,"
+                          " amount integer NOT NULL CHECK (amount > 0))",
+                          "INSERT INTO ledger VALUES (:event_id, (:body::jsonb->>'amount')::integer)"),
+                      "    mode: sync\n"));
+  const std::string body = R"({"id":"pay-1","amount":42})";
+  std::atomic<int> accepted{0}, duplicate{0}, other{0};
+  std::vector<std::thread> senders;
+  for (int i = 0; i < 16; ++i) {
+    senders.emplace_back([&, i] {
+      std::string s = Answer(r[i].Post("/hooks/pay", {}, body));
+      if (s == "200 accepted") ++accepted;
+      else if (s == "200 duplicate") ++duplicate;
+      else ++other;
+    });
+  }
+  for (auto& t : senders) t.join();
+  CHECK(accepted == 1);
+  CHECK(duplicate == 15);
+  CHECK(other == 0);
+  CHECK(r.db.Query("SELECT event_id, amount FROM ledger") == "pay-1|42\n");
+  CHECK(r.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == 1);
+  // A failing statement (amount 0 breaks the CHECK) answers 500 and leaves no row at all.
+  auto bad = r.b.Post("/hooks/pay", {}, R"({"id":"pay-2","amount":0})");
+  REQUIRE(bad);
+  CHECK(bad->status == 500);
+  CHECK(r.Count("SELECT count(*) FROM inbox WHERE event_id = 'pay-2'") == 0);
+}
+
+TEST_CASE("replicas: the CLI reads and changes the shared inbox", "[.postgres]") {
+  Replicas r(Endpoint("open", Exec("[/bin/sh, -c, 'exit 65']")));
+  CHECK(Answer(r.a.Post("/hooks/open", {}, R"({"id":"cli-1","x":"\u00e9"})")) == "200 accepted");
+  CHECK(Answer(r.b.Post("/hooks/open", {}, R"({"id":"cli-1","x":"\u00e9"})")) == "200 duplicate");
+  REQUIRE(Eventually([&] { return r.Count("SELECT count(*) FROM inbox WHERE status = 'dead'") == 1; }));
+  auto rows = r.b.Rows();  // the other replica's CLI sees the same inbox
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]["event_id"] == "cli-1");
+  CHECK(rows[0]["duplicates"] == 1);
+  auto show = r.a.Cli({"inbox", "show", "open", "cli-1", "--json"});
+  REQUIRE(show.exit_code == 0);
+  json detail = json::parse(show.out);
+  CHECK(detail["body"] == R"({"id":"cli-1","x":"\u00e9"})");
+  CHECK(detail["received_at"].get<std::string>().size() == 24);  // 2026-11-29T16:05:34.123Z
+  CHECK(detail["jobs"][0]["attempts"][0]["outcome"] == "permanent");
+  auto stats = r.a.Cli({"stats", "--json"});
+  CHECK(stats.exit_code == 0);
+  CHECK(json::parse(stats.out)["open"]["dead"] == 1);
+  CHECK(r.a.Cli({"migrate"}).exit_code == 0);
+  CHECK(r.a.Cli({"inbox", "retry", "open", "cli-1"}).exit_code == 0);
+  CHECK(r.b.Cli({"inbox", "retry", "open", "nope"}).exit_code == 1);
+  REQUIRE(Eventually([&] { return r.Count("SELECT count(*) FROM inbox WHERE status = 'dead'") == 1; }));
+  CHECK(r.b.Cli({"inbox", "clear", "open", "cli-1"}).exit_code == 0);
+  CHECK(r.Count("SELECT count(*) FROM jobs") == 0);
+  CHECK(Answer(r.b.Post("/hooks/open", {}, R"({"id":"cli-1"})")) == "200 accepted");
+
+  // A database that cannot be reached is exit 2, and never created.
+  TempDir other;
+  hookbox::testing::WriteFile(other / "bad.yaml",
+                              "database: \"" + hookbox::pgtest::UrlFor("hookbox_missing") +
+                                  "\"\nendpoints:\n  - {name: e, path: /e, verify: none}\n");
+  auto missing = hookbox::testing::RunHookbox(
+      {"inbox", "list", "-c", other / "bad.yaml"}, other.path().string());
+  CHECK(missing.exit_code == 2);
+}
+
+TEST_CASE("replicas: kill -9 one mid-job; the other finishes its jobs when the lease ends",
+          "[.postgres]") {
+  // Each run takes 5 s; the lease is the handler timeout (6 s) + 30 s.
+  const std::string endpoints = Endpoint("open", Exec(Recorder("runs", "sleep 5"), "6s"));
+  TempDir shared, a_dir, b_dir;
+  TestDatabase db;
+  Daemon a(a_dir, ReplicaConfig(shared, 2, endpoints), db.url());
+  constexpr int kEvents = 6;
+  for (int n = 0; n < kEvents; ++n) {
+    CHECK(Answer(a.Post("/hooks/open", {}, R"({"id":"k)" + std::to_string(n) + R"("})")) ==
+          "200 accepted");
+  }
+  // A holds two jobs; then B starts (while A lives, so B cannot know A is gone) and A dies.
+  REQUIRE(Eventually([&] {
+    return db.Count("SELECT count(*) FROM jobs WHERE status = 'processing'") == 2;
+  }));
+  Daemon b(b_dir, ReplicaConfig(shared, 2, endpoints), db.url());
+  const auto killed_at = std::chrono::steady_clock::now();
+  CHECK(a.Kill(SIGKILL) == 128 + SIGKILL);
+  // B runs the four others at once, A's two only when their leases have run out.
+  REQUIRE(Eventually([&] {
+    return db.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == kEvents - 2;
+  }, 25s));
+  CHECK(db.Count("SELECT count(*) FROM jobs WHERE status = 'processing'") == 2);
+  REQUIRE(Eventually([&] {
+    return db.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == kEvents;
+  }, 60s));
+  CHECK(std::chrono::steady_clock::now() - killed_at > 25s);
+  // A's two attempts were abandoned; the takeovers began a full lease after them.
+  CHECK(db.Count("SELECT count(*) FROM attempts WHERE outcome IS NULL"
+                 " AND detail LIKE 'abandoned%'") == 2);
+  CHECK(db.Count("SELECT count(*) FROM attempts a1 JOIN attempts a2 ON a2.job = a1.job"
+                 " AND a2.number = 2 WHERE a1.number = 1"
+                 " AND a2.started_at >= a1.started_at + interval '36 seconds'") == 2);
+  CHECK(db.Count("SELECT count(*) FROM attempts WHERE outcome = 'ok'") == kEvents);
+  // Every event ran; A's two ran twice (once on the dead replica: at least once).
+  auto runs = Lines(shared / "runs");
+  std::set<std::string> ids;
+  for (const std::string& line : runs) ids.insert(line.substr(0, line.find(' ')));
+  CHECK(ids.size() == static_cast<size_t>(kEvents));
+  CHECK(runs.size() == static_cast<size_t>(kEvents + 2));
+}
+
+TEST_CASE("PostgreSQL restarted under load: 503 while down, no 200 lost, recovery",
+          "[.postgres]") {
+  Replicas r(Endpoint("open", Sql("CREATE TABLE IF NOT EXISTS effects (event_id text NOT NULL)",
+                                  "INSERT INTO effects VALUES (:event_id)")),
+             2);
+  std::mutex mu;
+  std::map<std::string, std::string> answers;  // event id -> last answer
+  std::map<std::string, int> by_answer;
+  std::atomic<bool> stop{false};
+  std::atomic<int> next{0};
+  std::vector<std::thread> senders;
+  for (int s = 0; s < 2; ++s) {
+    senders.emplace_back([&, s] {
+      while (!stop) {
+        const std::string id = "load-" + std::to_string(next++);
+        std::string answer = Answer(r[s].Post("/hooks/open", {}, R"({"id":")" + id + R"("})"));
+        {
+          std::lock_guard lock(mu);
+          answers[id] = answer;
+          ++by_answer[answer];
+        }
+        std::this_thread::sleep_for(5ms);
+      }
+    });
+  }
+  std::this_thread::sleep_for(1s);
+  REQUIRE(hookbox::pgtest::ClusterCommand("server-stop"));
+  std::this_thread::sleep_for(1500ms);
+  CHECK(ReadyStatus(r.a) == 503);
+  CHECK(ReadyStatus(r.b) == 503);
+  int accepted_while_down;
+  {
+    std::lock_guard lock(mu);
+    accepted_while_down = by_answer["200 accepted"];
+  }
+  std::this_thread::sleep_for(500ms);
+  {
+    std::lock_guard lock(mu);
+    CHECK(by_answer["200 accepted"] == accepted_while_down);  // no 200 without a database
+  }
+  REQUIRE(hookbox::pgtest::ClusterCommand("server-start"));
+  CHECK(Eventually([&] { return ReadyStatus(r.a) == 200 && ReadyStatus(r.b) == 200; }, 20s));
+  std::this_thread::sleep_for(1s);  // load goes on after recovery, without a hookbox restart
+  stop = true;
+  for (auto& t : senders) t.join();
+
+  std::map<std::string, int> counts;
+  std::vector<std::string> accepted, refused;
+  for (const auto& [id, answer] : answers) {
+    ++counts[answer];
+    if (answer == "200 accepted") accepted.push_back(id);
+    else refused.push_back(id);
+  }
+  INFO("answers: " << json(counts).dump());
+  CHECK(counts["503 storage unavailable"] > 0);
+  CHECK(counts["200 accepted"] + counts["503 storage unavailable"] ==
+        static_cast<int>(answers.size()));  // nothing else: no 500, no lost request
+  // Every 200 is in the inbox.
+  std::string stored = r.db.Query("SELECT event_id FROM inbox");
+  std::set<std::string> stored_ids;
+  std::istringstream lines(stored);
+  for (std::string line; std::getline(lines, line);) stored_ids.insert(line);
+  for (const std::string& id : accepted) {
+    INFO(id);
+    CHECK(stored_ids.count(id) == 1);
+  }
+  // Recovery: the producer's retries of the 503s are accepted (or were stored after all).
+  for (const std::string& id : refused) {
+    std::string again = Answer(r.a.Post("/hooks/open", {}, R"({"id":")" + id + R"("})"));
+    INFO(id);
+    CHECK((again == "200 accepted" || again == "200 duplicate"));
+  }
+  // A job whose claim or finish was cut off by the restart runs again when its lease (the
+  // sql kind's 30 s timeout + 30 s) ends.
+  const int64_t total = static_cast<int64_t>(answers.size());
+  REQUIRE(Eventually([&] {
+    return r.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == total;
+  }, 90s));
+  CHECK(r.Count("SELECT count(*) FROM effects") == total);
+  CHECK(r.Count("SELECT count(DISTINCT event_id) FROM effects") == total);
+}
