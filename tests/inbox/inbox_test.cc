@@ -698,3 +698,25 @@ TEST_CASE("replicas: claiming at once, each job runs once, one per resource, in 
   }
   CHECK(t.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == kJobs);
 }
+
+TEST_CASE("identity fields that are not UTF-8: PostgreSQL refuses them as InvalidArgument") {
+  TestInbox t;
+  Event e = MakeEvent("bad-\xff\xfe-id");
+  auto r = t->Accept(e);
+  if (OnPostgres()) {
+    CHECK(r.status().code() == Status::Code::kInvalidArgument);  // answered 400
+    CHECK(t.Count("SELECT count(*) FROM inbox") == 0);
+  } else {
+    REQUIRE(r.ok());
+    CHECK(r->verdict == Verdict::kAccepted);
+  }
+  Event binary = MakeEvent("binary-body");
+  binary.body = std::string("\xff\x00\x01 any bytes", 14);
+  REQUIRE(t->Accept(binary).ok());
+  auto shown = t->Show("ep", "binary-body");
+  REQUIRE(shown.ok());
+  CHECK(shown->row.body == binary.body);
+  auto claimed = Claim(t, kT0);
+  REQUIRE(!claimed.empty());
+  CHECK(claimed.back().event.body == binary.body);
+}
