@@ -1,0 +1,637 @@
+#!/usr/bin/env python3
+"""The benchmark harness behind `make bench` and `make bench-scale` (bench/bench.sh builds
+everything and calls it). Standard library only.
+
+table: in ONE run, side by side, every server gets the same pre-generated signed deliveries
+(bench/gen_deliveries.py) from wrk (bench/deliveries.lua) with the same connections:
+  ceiling         a bare cpp-httplib server set up like hookbox's listener (bench/ceiling.cc)
+  hookbox ...     `durability: full` and `normal`; accept-only (`workers: 0`: the route's
+                  jobs are created and wait in the inbox) and with the `file` handler running
+                  in 4 workers (each event written to a file, fsynced)
+  adnanh/webhook  verifying the same X-Hub-Signature-256 (payload-hmac-sha256) and running
+                  /bin/true
+Each round runs every server once (a fresh database per hookbox run, a 1 s warm-up with
+other deliveries first); the table shows the median round of each server, its ratios
+against the ceiling and against adnanh/webhook, the server's CPU time per request and its
+peak RSS, and the load average (uptime) before each run.
+
+scale: accept latency with 10 thousand and with 1 million old rows already in the inbox
+(pre-filled with sqlite3 in one transaction, rows as hookbox writes them, each with one
+done job and its attempt); hookbox's RSS at 1 M rows; then the purge of those 1 M rows
+(Inbox::Purge through `hookbox purge`, when the binary has that verb) while wrk keeps
+sending deliveries: the purge's time and the accept latency while it runs.
+
+Results go to bench/out/*.json and, with --results FILE, into FILE between its
+`<!-- BEGIN name -->` and `<!-- END name -->` markers.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+SECRET = "bench-github-secret"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+# ------------------------------------------------------------------------------- helpers
+
+def log(msg):
+    print("bench: " + msg, file=sys.stderr, flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def cpu_seconds(pid, children=False):
+    """utime + stime of pid (and of its waited-for children) in seconds."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime
+    if children:
+        ticks += int(fields[13]) + int(fields[14])  # cutime, cstime
+    return ticks / CLK_TCK
+
+
+def memory_kb(pid):
+    out = {}
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key in ("VmRSS", "VmHWM"):
+                    out[key] = int(value.split()[0])
+    except OSError:
+        pass
+    return out
+
+
+def wait_port(port, proc, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("server exited at start (code %s)" % proc.returncode)
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("server did not listen on %d" % port)
+
+
+def machine():
+    model = "?"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as f:
+        mem_kb = int(f.readline().split()[1])
+    debian = "?"
+    try:
+        with open("/etc/debian_version") as f:
+            debian = f.read().strip()
+    except OSError:
+        pass
+    fs = subprocess.run(["df", "-T", BENCH], capture_output=True, text=True).stdout.split("\n")
+    fstype = fs[1].split()[1] if len(fs) > 1 and fs[1] else "?"
+    return "%s, %d cores, %.0f GiB RAM, Debian %s, Linux %s, %s disk" % (
+        model, os.cpu_count(), mem_kb / 1048576, debian, platform.release(), fstype)
+
+
+def tool_versions(args):
+    def first_line(argv):
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=5)
+            return (r.stdout + r.stderr).strip().split("\n")[0]
+        except OSError:
+            return "?"
+    return "wrk %s; %s; cpp-httplib %s; SQLite %s" % (
+        first_line(["dpkg-query", "-W", "-f=${Version}", "wrk"]),
+        first_line([args.webhook, "-version"]),
+        first_line(["dpkg-query", "-W", "-f=${Version}", "libcpp-httplib-dev"]),
+        first_line(["sqlite3", "--version"]).split(" ")[0])
+
+
+# ------------------------------------------------------------------------------- servers
+
+class Server:
+    """A server under test: started, measured, stopped."""
+    name = "?"
+    children_cpu = False  # count the CPU of its child processes too (webhook's /bin/true)
+
+    def __init__(self, workdir):
+        self.workdir = workdir
+        self.proc = None
+        self.port = None
+
+    def argv(self):
+        raise NotImplementedError
+
+    def path(self):
+        return "/hooks/github"
+
+    def prepare(self):
+        os.makedirs(self.workdir, exist_ok=True)
+
+    def start(self):
+        self.prepare()
+        self.port = self.port or free_port()
+        self.log = open(os.path.join(self.workdir, "server.log"), "wb")
+        self.proc = subprocess.Popen(self.argv(), stdout=self.log, stderr=subprocess.STDOUT,
+                                     cwd=self.workdir)
+        wait_port(self.port, self.proc)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc:
+            self.log.close()
+        self.proc = None
+
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+
+class Ceiling(Server):
+    name = "ceiling (bare cpp-httplib)"
+
+    def __init__(self, workdir, binary, threads):
+        super().__init__(workdir)
+        self.binary, self.threads = binary, threads
+
+    def argv(self):
+        return [self.binary, str(self.port), str(self.threads)]
+
+
+HOOKBOX_CONFIG = """\
+# Written by bench/run.py.
+listen: 127.0.0.1:{port}
+admin_listen: ""
+database: {db}
+durability: {durability}
+limits: {{max_body: 1MiB, read_timeout: 10s, threads: {threads}}}
+workers: {workers}
+endpoints:
+  - name: github
+    path: /hooks/github
+    provider: github
+    secrets: [{{value: "{secret}"}}]
+    routes:
+      - events: ["push"]
+        handlers: [{{file: {{dir: "{dir}/events"}}}}]
+"""
+
+
+class Hookbox(Server):
+    def __init__(self, workdir, binary, durability, workers, threads, db=None):
+        super().__init__(workdir)
+        self.binary, self.durability, self.workers, self.threads = (
+            binary, durability, workers, threads)
+        self.db = db or os.path.join(workdir, "inbox.db")
+        what = "accept only, workers: 0" if workers == 0 else "file handler, workers: %d" % workers
+        self.name = "hookbox %s (%s)" % (durability, what)
+
+    def config_path(self):
+        return os.path.join(self.workdir, "config.yaml")
+
+    def prepare(self):
+        super().prepare()
+        self.port = self.port or free_port()
+        with open(self.config_path(), "w") as f:
+            f.write(HOOKBOX_CONFIG.format(port=self.port, db=self.db, durability=self.durability,
+                                          threads=self.threads, workers=self.workers,
+                                          secret=SECRET, dir=self.workdir))
+
+    def argv(self):
+        return [self.binary, "serve", "-c", self.config_path()]
+
+    def fresh(self):
+        """Removes the database and handler output of an earlier run."""
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(self.db + suffix):
+                os.remove(self.db + suffix)
+        shutil.rmtree(os.path.join(self.workdir, "events"), ignore_errors=True)
+
+
+WEBHOOK_HOOKS = """\
+[{{"id": "github", "execute-command": "/bin/true", "command-working-directory": "/tmp",
+   "include-command-output-in-response": {sync},
+   "trigger-rule": {{"match": {{"type": "payload-hmac-sha256", "secret": "{secret}",
+     "parameter": {{"source": "header", "name": "X-Hub-Signature-256"}}}}}}}}]
+"""
+
+
+class Webhook(Server):
+    children_cpu = True
+
+    def __init__(self, workdir, binary, sync):
+        super().__init__(workdir)
+        self.binary, self.sync = binary, sync
+        self.name = "adnanh/webhook (%s)" % (
+            "waits for /bin/true" if sync else "default: /bin/true in background")
+
+    def prepare(self):
+        super().prepare()
+        with open(os.path.join(self.workdir, "hooks.json"), "w") as f:
+            f.write(WEBHOOK_HOOKS.format(secret=SECRET, sync="true" if self.sync else "false"))
+
+    def argv(self):
+        return [self.binary, "-hooks", os.path.join(self.workdir, "hooks.json"),
+                "-ip", "127.0.0.1", "-port", str(self.port)]
+
+    def stop(self):
+        # Background /bin/true runs still in flight must not spill into the next run.
+        time.sleep(0.5)
+        super().stop()
+
+
+# ------------------------------------------------------------------------------- wrk
+
+def run_wrk(args, server, data, duration, stop_when=None):
+    """Runs wrk with bench/deliveries.lua against server; returns the BENCHJSON dict.
+    With stop_when (a callable polled every 50 ms), wrk is interrupted (SIGINT: it stops and
+    reports what it measured so far) as soon as stop_when() is true."""
+    argv = ["wrk", "-t%d" % args.wrk_threads, "-c%d" % args.connections, "-d%ds" % duration,
+            "--timeout", "10s", "-s", os.path.join(BENCH, "deliveries.lua"), server.url(),
+            "--", data, server.path(), str(args.wrk_threads)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if stop_when:
+        while proc.poll() is None and not stop_when():
+            time.sleep(0.05)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate()
+    for line in out.split("\n"):
+        if line.startswith("BENCHJSON "):
+            return json.loads(line[len("BENCHJSON "):])
+    raise RuntimeError("wrk failed:\n" + out)
+
+
+def measure(args, server, duration):
+    """Starts server, warms it up, runs wrk, stops it; the run's figures."""
+    load = loadavg()
+    server.start()
+    try:
+        run_wrk(args, server, args.warmup_data, 1)
+        pid = server.proc.pid
+        cpu0 = cpu_seconds(pid, server.children_cpu)
+        r = run_wrk(args, server, args.data, duration)
+        cpu1 = cpu_seconds(pid, server.children_cpu)
+        mem = memory_kb(pid)
+    finally:
+        server.stop()
+    r["cpu_us_per_req"] = (cpu1 - cpu0) * 1e6 / max(r["requests"], 1)
+    r["rss_kb"] = mem.get("VmRSS", 0)
+    r["hwm_kb"] = mem.get("VmHWM", 0)
+    r["load_before"] = load
+    r["load_after"] = loadavg()
+    return r
+
+
+# ------------------------------------------------------------------------------- table
+
+def fmt_ms(us):
+    return "%.2f" % (us / 1000.0)
+
+
+def median_run(runs):
+    """The run with the median req/s (the whole run, so its latencies belong with it)."""
+    ordered = sorted(runs, key=lambda r: r["rps"])
+    return ordered[len(ordered) // 2]
+
+
+def table(args):
+    out = os.path.join(args.out, "table")
+    servers = [Ceiling(os.path.join(out, "ceiling"), args.ceiling, args.server_threads)]
+    for durability in ("full", "normal"):
+        for workers in (0, 4):
+            servers.append(Hookbox(os.path.join(out, "hookbox-%s-w%d" % (durability, workers)),
+                                   args.hookbox, durability, workers, args.server_threads))
+    servers.append(Webhook(os.path.join(out, "webhook"), args.webhook, sync=False))
+    servers.append(Webhook(os.path.join(out, "webhook-sync"), args.webhook, sync=True))
+    if args.only:
+        servers = [s for s in servers if re.search(args.only, s.name)]
+
+    runs = {s.name: [] for s in servers}
+    for rnd in range(1, args.rounds + 1):
+        for s in servers:
+            if isinstance(s, Hookbox):
+                s.fresh()
+            r = measure(args, s, args.duration)
+            if isinstance(s, Hookbox):
+                r["rows"] = count_rows(s.db)
+            runs[s.name].append(r)
+            log("round %d  %-52s %9.0f req/s  p50 %6s ms  p99 %6s ms  non-2xx %d  load %s" % (
+                rnd, s.name, r["rps"], fmt_ms(r["p50_us"]), fmt_ms(r["p99_us"]), r["non2xx"],
+                r["load_before"]))
+
+    best = {name: median_run(rs) for name, rs in runs.items()}
+    ceiling = best.get(servers[0].name) if isinstance(servers[0], Ceiling) else None
+    webhook = next((best[s.name] for s in servers if isinstance(s, Webhook) and not s.sync),
+                   None)
+    lines = [
+        "| server | req/s | p50 ms | p99 ms | max ms | × ceiling | × webhook | CPU µs/req | "
+        "peak RSS MB | load before |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for s in servers:
+        r = best[s.name]
+        lines.append("| %s | %.0f | %s | %s | %s | %s | %s | %.0f | %.0f | %s |" % (
+            s.name, r["rps"], fmt_ms(r["p50_us"]), fmt_ms(r["p99_us"]), fmt_ms(r["max_us"]),
+            "%.2f" % (r["rps"] / ceiling["rps"]) if ceiling else "-",
+            "%.1f" % (r["rps"] / webhook["rps"]) if webhook else "-",
+            r["cpu_us_per_req"], r["hwm_kb"] / 1024, r["load_before"]))
+    notes = []
+    for s in servers:
+        for r in runs[s.name]:
+            if r["non2xx"] or r["connect_errors"] or r["read_errors"] or r["timeouts"]:
+                notes.append("- %s: %d non-2xx, %d connect / %d read errors, %d timeouts in one "
+                             "round" % (s.name, r["non2xx"], r["connect_errors"],
+                                        r["read_errors"], r["timeouts"]))
+            if isinstance(s, Hookbox) and r["wrapped"]:
+                notes.append("- %s: wrk ran past the %d pre-generated deliveries (%d restarts): "
+                             "the rest were duplicates" % (s.name, r["loaded"], r["wrapped"]))
+    all_rounds = ["| %s | %s |" % (s.name, " | ".join(
+        "%.0f / %s / %s" % (r["rps"], fmt_ms(r["p50_us"]), fmt_ms(r["p99_us"]))
+        for r in runs[s.name])) for s in servers]
+    text = "\n".join(lines)
+    text += "\n\nEvery round (req/s / p50 ms / p99 ms):\n\n| server | %s |\n|---|%s\n%s\n" % (
+        " | ".join("round %d" % i for i in range(1, args.rounds + 1)),
+        "---:|" * args.rounds, "\n".join(all_rounds))
+    if notes:
+        text += "\n" + "\n".join(notes) + "\n"
+    emit(args, "table", text, {"runs": runs})
+
+
+def count_rows(db):
+    r = subprocess.run(["sqlite3", db, "SELECT count(*) FROM inbox"], capture_output=True,
+                       text=True)
+    return int(r.stdout.strip() or 0)
+
+
+# ------------------------------------------------------------------------------- scale
+
+# Rows as hookbox stores a processed GitHub push: ~2.3 KB body, its headers, one done job
+# and its ok attempt; received 30 days ago (older than retention.processed: 7d), spread over
+# a day; random event ids (so the UNIQUE index is as scattered as real delivery ids make it).
+PREFILL_SQL = """\
+PRAGMA journal_mode=WAL;
+PRAGMA synchronous=OFF;
+PRAGMA cache_size=-1000000;
+BEGIN;
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {rows})
+INSERT INTO inbox (id, endpoint, event_id, id_source, event_type, body_sha256, headers, body,
+                   status, received_at, processed_at)
+SELECT i, 'github', lower(hex(randomblob(16))), 'header:X-GitHub-Delivery', 'push',
+       lower(hex(randomblob(32))),
+       '{{"Accept":"*/*","Content-Length":"2345","Content-Type":"application/json",'
+         || '"Host":"127.0.0.1:8080","User-Agent":"GitHub-Hookshot/bench",'
+         || '"X-GitHub-Delivery":"' || i || '","X-GitHub-Event":"push",'
+         || '"X-GitHub-Hook-ID":"292430182","X-Hub-Signature-256":"sha256='
+         || lower(hex(randomblob(32))) || '"}}',
+       CAST('{{"ref":"refs/heads/main","n":' || i || ',"pad":"' || lower(hex(randomblob(1150)))
+            || '"}}' AS BLOB),
+       'processed',
+       strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-30 days', '+' || (i * 86400 / {rows}) || ' seconds'),
+       strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-30 days', '+' || (i * 86400 / {rows} + 1) || ' seconds')
+FROM n;
+INSERT INTO jobs (id, inbox_id, handler, status, attempts, next_attempt_at)
+SELECT id, id, 'file', 'done', 1, received_at FROM inbox;
+INSERT INTO attempts (id, job, number, started_at, finished_at, outcome)
+SELECT id, id, 1, received_at, processed_at, 'ok' FROM inbox;
+COMMIT;
+PRAGMA wal_checkpoint(TRUNCATE);
+"""
+
+
+def prefilled(args, rows):
+    """A database with `rows` old processed rows, made once and kept in bench/out."""
+    path = os.path.join(args.out, "prefill-%d.db" % rows)
+    if os.path.exists(path):
+        return path
+    log("pre-filling %d rows into %s" % (rows, path))
+    work = os.path.join(args.out, "prefill-%d" % rows)
+    shutil.rmtree(work, ignore_errors=True)
+    hb = Hookbox(work, args.hookbox, "full", 0, args.server_threads, db=path + ".tmp")
+    hb.prepare()
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(path + ".tmp" + suffix):
+            os.remove(path + ".tmp" + suffix)
+    subprocess.run([args.hookbox, "migrate", "-c", hb.config_path()], check=True,
+                   stdout=subprocess.DEVNULL)
+    t0 = time.time()
+    subprocess.run(["sqlite3", path + ".tmp"], input=PREFILL_SQL.format(rows=rows), text=True,
+                   check=True, stdout=subprocess.DEVNULL)
+    log("pre-filled %d rows in %.1f s (%.0f MB)" % (
+        rows, time.time() - t0, os.path.getsize(path + ".tmp") / 1e6))
+    os.rename(path + ".tmp", path)
+    return path
+
+
+def copy_db(src, dst):
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(dst + suffix):
+            os.remove(dst + suffix)
+    shutil.copyfile(src, dst)
+
+
+def has_purge_verb(args):
+    return subprocess.run([args.hookbox, "purge", "--help"], capture_output=True).returncode == 0
+
+
+def scale(args):
+    out = os.path.join(args.out, "scale")
+    results = {}
+    rows_text = []
+    for rows in (10_000, 1_000_000):
+        src = prefilled(args, rows)
+        hb = Hookbox(os.path.join(out, "rows-%d" % rows), args.hookbox, "full", 0,
+                     args.server_threads)
+        os.makedirs(hb.workdir, exist_ok=True)
+        runs = []
+        for rnd in range(args.rounds):
+            copy_db(src, hb.db)
+            # Page cache warm, as on a server that has been running: read the file once.
+            subprocess.run(["cat", hb.db], stdout=subprocess.DEVNULL)
+            r = measure(args, hb, args.duration)
+            runs.append(r)
+            log("%d rows, round %d: %.0f req/s  p50 %s ms  p99 %s ms  max %s ms  RSS %d MB  load %s"
+                % (rows, rnd + 1, r["rps"], fmt_ms(r["p50_us"]), fmt_ms(r["p99_us"]),
+                   fmt_ms(r["max_us"]), r["hwm_kb"] // 1024, r["load_before"]))
+        results[rows] = {"runs": runs, "median": median_run(runs)}
+
+    r10k, r1m = results[10_000]["median"], results[1_000_000]["median"]
+    rows_text.append("| inbox rows before the run | req/s | p50 ms | p99 ms | max ms | "
+                     "peak RSS MB | load before |")
+    rows_text.append("|---:|---:|---:|---:|---:|---:|---|")
+    for rows, r in ((10_000, r10k), (1_000_000, r1m)):
+        rows_text.append("| %s | %.0f | %s | %s | %s | %.0f | %s |" % (
+            "{:,}".format(rows), r["rps"], fmt_ms(r["p50_us"]), fmt_ms(r["p99_us"]),
+            fmt_ms(r["max_us"]), r["hwm_kb"] / 1024, r["load_before"]))
+    rows_text.append("")
+    rows_text.append("1 M vs 10 k: p50 × %.2f, p99 × %.2f, req/s × %.2f." % (
+        r1m["p50_us"] / r10k["p50_us"], r1m["p99_us"] / r10k["p99_us"], r1m["rps"] / r10k["rps"]))
+
+    # The purge of the 1 M old rows while deliveries keep coming.
+    purge = {}
+    if has_purge_verb(args):
+        purge = purge_under_load(args, out)
+        rows_text += purge["text"]
+    else:
+        rows_text += ["", "Purge: not measured: this hookbox has no `hookbox purge` verb yet "
+                      "(Inbox::Purge has no other way in from outside the daemon)."]
+    purge.pop("text", None)
+    emit(args, "scale", "\n".join(rows_text) + "\n",
+         {"results": {str(k): v for k, v in results.items()}, "purge": purge})
+
+
+def purge_under_load(args, out):
+    """hookbox (1 M old rows) under wrk: first a window without purge, then one from 2 s
+    before `hookbox purge` starts until it ends."""
+    hb = Hookbox(os.path.join(out, "purge"), args.hookbox, "full", 0, args.server_threads)
+    os.makedirs(hb.workdir, exist_ok=True)
+    copy_db(prefilled(args, 1_000_000), hb.db)
+    subprocess.run(["cat", hb.db], stdout=subprocess.DEVNULL)
+    hb.prepare()
+    hb.start()
+    state = {}
+    try:
+        run_wrk(args, hb, args.warmup_data, 1)
+        mem_before = memory_kb(hb.proc.pid)
+        load_baseline = loadavg()
+        baseline = run_wrk(args, hb, args.data, args.duration)
+        purge_log = open(os.path.join(hb.workdir, "purge.out"), "w+")
+
+        def purge_done():
+            if "proc" not in state:
+                if time.time() - state.setdefault("wrk_started", time.time()) >= 2:
+                    state["t0"] = time.time()
+                    state["proc"] = subprocess.Popen(
+                        [args.hookbox, "purge", "-c", hb.config_path()], stdout=purge_log,
+                        stderr=subprocess.STDOUT)
+                return False
+            if state["proc"].poll() is None:
+                return False
+            state.setdefault("t1", time.time())
+            return True
+
+        load_during = loadavg()
+        during = run_wrk(args, hb, args.scale_data, args.purge_max, stop_when=purge_done)
+        if "proc" in state and state["proc"].poll() is None:
+            state["proc"].wait()
+        state.setdefault("t1", time.time())
+        mem_after = memory_kb(hb.proc.pid)
+    finally:
+        hb.stop()
+    purge_log.seek(0)
+    purge_text = " ".join(purge_log.read().split())
+    seconds = state["t1"] - state.get("t0", state["t1"])
+    left = subprocess.run(["sqlite3", hb.db, "SELECT count(*) FROM inbox WHERE status = "
+                           "'processed'"], capture_output=True, text=True).stdout.strip()
+    text = ["", "Purge of the 1,000,000 old rows with `hookbox purge` (Inbox::Purge, batches of "
+            "500 rows per transaction, from a second process) while wrk keeps sending "
+            "deliveries on %d connections:" % args.connections, "",
+            "| | req/s | p50 ms | p99 ms | max ms | load before |",
+            "|---|---:|---:|---:|---:|---|"]
+    for what, r, load in (("same load, no purge", baseline, load_baseline),
+                          ("from 2 s before the purge to its end", during, load_during)):
+        text.append("| %s | %.0f | %s | %s | %s | %s |" % (
+            what, r["rps"], fmt_ms(r["p50_us"]), fmt_ms(r["p99_us"]), fmt_ms(r["max_us"]), load))
+    text += ["", "Purge: %.1f s (`%s`); processed rows left: %s. hookbox RSS at 1 M rows: %.0f MB "
+             "before the purge (peak so far %.0f MB), %.0f MB after (peak %.0f MB)." % (
+                 seconds, purge_text, left, mem_before.get("VmRSS", 0) / 1024,
+                 mem_before.get("VmHWM", 0) / 1024, mem_after.get("VmRSS", 0) / 1024,
+                 mem_after.get("VmHWM", 0) / 1024)]
+    if during.get("wrapped"):
+        text.append("During the purge wrk ran past its %d pre-generated deliveries; the "
+                    "repeats were duplicates (still one write each)." % during["loaded"])
+    return {"text": text, "baseline": baseline, "during": during, "seconds": seconds,
+            "output": purge_text, "mem_before": mem_before, "mem_after": mem_after}
+
+
+# ------------------------------------------------------------------------------- output
+
+def emit(args, name, text, raw):
+    now = datetime.datetime.now(datetime.timezone.utc).astimezone()
+    header = ("Run %s on %s.\n\nCommand: `%s` (%d s per run, %d rounds, wrk %d threads / %d "
+              "connections, server threads %d). Tools: %s.\n\n" % (
+                  now.strftime("%Y-%m-%d %H:%M %Z"), machine(), args.command, args.duration,
+                  args.rounds, args.wrk_threads, args.connections, args.server_threads,
+                  tool_versions(args)))
+    print("\n" + header + text)
+    stamp = now.strftime("%Y%m%d-%H%M%S")
+    with open(os.path.join(args.out, "%s-%s.json" % (name, stamp)), "w") as f:
+        json.dump({"header": header, "text": text, "raw": raw}, f, indent=1)
+    if args.results:
+        with open(args.results) as f:
+            doc = f.read()
+        begin, end = "<!-- BEGIN %s -->" % name, "<!-- END %s -->" % name
+        if begin in doc and end in doc:
+            pre, rest = doc.split(begin, 1)
+            _, post = rest.split(end, 1)
+            doc = pre + begin + "\n" + header + text + end + post
+        else:
+            doc += "\n%s\n%s%s%s\n" % (begin, header, text, end)
+        with open(args.results, "w") as f:
+            f.write(doc)
+        log("wrote the %s into %s" % (name, args.results))
+
+
+def main():
+    ap = argparse.ArgumentParser(description="hookbox benchmark harness (see bench/bench.sh)")
+    ap.add_argument("mode", choices=["table", "scale"])
+    ap.add_argument("--hookbox", required=True)
+    ap.add_argument("--ceiling", required=True)
+    ap.add_argument("--webhook", default="/usr/bin/webhook")
+    ap.add_argument("--data", required=True, help="deliveries for the timed runs")
+    ap.add_argument("--warmup-data", required=True, help="other deliveries, for warm-ups")
+    ap.add_argument("--scale-data", help="deliveries for the purge window")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--purge-max", type=int, default=120, help="longest purge window, s")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--connections", type=int, default=16)
+    ap.add_argument("--wrk-threads", type=int, default=2)
+    ap.add_argument("--server-threads", type=int, default=16)
+    ap.add_argument("--only", help="regex: run only the servers whose name matches")
+    ap.add_argument("--results", help="Markdown file to update between BEGIN/END markers")
+    ap.add_argument("--command", default="make bench")
+    args = ap.parse_args()
+    args.scale_data = args.scale_data or args.data
+    for key in ("hookbox", "ceiling", "webhook", "data", "warmup_data", "scale_data",
+                "out", "results"):
+        if getattr(args, key):
+            setattr(args, key, os.path.abspath(getattr(args, key)))
+    os.makedirs(args.out, exist_ok=True)
+    (table if args.mode == "table" else scale)(args)
+
+
+if __name__ == "__main__":
+    main()
