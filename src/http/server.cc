@@ -8,14 +8,19 @@
 //   then binds, and bind() on an already-bound socket fails, so a dup2 onto it is no use);
 //   but the listening socket is the protected member `svr_sock_`, and listen_after_bind()
 //   accepts on whatever it holds. Adopt() sets it.
-// - Prompt shutdown: the library's connection loop waits for a keep-alive connection's
-//   next request for up to keep_alive_timeout, polling, and checks for stop() only between
-//   requests, so every idle connection held a shutdown up by that long. The loop is the
-//   private virtual process_and_close_socket(); Listener overrides it with one that waits
-//   on the socket *and* a stop event, serves requests whose bytes have already arrived,
-//   and closes idle connections at once. Requests are still parsed, routed and answered
-//   by the library's own process_request() (protected), so all of its behaviour — and
-//   every limit set below — stays as it was.
+// - Slow clients and prompt shutdown: the library serves each connection on a thread of
+//   its pool from accept to close, reading with read_timeout per read and no deadline for
+//   a whole request, so a few hundred clients sending half a request (slowloris), or just
+//   idle keep-alive connections, held every thread and real deliveries waited behind them.
+//   Here a connection holds no thread while it waits: the accept loop hands each socket to
+//   the Edge (one epoll thread), which buffers bytes until a whole request (head and
+//   Content-Length body) has arrived, closing connections that take longer than
+//   read_timeout for it (or keep_alive_timeout idle between requests), and only then gives
+//   the connection to a worker thread. The worker parses, routes and answers it with the
+//   library's own process_request() (protected), so all of its behaviour — and every limit
+//   set below — stays as it was; then the connection goes back to the Edge. The hooks are
+//   the task queue (new_task_queue: the accept loop's handoff runs inline) and the private
+//   virtual process_and_close_socket().
 #include "http/server.h"
 
 #include <netdb.h>
@@ -23,6 +28,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <strings.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -31,8 +37,13 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <thread>
+#include <unordered_map>
+#include <vector>
 
 #include <httplib.h>
 
@@ -136,15 +147,22 @@ std::string NumericHost(const sockaddr_storage& addr, socklen_t len, int& port) 
   return host;
 }
 
-// One accepted connection, as the library's request parser reads it: reads are buffered
-// (the parser reads headers a byte at a time) and bounded by read_timeout, writes by
-// write_timeout. The buffer lives as long as the connection, so bytes of a pipelined next
-// request are never lost between requests.
+// One connection, as the library's request parser reads it: first the bytes the Edge
+// already buffered, then the socket, each read bounded by read_timeout and each write by
+// write_timeout. Bytes past the current request (a pipelined next one) stay buffered and go
+// back to the Edge with the connection.
 class ConnectionStream final : public httplib::Stream {
  public:
-  ConnectionStream(int fd, const HttpLimits& limits) : fd_(fd), limits_(limits) {}
+  ConnectionStream(int fd, const HttpLimits& limits, std::string buffered)
+      : fd_(fd), limits_(limits), buf_(std::move(buffered)) {}
 
-  bool Buffered() const { return off_ < len_; }
+  bool Buffered() const { return off_ < buf_.size(); }
+  std::string TakeBuffered() {
+    std::string rest = buf_.substr(off_);
+    buf_.clear();
+    off_ = 0;
+    return rest;
+  }
 
   bool is_readable() const override {
     return Buffered() || WaitFor(fd_, POLLIN, limits_.read_timeout);
@@ -152,19 +170,18 @@ class ConnectionStream final : public httplib::Stream {
   bool is_writable() const override { return WaitFor(fd_, POLLOUT, limits_.write_timeout); }
 
   ssize_t read(char* ptr, size_t size) override {
-    if (Buffered()) {
-      size_t n = std::min(size, len_ - off_);
-      std::memcpy(ptr, buf_ + off_, n);
-      off_ += n;
-      return static_cast<ssize_t>(n);
+    if (!Buffered()) {
+      if (!WaitFor(fd_, POLLIN, limits_.read_timeout)) return -1;
+      char chunk[4096];
+      ssize_t n = Recv(chunk, sizeof chunk);
+      if (n <= 0) return n;
+      buf_.assign(chunk, static_cast<size_t>(n));
+      off_ = 0;
     }
-    if (!WaitFor(fd_, POLLIN, limits_.read_timeout)) return -1;
-    if (size >= sizeof buf_) return Recv(ptr, size);
-    ssize_t n = Recv(buf_, sizeof buf_);
-    if (n <= 0) return n;
-    off_ = 0;
-    len_ = static_cast<size_t>(n);
-    return read(ptr, size);
+    size_t n = std::min(size, buf_.size() - off_);
+    std::memcpy(ptr, buf_.data() + off_, n);
+    off_ += n;
+    return static_cast<ssize_t>(n);
   }
 
   ssize_t write(const char* ptr, size_t size) override {
@@ -205,67 +222,381 @@ class ConnectionStream final : public httplib::Stream {
 
   const int fd_;
   const HttpLimits& limits_;
-  char buf_[4096];
-  size_t off_ = 0, len_ = 0;
+  std::string buf_;
+  size_t off_ = 0;
 };
 
-// httplib::Server with an adoptable listening socket and a connection loop that a shutdown
-// interrupts (see the top of this file).
-class Listener final : public httplib::Server {
+void SetBlocking(int fd, bool blocking) {
+  int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, blocking ? flags & ~O_NONBLOCK : flags | O_NONBLOCK);
+}
+
+void Close(int fd) {
+  ::shutdown(fd, SHUT_RDWR);
+  ::close(fd);
+}
+
+// Whether `buf` holds a whole request: the head, and as many body bytes as its
+// Content-Length says. Requests the library's edge guards will refuse (no or several
+// Content-Lengths, chunked, too large) are "whole" once the head is: they are answered
+// without reading a body.
+enum class Arrival { kPartial, kWhole, kHeadTooLarge };
+Arrival RequestArrival(const std::string& buf, const HttpLimits& limits) {
+  const size_t head_end = buf.find("\r\n\r\n");
+  if (head_end == std::string::npos) {
+    return buf.size() > limits.max_request_head ? Arrival::kHeadTooLarge : Arrival::kPartial;
+  }
+  if (head_end > limits.max_request_head) return Arrival::kHeadTooLarge;
+  std::string_view head(buf.data(), head_end);
+  size_t length = 0, lengths = 0;
+  for (size_t at = head.find("\r\n"); at != std::string_view::npos;
+       at = head.find("\r\n", at + 2)) {
+    std::string_view line = head.substr(at + 2, head.find("\r\n", at + 2) - (at + 2));
+    constexpr std::string_view kName = "content-length:";
+    if (line.size() < kName.size() || strncasecmp(line.data(), kName.data(), kName.size()) != 0) {
+      continue;
+    }
+    std::string_view value = line.substr(kName.size());
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
+    if (ec != std::errc() || end != value.data() + value.size()) return Arrival::kWhole;
+    ++lengths;
+  }
+  if (lengths != 1 || length > limits.max_body) return Arrival::kWhole;
+  return buf.size() >= head_end + 4 + length ? Arrival::kWhole : Arrival::kPartial;
+}
+
+// A connection: its socket, the bytes that arrived and are not answered yet, and how many
+// requests it has had answered (keep_alive_max).
+struct Conn {
+  int fd = -1;
+  std::string buf;
+  size_t served = 0;
+};
+
+// A connection at the Edge, waiting for a whole request.
+struct Waiting {
+  Conn conn;
+  std::chrono::steady_clock::time_point deadline;
+  bool idle;  // between requests, nothing of the next one yet
+};
+
+// Connections waiting for a whole request, in one epoll thread (see the top of this file).
+// `ready` is called, on this thread, with each connection whose request has arrived.
+class Edge final {
  public:
-  explicit Listener(const HttpLimits& limits)
-      : limits_(limits), stop_event_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
-  ~Listener() override {
-    if (stop_event_ >= 0) ::close(stop_event_);
+  Edge(const HttpLimits& limits, std::function<void(Conn)> ready)
+      : limits_(limits),
+        ready_(std::move(ready)),
+        epoll_(::epoll_create1(EPOLL_CLOEXEC)),
+        wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = wake_;
+    ::epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &ev);
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~Edge() {
+    stopping_ = true;
+    Wake();
+    thread_.join();
+    for (auto& [fd, w] : waiting_) Close(fd);
+    for (auto& w : incoming_) Close(w.conn.fd);
+    ::close(epoll_);
+    ::close(wake_);
   }
 
-  void Adopt(int fd) { svr_sock_ = fd; }
+  // A new connection (`idle` false: its first request is due within read_timeout), or one
+  // back from a worker between requests (`idle` true: keep_alive_timeout for the next one).
+  // Safe from any thread.
+  void Add(Conn conn, bool idle) {
+    SetBlocking(conn.fd, false);
+    const bool nothing_yet = idle && conn.buf.empty();
+    const auto wait = nothing_yet ? std::chrono::milliseconds(limits_.keep_alive_timeout_s * 1000)
+                                  : limits_.read_timeout;
+    Waiting w{std::move(conn), std::chrono::steady_clock::now() + wait, nothing_yet};
+    {
+      std::lock_guard lock(mu_);
+      incoming_.push_back(std::move(w));
+    }
+    Wake();
+  }
 
-  // From now on, idle connections close and each connection answers at most the request
-  // whose bytes have already arrived. Level-triggered: every waiting connection wakes.
+  // Closes every waiting connection, now and from now on.
   void Shutdown() {
-    shutting_down_ = true;
-    uint64_t one = 1;
-    (void)!::write(stop_event_, &one, sizeof one);
+    closing_ = true;
+    Wake();
   }
-  bool shutting_down() const { return shutting_down_; }
 
  private:
-  bool process_and_close_socket(socket_t sock) override {
-    int on = 1;
-    setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);  // adopted sockets too
-    ConnectionStream stream(sock, limits_);
-    bool ok = false;
-    for (size_t served = 0; served < limits_.keep_alive_max; ++served) {
-      if (!NextRequestArrived(sock, stream)) break;
-      const bool last = served + 1 == limits_.keep_alive_max || shutting_down_;
-      bool closed_by_client = false;
-      t_close_after_answer = false;
-      ok = process_request(stream, last, closed_by_client, nullptr);
-      if (!ok || closed_by_client || last || t_close_after_answer) break;
-    }
-    ::shutdown(sock, SHUT_RDWR);
-    ::close(sock);
-    return ok;
+  void Wake() {
+    uint64_t one = 1;
+    (void)!::write(wake_, &one, sizeof one);
   }
 
-  // Between requests: waits up to keep_alive_timeout for the next request's first bytes,
-  // but not past Shutdown().
-  bool NextRequestArrived(int sock, const ConnectionStream& stream) const {
-    if (stream.Buffered()) return true;
-    pollfd p[2] = {{sock, POLLIN, 0}, {stop_event_, POLLIN, 0}};
-    const int timeout_ms = shutting_down_ ? 0 : limits_.keep_alive_timeout_s * 1000;
+  void Loop() {
+    epoll_event events[256];
+    auto last_sweep = std::chrono::steady_clock::now();
+    while (!stopping_) {
+      int n = ::epoll_wait(epoll_, events, 256, 100);
+      for (int i = 0; i < n; ++i) {
+        if (events[i].data.fd == wake_) {
+          uint64_t drained;
+          (void)!::read(wake_, &drained, sizeof drained);
+          continue;
+        }
+        Readable(events[i].data.fd);
+      }
+      TakeIncoming();
+      const auto now = std::chrono::steady_clock::now();
+      if (closing_ || now - last_sweep >= std::chrono::milliseconds(100)) {
+        last_sweep = now;
+        Sweep(now);
+      }
+    }
+  }
+
+  void TakeIncoming() {
+    std::vector<Waiting> incoming;
+    {
+      std::lock_guard lock(mu_);
+      incoming.swap(incoming_);
+    }
+    for (Waiting& w : incoming) {
+      const int fd = w.conn.fd;
+      if (closing_) {
+        Close(fd);
+        continue;
+      }
+      if (waiting_.size() >= limits_.max_waiting_connections) {
+        // A flood: bounded, and reported at the next sweep rather than per connection.
+        ++refused_;
+        Close(fd);
+        continue;
+      }
+      if (!w.conn.buf.empty() && RequestArrival(w.conn.buf, limits_) == Arrival::kWhole) {
+        Hand(std::move(w.conn));
+        continue;
+      }
+      epoll_event ev{};
+      ev.events = EPOLLIN | EPOLLRDHUP;
+      ev.data.fd = fd;
+      ::epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev);
+      waiting_.emplace(fd, std::move(w));
+    }
+  }
+
+  void Readable(int fd) {
+    auto it = waiting_.find(fd);
+    if (it == waiting_.end()) return;
+    Waiting& w = it->second;
+    char chunk[16384];
     for (;;) {
-      int n = ::poll(p, 2, timeout_ms);
+      ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
       if (n < 0 && errno == EINTR) continue;
-      // Readable: a request, or the client's close, which process_request() notices.
-      return n > 0 && (p[0].revents & POLLIN) != 0;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (n <= 0) {  // closed by the client, or an error
+        Drop(it);
+        return;
+      }
+      if (w.idle) {  // the next request has begun: it has read_timeout to arrive whole
+        w.idle = false;
+        w.deadline = std::chrono::steady_clock::now() + limits_.read_timeout;
+      }
+      w.conn.buf.append(chunk, static_cast<size_t>(n));
+      if (w.conn.buf.size() > limits_.max_request_head + limits_.max_body + 16) break;
+    }
+    switch (RequestArrival(w.conn.buf, limits_)) {
+      case Arrival::kPartial:
+        return;
+      case Arrival::kHeadTooLarge: {
+        static const char kAnswer[] =
+            "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: application/json\r\n"
+            "Connection: close\r\nContent-Length: 40\r\n\r\n{\"error\":\"request head too large\"}\n   ";
+        (void)!::send(fd, kAnswer, sizeof kAnswer - 4, MSG_NOSIGNAL);
+        Drop(it);
+        return;
+      }
+      case Arrival::kWhole: {
+        ::epoll_ctl(epoll_, EPOLL_CTL_DEL, fd, nullptr);
+        Conn conn = std::move(w.conn);
+        waiting_.erase(it);
+        Hand(std::move(conn));
+        return;
+      }
+    }
+  }
+
+  void Hand(Conn conn) {
+    if (closing_) {
+      Close(conn.fd);
+      return;
+    }
+    SetBlocking(conn.fd, true);
+    ready_(std::move(conn));
+  }
+
+  void Drop(std::unordered_map<int, Waiting>::iterator it) {
+    ::epoll_ctl(epoll_, EPOLL_CTL_DEL, it->first, nullptr);
+    Close(it->first);
+    waiting_.erase(it);
+  }
+
+  // Closes connections past their deadline (or all, when closing), and reports a flood.
+  void Sweep(std::chrono::steady_clock::time_point now) {
+    size_t timed_out = 0;
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if (closing_ || now >= it->second.deadline) {
+        timed_out += it->second.idle ? 0 : 1;
+        auto next = std::next(it);
+        Drop(it);
+        it = next;
+      } else {
+        ++it;
+      }
+    }
+    if (timed_out > 0 || refused_ > 0) {
+      LogWarn({{"msg", "connections closed at the edge"},
+               {"request_timeouts", timed_out},
+               {"refused_over_limit", refused_},
+               {"waiting", waiting_.size()}});
+      refused_ = 0;
     }
   }
 
   const HttpLimits& limits_;
-  const int stop_event_;
+  const std::function<void(Conn)> ready_;
+  const int epoll_;
+  const int wake_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> closing_{false};
+  std::mutex mu_;                   // guards incoming_
+  std::vector<Waiting> incoming_;
+  std::unordered_map<int, Waiting> waiting_;  // the epoll thread's own
+  size_t refused_ = 0;                        // the epoll thread's own
+  std::thread thread_;
+};
+
+// The threads that answer whole requests (limits.threads). Stop() answers what is queued,
+// then joins.
+class RequestThreads final {
+ public:
+  RequestThreads(size_t threads, std::function<void(Conn)> serve) : serve_(std::move(serve)) {
+    for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
+  }
+  ~RequestThreads() { Stop(); }
+
+  void Push(Conn conn) {
+    {
+      std::lock_guard lock(mu_);
+      queue_.push_back(std::move(conn));
+    }
+    cv_.notify_one();
+  }
+
+  void Stop() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+
+ private:
+  void Loop() {
+    for (;;) {
+      Conn conn;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        conn = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      serve_(std::move(conn));
+    }
+  }
+
+  std::function<void(Conn)> serve_;
+  std::mutex mu_;  // guards queue_, stopping_
+  std::condition_variable cv_;
+  std::deque<Conn> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+// The accept loop's handoff, run inline: process_and_close_socket() below only passes the
+// socket to the Edge, so the accept thread never waits on a client.
+class Inline final : public httplib::TaskQueue {
+ public:
+  void enqueue(std::function<void()> fn) override { fn(); }
+  void shutdown() override {}
+};
+
+// httplib::Server with an adoptable listening socket, whose connections wait for whole
+// requests at the Edge and are answered by Workers (see the top of this file).
+class Listener final : public httplib::Server {
+ public:
+  explicit Listener(const HttpLimits& limits)
+      : limits_(limits),
+        threads_(static_cast<size_t>(limits.threads), [this](Conn c) { Serve(std::move(c)); }),
+        edge_(limits, [this](Conn c) { threads_.Push(std::move(c)); }) {
+    new_task_queue = [] { return new Inline(); };
+  }
+  ~Listener() override { threads_.Stop(); }  // before the Edge they hand connections back to
+
+  void Adopt(int fd) { svr_sock_ = fd; }
+
+  // From now on, waiting connections close and each answer is its connection's last.
+  void Shutdown() {
+    shutting_down_ = true;
+    edge_.Shutdown();
+  }
+  bool shutting_down() const { return shutting_down_; }
+
+  // After the accept loop ended: answers the requests that had arrived whole, then returns.
+  void Drain() { threads_.Stop(); }
+
+ private:
+  // Called inline by the accept loop (Inline): the connection waits at the Edge.
+  bool process_and_close_socket(socket_t sock) override {
+    int on = 1;
+    setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);  // adopted sockets too
+    if (shutting_down_) {
+      Close(sock);
+      return false;
+    }
+    edge_.Add(Conn{sock, std::string(), 0}, /*idle=*/false);
+    return true;
+  }
+
+  // On a request thread: answers the request that arrived whole (and any pipelined ones
+  // that are whole too), then gives the connection back to the Edge or closes it.
+  void Serve(Conn conn) {
+    for (;;) {
+      ConnectionStream stream(conn.fd, limits_, std::move(conn.buf));
+      const bool last = ++conn.served >= limits_.keep_alive_max || shutting_down_;
+      bool closed_by_client = false;
+      t_close_after_answer = false;
+      const bool ok = process_request(stream, last, closed_by_client, nullptr);
+      if (!ok || closed_by_client || last || t_close_after_answer || shutting_down_) break;
+      conn.buf = stream.TakeBuffered();
+      if (conn.buf.empty() || RequestArrival(conn.buf, limits_) != Arrival::kWhole) {
+        edge_.Add(std::move(conn), /*idle=*/true);
+        return;
+      }
+    }
+    Close(conn.fd);
+  }
+
+  const HttpLimits& limits_;
   std::atomic<bool> shutting_down_{false};
+  RequestThreads threads_;
+  Edge edge_;
 };
 
 }  // namespace
@@ -292,8 +623,6 @@ HttpServer::HttpServer(HttpLimits limits, HttpHandler handler)
   s.set_read_timeout(limits.read_timeout);
   s.set_write_timeout(limits.write_timeout);
   s.set_payload_max_length(limits.max_body);
-  const size_t threads = static_cast<size_t>(limits.threads);
-  s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   s.set_socket_options([impl](socket_t sock) {
     int on = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
@@ -375,6 +704,7 @@ bool HttpServer::Serving() const { return impl_->server.is_running() && !impl_->
 void HttpServer::Run() {
   impl_->running = true;
   if (!impl_->stopping) impl_->server.listen_after_bind();
+  impl_->server.Drain();  // in-flight requests finish before Run() returns
   impl_->running = false;
 }
 

@@ -33,6 +33,9 @@ struct HttpLimits {
   size_t keep_alive_max = 1000;  // requests per connection (the library's default is 5)
   int keep_alive_timeout_s = 5;
   int listen_backlog = 1024;     // the library hard-codes 5; raised after bind
+  // Connections waiting for a whole request (they hold no thread); more are closed at once.
+  size_t max_waiting_connections = 4096;
+  size_t max_request_head = 64 * 1024;  // request line + headers
 };
 
 // Called on a worker thread for every request that passed the edge guards.

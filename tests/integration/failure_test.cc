@@ -4,7 +4,10 @@
 // a restart.
 #include <catch2/catch.hpp>
 
+#include <netinet/in.h>
+#include <poll.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 
 #include <filesystem>
 #include <set>
@@ -130,4 +133,108 @@ endpoints:
     CHECK(j.is_object());  // every line is one whole JSON object
     CHECK(j.value("level", "") != "forged");
   }
+}
+
+namespace {
+
+int Connect(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// True when the server closed `fd` within `limit` (reads until EOF).
+bool ClosedByServer(int fd, std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  char buf[512];
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 100) > 0) {
+      ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("slow clients: hundreds of half-sent requests do not hold up real deliveries") {
+  TempDir dir;
+  Daemon d(dir, R"(
+listen: 127.0.0.1:0
+admin_listen: ""
+database: {DB}
+workers: 0
+limits: {max_body: 64KiB, read_timeout: 2s, threads: 4}
+endpoints:
+  - name: open
+    path: /hooks/open
+    verify: none
+    event_id: body:/id
+)");
+  // 300 connections that send half a request head and stop (slowloris), and 30 that
+  // trickle a byte at a time.
+  std::vector<int> stalled, trickling;
+  for (int i = 0; i < 300; ++i) {
+    int fd = Connect(d.port());
+    REQUIRE(fd >= 0);
+    const std::string half = "POST /hooks/open HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+    send(fd, half.data(), half.size(), MSG_NOSIGNAL);
+    stalled.push_back(fd);
+  }
+  for (int i = 0; i < 30; ++i) trickling.push_back(Connect(d.port()));
+  std::atomic<bool> trickle{true};
+  std::thread trickler([&] {
+    const std::string head = "POST /hooks/open HTTP/1.1\r\nHost: x\r\nX-Pad: aaaaaaaaaaaaaaaaaaaaaaa";
+    for (size_t at = 0; trickle && at < head.size(); ++at) {
+      for (int fd : trickling) send(fd, head.data() + at, 1, MSG_NOSIGNAL);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  // Real deliveries, each on a new connection, answered within the read timeout.
+  int answered = 0;
+  for (int i = 0; i < 20; ++i) {
+    httplib::Client cli("127.0.0.1", d.port());
+    cli.set_read_timeout(std::chrono::seconds(2));
+    auto r = cli.Post("/hooks/open", json{{"id", "real-" + std::to_string(i)}}.dump(),
+                      "application/json");
+    answered += r && r->status == 200;
+  }
+  CHECK(answered == 20);
+  // The slow connections are closed once they ran past the read timeout.
+  size_t closed = 0;
+  for (int fd : stalled) closed += ClosedByServer(fd, std::chrono::seconds(6)) ? 1 : 0;
+  CHECK(closed == stalled.size());
+  trickle = false;
+  trickler.join();
+  for (int fd : trickling) CHECK(ClosedByServer(fd, std::chrono::seconds(6)));
+  for (int fd : stalled) close(fd);
+  for (int fd : trickling) close(fd);
+  CHECK(d.Log().find("connections closed at the edge") != std::string::npos);
+  CHECK(d.Rows().size() == 20);
+}
+
+TEST_CASE("a request head larger than 64 KiB is refused with 431 and closed") {
+  TempDir dir;
+  Daemon d(dir, R"(
+listen: 127.0.0.1:0
+admin_listen: ""
+database: {DB}
+workers: 0
+endpoints:
+  - {name: open, path: /hooks/open, verify: none}
+)");
+  std::string head = "POST /hooks/open HTTP/1.1\r\nHost: x\r\n";
+  for (int i = 0; i < 80; ++i) head += "X-Big-" + std::to_string(i) + ": " + std::string(1000, 'b') + "\r\n";
+  std::string answer = d.Raw(head + "Content-Length: 2\r\n\r\n{}");
+  CHECK(answer.rfind("HTTP/1.1 431", 0) == 0);
+  CHECK(d.Rows().empty());
 }
