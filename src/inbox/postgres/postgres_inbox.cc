@@ -304,6 +304,12 @@ class PostgresInbox final : public Inbox {
 
   StatusOr<AcceptResult> Accept(const Event& event) override {
     AcceptResult result{};
+    if (event.resource_id.empty() && event.sync_owner.empty()) {
+      // No gate, no sync claim: the row and its jobs in one statement, one round trip.
+      Status s = Once([&](Conn& c) { return AcceptSimple(c, event, &result); });
+      if (!s.ok()) return s;
+      return result;
+    }
     Status s = Transact([&](Conn& c) {
       result = AcceptResult{};
       return AcceptInto(c, event, &result);
@@ -597,6 +603,14 @@ class PostgresInbox final : public Inbox {
     }
   }
 
+  // Runs fn on a pooled connection, each statement its own transaction.
+  template <typename F>
+  Status Once(F&& fn) {
+    auto handle = pool_.Acquire();
+    if (!handle.ok()) return handle.status();
+    return fn(**handle);
+  }
+
   // Runs fn (reads only) on a pooled connection, once more on a fresh connection if the
   // first one turns out to be dead.
   template <typename F>
@@ -632,6 +646,65 @@ class PostgresInbox final : public Inbox {
     return r.ok() ? Status::Ok() : r.status();
   }
 
+  // The inbox row of an event: $1..$12 of kInsertRow.
+  static Params RowParams(const Event& e, const std::string& now) {
+    Params p;
+    p.Add(e.endpoint).Add(e.event_id).Add(e.id_source).Add(e.event_type).Add(e.resource_id);
+    p.Add(e.sequence).Add(e.sequence_key).Add(e.body_sha256).Add(e.headers_json);
+    p.AddBytes(e.body).Add(e.handlers.empty() ? "ignored" : "pending").Add(now);
+    return p;
+  }
+
+  static constexpr const char* kInsertRow =
+      "INSERT INTO inbox (endpoint, event_id, id_source, event_type, resource_id, sequence,"
+      " sequence_key, body_sha256, headers, body, status, received_at)"
+      " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+      " ON CONFLICT (endpoint, event_id) DO NOTHING";
+
+  // A duplicate (a concurrent first delivery has committed by now: the insert waited for
+  // it): counted on the original row, unless strict_body refuses another body. The gate is
+  // not consulted or advanced. A statement of its own, so that it sees the row the insert
+  // ran into even when that row committed after the insert's snapshot.
+  Status CountDuplicate(Conn& c, const Event& e, const std::string& now, AcceptResult* out) {
+    out->verdict = Verdict::kDuplicate;
+    HOOKBOX_EXEC(up, c.Exec("UPDATE inbox SET duplicates = duplicates + 1, last_duplicate_at = $3"
+                            " WHERE endpoint = $1 AND event_id = $2"
+                            " AND (NOT $4::boolean OR body_sha256 = $5)"
+                            " RETURNING body_sha256 <> $5",
+                            Params().Add(e.endpoint).Add(e.event_id).Add(now).Add(e.strict_body).Add(
+                                e.body_sha256)));
+    if (up.rows() > 0) {
+      out->body_changed = up.Bool(0, 0);
+      return Status::Ok();
+    }
+    HOOKBOX_EXEC(q, c.Exec("SELECT 1 FROM inbox WHERE endpoint = $1 AND event_id = $2",
+                           Params().Add(e.endpoint).Add(e.event_id)));
+    if (q.rows() == 0) {
+      return Status::Unavailable("storage unavailable",
+                                 "the event was cleared while this delivery was accepted");
+    }
+    out->body_changed = true;
+    return Status::Conflict("event id already stored with another body", e.event_id);
+  }
+
+  // An event with no resource and no sync claim: the row and its jobs in one statement (its
+  // own transaction), so an accept costs one round trip.
+  Status AcceptSimple(Conn& c, const Event& e, AcceptResult* out) {
+    const std::string now = FormatTime(e.received_at);
+    Params p = RowParams(e, now);
+    p.Add(TextArray(e.handlers));
+    HOOKBOX_EXEC(ins, c.Exec(std::string("WITH row AS (") + kInsertRow + " RETURNING id),"
+                             " jobs AS (INSERT INTO jobs (inbox_id, handler, status,"
+                             " next_attempt_at, sync) SELECT row.id, t.h, 'pending',"
+                             " $12::timestamptz, false FROM row,"
+                             " unnest($13::text[]) WITH ORDINALITY AS t (h, n) ORDER BY t.n)"
+                             " SELECT id FROM row",
+                             p));
+    if (ins.rows() == 0) return CountDuplicate(c, e, now, out);
+    out->verdict = e.handlers.empty() ? Verdict::kIgnored : Verdict::kAccepted;
+    return Status::Ok();
+  }
+
   // The accept transaction's body (see the comment at the top for its locks).
   Status AcceptInto(Conn& c, const Event& e, AcceptResult* out) {
     Status s;
@@ -642,43 +715,8 @@ class PostgresInbox final : public Inbox {
                Params().Add(ResourceKey(e.endpoint, e.resource_id)).Add(kAcceptSeed));
       if (!s.ok()) return s;
     }
-    HOOKBOX_EXEC(ins, c.Exec("INSERT INTO inbox (endpoint, event_id, id_source, event_type,"
-                             " resource_id, sequence, sequence_key, body_sha256, headers, body,"
-                             " status, received_at)"
-                             " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
-                             " ON CONFLICT (endpoint, event_id) DO NOTHING RETURNING id",
-                             Params()
-                                 .Add(e.endpoint)
-                                 .Add(e.event_id)
-                                 .Add(e.id_source)
-                                 .Add(e.event_type)
-                                 .Add(e.resource_id)
-                                 .Add(e.sequence)
-                                 .Add(e.sequence_key)
-                                 .Add(e.body_sha256)
-                                 .Add(e.headers_json)
-                                 .AddBytes(e.body)
-                                 .Add(e.handlers.empty() ? "ignored" : "pending")
-                                 .Add(now)));
-    if (ins.rows() == 0) {
-      // Duplicate (a concurrent first delivery has committed by now: the insert waited for
-      // it). Count it on the original row; the gate is not consulted or advanced.
-      HOOKBOX_EXEC(q, c.Exec("SELECT body_sha256 FROM inbox WHERE endpoint = $1 AND event_id = $2",
-                             Params().Add(e.endpoint).Add(e.event_id)));
-      if (q.rows() == 0) {
-        return Status::Unavailable("storage unavailable",
-                                   "the event was cleared while this delivery was accepted");
-      }
-      out->verdict = Verdict::kDuplicate;
-      out->body_changed = q.Text(0, 0) != e.body_sha256;
-      if (out->body_changed && e.strict_body) {
-        return Status::Conflict("event id already stored with another body", e.event_id);
-      }
-      return Exec(c,
-                  "UPDATE inbox SET duplicates = duplicates + 1, last_duplicate_at = $3"
-                  " WHERE endpoint = $1 AND event_id = $2",
-                  Params().Add(e.endpoint).Add(e.event_id).Add(now));
-    }
+    HOOKBOX_EXEC(ins, c.Exec(std::string(kInsertRow) + " RETURNING id", RowParams(e, now)));
+    if (ins.rows() == 0) return CountDuplicate(c, e, now, out);
     const int64_t inbox_id = ins.Int(0, 0);
 
     if (gated) {
