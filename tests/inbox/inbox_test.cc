@@ -720,3 +720,58 @@ TEST_CASE("identity fields that are not UTF-8: PostgreSQL refuses them as Invali
   REQUIRE(!claimed.empty());
   CHECK(claimed.back().event.body == binary.body);
 }
+
+TEST_CASE("queue stats, lease owners, and ending the leases of an owner that is gone") {
+  TestInbox t;
+  for (const char* id : {"q1", "q2", "q3"}) Accept(t, MakeEvent(id));
+  auto held = t->ClaimJobs("hostA:123:w0", 2, kT0, 60s);
+  REQUIRE(held.ok());
+  REQUIRE(held->size() == 2);
+  auto queue = t->Queue();
+  REQUIRE(queue.ok());
+  CHECK(queue->jobs_by_status["pending"] == 1);
+  CHECK(queue->jobs_by_status["processing"] == 2);
+  CHECK(queue->oldest_unfinished_received_at == FormatTime(kT0));
+  auto owners = t->LeaseOwners();
+  REQUIRE(owners.ok());
+  CHECK(*owners == std::vector<std::string>{"hostA:123:w0"});
+
+  REQUIRE(t->ExpireLeases("hostB:", kT0 + 1s).ok());  // another owner: nothing changes
+  CHECK(Claim(t, kT0 + 1s).size() == 1);              // only the pending one
+  REQUIRE(t->ExpireLeases("hostA:123:", kT0 + 1s).ok());
+  auto again = Claim(t, kT0 + 1s);
+  CHECK(again.size() == 2);  // the dead owner's jobs run again at once
+  for (const auto& job : *held) {
+    CHECK(t->FinishJob(job, Done(kT0 + 2s)).status().code() == Status::Code::kConflict);
+  }
+  for (const auto& job : again) REQUIRE(t->FinishJob(job, Done(kT0 + 2s)).ok());
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == 2);
+}
+
+TEST_CASE("List filters by endpoint, status and time, newest first, up to the limit") {
+  TestInbox t;
+  auto at = [](std::string id, TimePoint when) {
+    Event e = MakeEvent(std::move(id));
+    e.received_at = when;
+    return e;
+  };
+  Accept(t, at("old", kT0));
+  Accept(t, at("mid", kT0 + 1h));
+  Accept(t, at("new", kT0 + 2h));
+  Event other = at("elsewhere", kT0 + 3h);
+  other.endpoint = "other";
+  Accept(t, other);
+  auto since = t->List({"ep", "", FormatTime(kT0 + 1h), 10});
+  REQUIRE(since.ok());
+  REQUIRE(since->size() == 2);
+  CHECK((*since)[0].event_id == "new");
+  CHECK((*since)[1].event_id == "mid");
+  CHECK((*since)[0].received_at == FormatTime(kT0 + 2h));
+  auto limited = t->List({"", "", "", 1});
+  REQUIRE(limited.ok());
+  REQUIRE(limited->size() == 1);
+  CHECK((*limited)[0].event_id == "elsewhere");
+  auto none = t->List({"", "processed", "", 10});
+  REQUIRE(none.ok());
+  CHECK(none->empty());
+}
