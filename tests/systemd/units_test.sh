@@ -8,8 +8,8 @@
 #   units_test.sh HOOKBOX_BIN SYSTEMD_SOURCE_DIR
 set -euo pipefail
 
-bin=$1
-src=$2
+bin=$(realpath "$1")
+src=$(realpath "$2")
 max_exposure=2.0
 
 analyze=$(command -v systemd-analyze || true)
