@@ -253,6 +253,23 @@ TEST_CASE("replicas: a sync sql endpoint hit on both at once commits one row", "
   CHECK(r.Count("SELECT count(*) FROM inbox WHERE event_id = 'pay-2'") == 0);
 }
 
+TEST_CASE("replicas: a sync duplicate on the other replica waits for the first, then 200",
+          "[.postgres]") {
+  // The first run takes 2 s; the duplicate, sent to the other replica meanwhile, waits for
+  // it (up to sync_wait) instead of running the handler a second time.
+  Replicas r(Endpoint("sync", Exec(Recorder("runs", "sleep 2")), "    mode: sync\n    sync_wait: 8s\n"));
+  std::string first;
+  std::thread slow([&] { first = Answer(r.a.Post("/hooks/sync", {}, R"({"id":"slow-1"})")); });
+  REQUIRE(Eventually([&] { return Lines(r.shared / "runs").size() == 1; }, 10s));
+  const auto sent = std::chrono::steady_clock::now();
+  CHECK(Answer(r.b.Post("/hooks/sync", {}, R"({"id":"slow-1"})")) == "200 duplicate");
+  CHECK(std::chrono::steady_clock::now() - sent > 1s);  // it waited for the first
+  slow.join();
+  CHECK(first == "200 accepted");
+  CHECK(Lines(r.shared / "runs").size() == 1);
+  CHECK(r.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == 1);
+}
+
 TEST_CASE("replicas: the CLI reads and changes the shared inbox", "[.postgres]") {
   Replicas r(Endpoint("open", Exec("[/bin/sh, -c, 'exit 65']")));
   CHECK(Answer(r.a.Post("/hooks/open", {}, R"({"id":"cli-1","x":"\u00e9"})")) == "200 accepted");
