@@ -11,6 +11,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <tuple>
 
 #include "inbox/migration.h"
 #include "inbox/sqlite/db.h"
@@ -225,29 +226,48 @@ Status LeaseJobs(Db& db, const std::vector<ClaimedJob>& jobs, const std::string&
   return Status::Ok();
 }
 
+// Due jobs that head their resource's queue: no earlier unfinished job of the same
+// (endpoint, resource), and no live lease on any of its jobs. Sync jobs are the producer's
+// to retry, not the pool's. A job is due in one of two ways (pending and its time has come,
+// or processing and its lease ran out); each way is one query that walks jobs_due in
+// (next_attempt_at, id) order and stops after `max` claimable jobs, and the two lists are
+// merged in that order. As a single query with an OR, SQLite gathered and sorted every due
+// job at every claim: a backlog made each claim, a write on the writer thread that also
+// runs the accepts, slower the longer the backlog grew.
 Status ClaimInto(Db& db, const std::string& owner, int max, TimePoint now,
                  std::chrono::milliseconds lease, std::vector<ClaimedJob>* out) {
+  static const std::string kHeadsItsResource =
+      " AND j.sync = 0"
+      " AND (i.resource_id = '' OR NOT EXISTS ("
+      "   SELECT 1 FROM inbox i2 JOIN jobs j2 ON j2.inbox_id = i2.id"
+      "   WHERE i2.endpoint = i.endpoint AND i2.resource_id = i.resource_id"
+      "   AND j2.id != j.id AND j2.status IN ('pending', 'processing')"
+      "   AND ((i2.id, j2.id) < (i.id, j.id)"
+      "        OR (j2.status = 'processing' AND j2.lease_until >= ?1))))"
+      " ORDER BY j.next_attempt_at, j.id LIMIT ?2";
+  static const std::string kSelect = std::string("SELECT ") + kClaimColumns +
+                                     ", j.next_attempt_at"
+                                     " FROM jobs j CROSS JOIN inbox i ON i.id = j.inbox_id";
+  static const std::string kPending =
+      kSelect + " WHERE j.status = 'pending' AND j.next_attempt_at <= ?1" + kHeadsItsResource;
+  static const std::string kExpired =
+      kSelect + " WHERE j.status = 'processing' AND j.lease_until < ?1" + kHeadsItsResource;
+
+  const std::string now_text = FormatTime(now);
+  std::vector<std::pair<std::string, ClaimedJob>> due;  // (next_attempt_at, job)
   Status s;
-  {
-    // Due jobs that head their resource's queue: no earlier unfinished job of the same
-    // (endpoint, resource), and no live lease on any of its jobs. Sync jobs are the
-    // producer's to retry, not the pool's.
-    HOOKBOX_PREPARE(q, db,
-                    std::string("SELECT ") + kClaimColumns +
-                        " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
-                        " WHERE j.sync = 0"
-                        " AND ((j.status = 'pending' AND j.next_attempt_at <= ?1)"
-                        "     OR (j.status = 'processing' AND j.lease_until < ?1))"
-                        " AND (i.resource_id = '' OR NOT EXISTS ("
-                        "   SELECT 1 FROM inbox i2 JOIN jobs j2 ON j2.inbox_id = i2.id"
-                        "   WHERE i2.endpoint = i.endpoint AND i2.resource_id = i.resource_id"
-                        "   AND j2.id != j.id AND j2.status IN ('pending', 'processing')"
-                        "   AND ((i2.id, j2.id) < (i.id, j.id)"
-                        "        OR (j2.status = 'processing' AND j2.lease_until >= ?1))))"
-                        " ORDER BY j.next_attempt_at, j.id LIMIT ?2");
-    q.Bind(1, FormatTime(now)).Bind(2, int64_t{max});
-    while (q.Step(&s)) out->push_back(ReadClaim(q));
+  for (const std::string* sql : {&kPending, &kExpired}) {
+    HOOKBOX_PREPARE(q, db, *sql);
+    q.Bind(1, now_text).Bind(2, int64_t{max});
+    while (q.Step(&s)) due.emplace_back(q.Text(13), ReadClaim(q));
     if (!s.ok()) return s;
+  }
+  std::sort(due.begin(), due.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first, a.second.job_id) < std::tie(b.first, b.second.job_id);
+  });
+  for (auto& [at, job] : due) {
+    if (out->size() == static_cast<size_t>(max)) break;
+    out->push_back(std::move(job));
   }
   return LeaseJobs(db, *out, owner, now, lease);
 }
