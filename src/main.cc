@@ -99,6 +99,7 @@ HttpLimits PublicLimits(const Config& c) {
   l.read_timeout = c.limits.read_timeout;
   l.threads = c.limits.threads;
   l.max_headers = c.limits.max_headers;
+  l.max_waiting_connections = c.limits.max_connections;
   return l;
 }
 

@@ -430,6 +430,8 @@ void Loader::ReadLimits(const YAML::Node& node, const std::string& where, Limits
            [&](auto& n, auto& w) { Set(limits.read_timeout, DurationValue(n, w)); }},
           {"threads", [&](auto& n, auto& w) { Set(limits.threads, Int(n, w, 1, 1024)); }},
           {"max_headers", [&](auto& n, auto& w) { Set(limits.max_headers, Int(n, w, 1, 1000)); }},
+          {"max_connections",
+           [&](auto& n, auto& w) { Set(limits.max_connections, Int(n, w, 1, 1000000)); }},
       });
 }
 

@@ -88,6 +88,8 @@ struct Limits {
   Duration read_timeout = std::chrono::seconds(10);
   int threads = 16;
   size_t max_headers = 100;
+  // Connections waiting for a whole request (they hold no thread); more are closed at accept.
+  size_t max_connections = 4096;
 };
 
 struct Retention {

@@ -238,3 +238,35 @@ endpoints:
   CHECK(answer.rfind("HTTP/1.1 431", 0) == 0);
   CHECK(d.Rows().empty());
 }
+
+TEST_CASE("a connection flood is bounded by limits.max_connections and logged") {
+  TempDir dir;
+  Daemon d(dir, R"(
+listen: 127.0.0.1:0
+admin_listen: ""
+database: {DB}
+workers: 0
+limits: {read_timeout: 1s, threads: 2, max_connections: 20}
+endpoints:
+  - name: open
+    path: /hooks/open
+    verify: none
+    event_id: body:/id
+)");
+  std::vector<int> flood;
+  for (int i = 0; i < 60; ++i) flood.push_back(Connect(d.port()));
+  // Past the bound, connections are closed at once; the first 20 wait out the read timeout.
+  size_t closed_early = 0;
+  for (int fd : flood) closed_early += ClosedByServer(fd, std::chrono::milliseconds(300)) ? 1 : 0;
+  CHECK(closed_early >= 30);
+  CHECK(hookbox::testing::Eventually(
+      [&] { return d.Log().find("\"refused_over_limit\"") != std::string::npos; }));
+  // Once the flood has timed out, deliveries are answered again.
+  bool answered = hookbox::testing::Eventually([&] {
+    httplib::Client cli("127.0.0.1", d.port());
+    auto r = cli.Post("/hooks/open", R"({"id":"after-flood"})", "application/json");
+    return r && r->status == 200;
+  });
+  CHECK(answered);
+  for (int fd : flood) close(fd);
+}
