@@ -775,3 +775,35 @@ TEST_CASE("List filters by endpoint, status and time, newest first, up to the li
   REQUIRE(none.ok());
   CHECK(none->empty());
 }
+
+TEST_CASE("replicas: batch claims of many-handler events never fail on each other") {
+  TestInbox t;
+  auto other = t.OpenAnother();
+  Inbox* inboxes[] = {t.inbox.get(), other.get()};
+  constexpr int kEvents = 40;
+  for (int n = 0; n < kEvents; ++n) Accept(t, MakeEvent("m" + std::to_string(n), {"a", "b", "c"}));
+  std::atomic<int> finished{0}, errors{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 6; ++i) {
+    threads.emplace_back([&, i] {
+      Inbox& inbox = *inboxes[i % 2];
+      auto deadline = std::chrono::steady_clock::now() + 30s;
+      while (finished < 3 * kEvents && std::chrono::steady_clock::now() < deadline) {
+        auto c = inbox.ClaimJobs("w" + std::to_string(i), 4, kT0, 60s);
+        if (!c.ok()) {
+          ++errors;
+          continue;
+        }
+        // Finished in reverse, so transactions touch the same rows in different orders.
+        for (auto it = c->rbegin(); it != c->rend(); ++it) {
+          if (inbox.FinishJob(*it, Done(kT0)).ok()) ++finished;
+          else ++errors;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(errors == 0);
+  CHECK(finished == 3 * kEvents);
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == kEvents);
+}

@@ -3,7 +3,9 @@
 // finishing with the lease compare-and-swap, and the operator's reads.
 //
 // Locks, in the one order every transaction takes them (so replicas never deadlock on each
-// other): a resource's advisory lock, then jobs rows, then the inbox row.
+// other): a resource's advisory lock, then jobs rows, then inbox rows in ascending id order.
+// (A claim takes the advisory lock after its jobs rows, but only with a try-lock: it never
+// waits for it.)
 // - accept: the resource's accept lock (so inbox ids of one resource ascend in commit order,
 //   which is the order its jobs run in), the unique index on (endpoint, event_id) (a
 //   concurrent delivery of the same event waits for the first to commit or roll back), the
@@ -20,6 +22,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 
 #include "inbox/migration.h"
 #include "inbox/postgres/named_params.h"
@@ -222,8 +225,14 @@ Status LeaseJobs(Conn& c, const std::vector<ClaimedJob>& jobs, const std::string
         !s.ok()) {
       return s;
     }
+  }
+  // The rows last, in ascending id order, so two claims of jobs of the same rows never wait
+  // for each other in a cycle.
+  std::set<int64_t> rows;
+  for (const ClaimedJob& j : jobs) rows.insert(j.inbox_id);
+  for (int64_t row : rows) {
     if (s = Exec(c, "UPDATE inbox SET status = 'processing' WHERE id = $1 AND status = 'pending'",
-                 Params().Add(j.inbox_id));
+                 Params().Add(row));
         !s.ok()) {
       return s;
     }
