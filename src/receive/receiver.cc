@@ -6,7 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include "ops/daemon_metrics.h"
 #include "ops/log.h"
@@ -50,10 +53,30 @@ bool IsCredentialHeader(std::string_view name) {
 }
 
 // 200 {"status":..., "event_id":...}
+// Appends `text` to `out` as a JSON string, exactly as nlohmann's dump() (with invalid UTF-8
+// replaced) writes it. Printable ASCII other than '"' and '\\' -- every header, id and verdict
+// a real producer sends -- is copied as it is, without building a JSON value; anything else
+// takes nlohmann's escaping.
+void AppendJsonString(std::string& out, std::string_view text) {
+  for (unsigned char c : text) {
+    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+      out += json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace);
+      return;
+    }
+  }
+  out += '"';
+  out += text;
+  out += '"';
+}
+
 Answer Ok(const char* status, const std::string& event_id) {
-  // ordered_json: "status" first, as producers' logs and DESIGN.md show it.
-  nlohmann::ordered_json answer = {{"status", status}, {"event_id", event_id}};
-  return Answer{200, answer.dump(-1, ' ', false, json::error_handler_t::replace), {}};
+  // "status" first, as producers' logs and DESIGN.md show it.
+  std::string body = "{\"status\":";
+  AppendJsonString(body, status);
+  body += ",\"event_id\":";
+  AppendJsonString(body, event_id);
+  body += '}';
+  return Answer{200, std::move(body), {}};
 }
 
 // hookbox_signature_failures_total's reason label: the verify reason, shortened.
@@ -149,14 +172,35 @@ std::vector<std::string> MatchHandlers(const Endpoint& endpoint, const std::stri
 }
 
 std::string StoredHeadersJson(const Headers& headers) {
-  json j = json::object();
-  for (const auto& [name, value] : headers) {
-    if (IsCredentialHeader(name)) continue;
-    auto it = j.find(name);
-    if (it == j.end()) j[name] = value;
-    else *it = it->get<std::string>() + ", " + value;
+  // Written directly, once per delivery, with what a JSON object would give: names in byte
+  // order, and the values of a name that occurs more than once (same spelling) joined by ", ".
+  using Header = std::pair<const std::string, std::string>;
+  std::vector<const Header*> kept;
+  kept.reserve(headers.size());
+  for (const Header& h : headers) {
+    if (!IsCredentialHeader(h.first)) kept.push_back(&h);
   }
-  return Dump(j);
+  std::stable_sort(kept.begin(), kept.end(),
+                   [](const Header* a, const Header* b) { return a->first < b->first; });
+  std::string out = "{";
+  for (size_t i = 0; i < kept.size();) {
+    const std::string& name = kept[i]->first;
+    size_t end = i + 1;
+    while (end < kept.size() && kept[end]->first == name) ++end;
+    if (i > 0) out += ',';
+    AppendJsonString(out, name);
+    out += ':';
+    if (end == i + 1) {
+      AppendJsonString(out, kept[i]->second);
+    } else {
+      std::string joined = kept[i]->second;
+      for (size_t k = i + 1; k < end; ++k) joined += ", " + kept[k]->second;
+      AppendJsonString(out, joined);
+    }
+    i = end;
+  }
+  out += '}';
+  return out;
 }
 
 Answer Receiver::Receive(const Delivery& d) const {
