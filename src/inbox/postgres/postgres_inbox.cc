@@ -19,10 +19,12 @@
 //   right).
 #include "inbox/postgres/postgres_inbox.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include "inbox/migration.h"
 #include "inbox/postgres/named_params.h"
@@ -330,10 +332,14 @@ class PostgresInbox final : public Inbox {
   StatusOr<std::vector<ClaimedJob>> ClaimJobs(const std::string& owner, int max, TimePoint now,
                                               std::chrono::milliseconds lease) override {
     std::vector<ClaimedJob> claimed;
-    Status s = Transact([&](Conn& c) {
-      claimed.clear();
-      return ClaimInto(c, owner, max, now, lease, &claimed);
-    });
+    // A claim lost in a server crash only makes its job run again (at least once, as after
+    // any crash): its commit need not wait for the WAL flush.
+    Status s = Transact(
+        [&](Conn& c) {
+          claimed.clear();
+          return ClaimInto(c, owner, max, now, lease, &claimed);
+        },
+        "BEGIN; SET LOCAL synchronous_commit TO off");
     if (!s.ok()) return s;
     return claimed;
   }
@@ -812,23 +818,33 @@ class PostgresInbox final : public Inbox {
     const std::string now_text = FormatTime(now);
     // Due jobs that head their resource's queue (as this snapshot sees it), locked, skipping
     // the ones another replica is locking right now. Sync jobs are the producer's to retry.
-    HOOKBOX_EXEC(q, c.Exec("SELECT " + ClaimColumns() +
-                               " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
-                               " WHERE NOT j.sync"
-                               " AND ((j.status = 'pending' AND j.next_attempt_at <= $1::timestamptz)"
-                               "     OR (j.status = 'processing' AND j.lease_until < $1::timestamptz))"
-                               " AND (i.resource_id = '' OR NOT EXISTS ("
-                               "   SELECT 1 FROM inbox i2 JOIN jobs j2 ON j2.inbox_id = i2.id"
-                               "   WHERE i2.endpoint = i.endpoint AND i2.resource_id = i.resource_id"
-                               "   AND j2.id <> j.id AND j2.status IN ('pending', 'processing')"
-                               "   AND ((i2.id, j2.id) < (i.id, j.id)"
-                               "        OR (j2.status = 'processing'"
-                               "            AND j2.lease_until >= $1::timestamptz))))"
-                               " ORDER BY j.next_attempt_at, j.id LIMIT $2"
-                               " FOR UPDATE OF j SKIP LOCKED",
-                           Params().Add(now_text).Add(int64_t{max})));
-    for (int i = 0; i < q.rows(); ++i) {
-      ClaimedJob job = ReadClaim(q, i);
+    // A job is due in one of two ways (pending and its time has come; processing and its
+    // lease ran out): one query each, walking jobs_due (status, next_attempt_at, id) in order
+    // and stopping after `max`, merged in that order. (One query with an OR gathered and
+    // sorted every due job at each claim: 74 ms per claim with a backlog of 23,000 jobs.)
+    std::vector<std::pair<std::string, ClaimedJob>> due;  // (next_attempt_at, job)
+    for (const char* way : {"j.status = 'pending' AND j.next_attempt_at <= $1::timestamptz",
+                            "j.status = 'processing' AND j.lease_until < $1::timestamptz"}) {
+      HOOKBOX_EXEC(q, c.Exec("SELECT " + ClaimColumns() + ", " + T("j.next_attempt_at") +
+                                 " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                                 " WHERE " + way + " AND NOT j.sync"
+                                 " AND (i.resource_id = '' OR NOT EXISTS ("
+                                 "   SELECT 1 FROM inbox i2 JOIN jobs j2 ON j2.inbox_id = i2.id"
+                                 "   WHERE i2.endpoint = i.endpoint AND i2.resource_id = i.resource_id"
+                                 "   AND j2.id <> j.id AND j2.status IN ('pending', 'processing')"
+                                 "   AND ((i2.id, j2.id) < (i.id, j.id)"
+                                 "        OR (j2.status = 'processing'"
+                                 "            AND j2.lease_until >= $1::timestamptz))))"
+                                 " ORDER BY j.status, j.next_attempt_at, j.id LIMIT $2"
+                                 " FOR UPDATE OF j SKIP LOCKED",
+                             Params().Add(now_text).Add(int64_t{max})));
+      for (int i = 0; i < q.rows(); ++i) due.emplace_back(q.Text(i, 13), ReadClaim(q, i));
+    }
+    std::sort(due.begin(), due.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.first, a.second.job_id) < std::tie(b.first, b.second.job_id);
+    });
+    if (due.size() > static_cast<size_t>(max)) due.resize(static_cast<size_t>(max));
+    for (auto& [at, job] : due) {
       if (!job.event.resource_id.empty()) {
         // Under the resource's claim lock, with a fresh snapshot: does it still head its
         // resource, with no live lease on another job of it? (Another replica may have
@@ -859,15 +875,19 @@ class PostgresInbox final : public Inbox {
     return LeaseJobs(c, *out, owner, now, lease);
   }
 
-  // The finishing transaction's body: compare-and-swap on the lease token first (nothing of
-  // a worker that lost its lease runs), then the sql handler's statements, the attempt's
-  // record and the row's status.
+  // The finishing transaction's body: the sql handler's statements (only once the lease is
+  // known to be held: nothing of a worker that lost its lease runs), then the job moved on
+  // with a compare-and-swap on the lease token and the attempt recorded (one statement),
+  // and the row's status.
   Status FinishInto(Conn& c, const ClaimedJob& job, const JobOutcome& outcome, const SqlWork* sql,
                     const JobOutcome* sql_failed, Outcome* recorded) {
-    HOOKBOX_EXEC(held, c.Exec("SELECT 1 FROM jobs WHERE id = $1 AND lease_token = $2"
-                              " AND status = 'processing' FOR UPDATE",
-                              Params().Add(job.job_id).Add(job.lease_token)));
-    if (held.rows() == 0) return Status::Conflict("lease lost", "job " + std::to_string(job.job_id));
+    const Status lost = Status::Conflict("lease lost", "job " + std::to_string(job.job_id));
+    if (sql && outcome.outcome == Outcome::kOk) {
+      HOOKBOX_EXEC(held, c.Exec("SELECT 1 FROM jobs WHERE id = $1 AND lease_token = $2"
+                                " AND status = 'processing' FOR UPDATE",
+                                Params().Add(job.job_id).Add(job.lease_token)));
+      if (held.rows() == 0) return lost;
+    }
 
     const JobOutcome* effective = &outcome;
     JobOutcome failed;
@@ -895,28 +915,20 @@ class PostgresInbox final : public Inbox {
     else cas.AddNull();
     if (effective->outcome != Outcome::kOk) cas.Add(effective->detail);
     else cas.AddNull();
-    cas.Add(job.job_id);
-    if (s = Exec(c,
-                 "UPDATE jobs SET status = $1,"
-                 " next_attempt_at = coalesce($2::timestamptz, next_attempt_at),"
-                 " last_error = $3, lease_owner = NULL, lease_token = NULL, lease_until = NULL"
-                 " WHERE id = $4",
-                 cas);
-        !s.ok()) {
-      return s;
-    }
-    if (s = Exec(c,
-                 "UPDATE attempts SET finished_at = $1, outcome = $2, detail = $3"
-                 " WHERE job = $4 AND number = $5",
-                 Params()
-                     .Add(finished)
-                     .Add(OutcomeName(effective->outcome))
-                     .Add(effective->detail)
-                     .Add(job.job_id)
-                     .Add(int64_t{job.event.attempt}));
-        !s.ok()) {
-      return s;
-    }
+    cas.Add(job.job_id).Add(job.lease_token).Add(finished).Add(OutcomeName(effective->outcome));
+    cas.Add(effective->detail).Add(int64_t{job.event.attempt});
+    HOOKBOX_EXEC(moved, c.Exec("WITH cas AS (UPDATE jobs SET status = $1,"
+                               " next_attempt_at = coalesce($2::timestamptz, next_attempt_at),"
+                               " last_error = $3, lease_owner = NULL, lease_token = NULL,"
+                               " lease_until = NULL"
+                               " WHERE id = $4 AND lease_token = $5 AND status = 'processing'"
+                               " RETURNING id),"
+                               " attempt AS (UPDATE attempts SET finished_at = $6, outcome = $7,"
+                               " detail = $8 WHERE job = $4 AND number = $9"
+                               " AND EXISTS (SELECT 1 FROM cas))"
+                               " SELECT count(*) FROM cas",
+                               cas));
+    if (moved.Int(0, 0) == 0) return lost;
     *recorded = effective->outcome;
     return SettleRow(c, job.inbox_id, finished);
   }
