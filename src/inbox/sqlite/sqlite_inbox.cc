@@ -61,6 +61,20 @@ Status RunCached(Db& db, const std::string& sql) {
   return (*q)->Run();
 }
 
+// The writer's busy handler. Another process's write transaction (`hookbox purge`, `inbox
+// clear` from a shell) holds the database's write lock for a while; SQLite's busy_timeout
+// handler waits for it by sleeping 1, 2, 5, ... then 100 ms at a time, so it sleeps through
+// the moment the lock is free, and a process that writes transaction after transaction (the
+// purge) takes it again first: the daemon's accepts waited up to the 5 s timeout and were
+// answered 503. Polling every millisecond, for the same 5 s at most, gets the lock within a
+// millisecond of its release.
+int PollForWriteLock(void*, int tries) {
+  constexpr int kPolls = 5000;
+  if (tries >= kPolls) return 0;  // SQLITE_BUSY: the caller answers 503
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return 1;
+}
+
 std::string NewLeaseToken() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   char buf[33];
@@ -892,23 +906,44 @@ class SqliteInbox final : public Inbox {
       if (!s.ok()) return s;
       return n;
     }
+    // Accepts wait behind each purge transaction: in this process's writer queue, or for
+    // the write lock when the purge runs as `hookbox purge` beside the daemon. So a
+    // transaction deletes at most r.batch rows, and fewer while that takes longer than
+    // kPurgeTransaction (deleting a row rewrites its pages, five index entries, its job and
+    // attempts: on a large database, pages all over the file); and after each one the purge
+    // pauses as long as it took (at least kPurgePause): a writer polling for the lock
+    // (PollForWriteLock) gets it, and the purge's page writes take at most about half of
+    // the disk's time, so accepts' fsyncs do not queue behind them.
     int64_t total = 0;
+    int64_t batch = std::max(1, r.batch);
     for (;;) {
       int64_t deleted = 0;
+      const auto started = std::chrono::steady_clock::now();
       Status s = Write([&](Db& db) -> Status {
         HOOKBOX_PREPARE(del, db, delete_sql);
-        del.Bind(1, status).Bind(2, cutoff).Bind(3, int64_t{r.batch});
+        del.Bind(1, status).Bind(2, cutoff).Bind(3, batch);
         Status st = del.Run();
         deleted = db.Changes();
         return st;
       });
       if (!s.ok()) return s;
       total += deleted;
-      if (deleted < r.batch) return total;
+      if (deleted < batch) return total;
+      const auto took = std::chrono::steady_clock::now() - started;
+      if (took > kPurgeTransaction) {
+        batch = std::max<int64_t>(kMinPurgeBatch, batch / 2);
+      } else if (took < kPurgeTransaction / 4) {
+        batch = std::min<int64_t>(r.batch, batch * 2);
+      }
+      std::this_thread::sleep_for(
+          std::max<std::chrono::steady_clock::duration>(took, kPurgePause));
     }
   }
 
   static constexpr size_t kMaxGroup = 256;
+  static constexpr auto kPurgeTransaction = std::chrono::milliseconds(20);
+  static constexpr auto kPurgePause = std::chrono::milliseconds(3);
+  static constexpr int64_t kMinPurgeBatch = 10;
   inline static const std::string kSavepoint = "SAVEPOINT w";
   inline static const std::string kRelease = "RELEASE w";
   inline static const std::string kRollbackTo = "ROLLBACK TO w";
@@ -953,6 +988,7 @@ StatusOr<std::unique_ptr<Inbox>> OpenSqliteInbox(const InboxOptions& options,
                                                  std::vector<std::string>* applied) {
   auto writer = Db::Open(options.database, options.create, options.durable);
   if (!writer.ok()) return writer.status();
+  sqlite3_busy_handler((*writer)->raw(), &PollForWriteLock, nullptr);  // replaces busy_timeout
   if (Status s = Migrate(**writer, applied); !s.ok()) {
     return Status::Unavailable("cannot migrate database", s.ToString());
   }
