@@ -456,10 +456,46 @@ def prefilled(args, rows):
 
 
 def copy_db(src, dst):
+    """A fresh copy of a pre-filled database, in the page cache (read once, as on a server
+    that has been running) and on disk (synced: the copy's write-back would otherwise slow
+    down every fsync of the run that follows)."""
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(dst + suffix):
             os.remove(dst + suffix)
     shutil.copyfile(src, dst)
+    subprocess.run(["cat", dst], stdout=subprocess.DEVNULL)
+    os.sync()
+
+
+def utc_stamp(t):
+    """time.time() as hookbox's log writes times: 2026-11-29T16:05:34.123Z."""
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def server_latencies(log_path, start, end):
+    """The accept latencies hookbox logged (latency_ms of each delivery line) between the
+    time.time() instants start and end, and the count of each outcome."""
+    lo, hi = utc_stamp(start), utc_stamp(end)
+    latencies, outcomes = [], {}
+    with open(log_path, errors="replace") as f:
+        for line in f:
+            if '"msg":"delivery"' not in line:
+                continue
+            try:
+                j = json.loads(line)
+            except ValueError:
+                continue
+            if lo <= j.get("time", "") <= hi:
+                latencies.append(j.get("latency_ms", 0.0))
+                outcomes[j.get("outcome", "?")] = outcomes.get(j.get("outcome", "?"), 0) + 1
+    latencies.sort()
+    n = len(latencies)
+    pick = lambda q: latencies[min(n - 1, int(n * q))] if n else 0.0
+    return {"n": n, "p50_ms": pick(0.5), "p99_ms": pick(0.99), "p999_ms": pick(0.999),
+            "max_ms": latencies[-1] if n else 0.0,
+            "over_50ms": sum(1 for x in latencies if x > 50),
+            "over_100ms": sum(1 for x in latencies if x > 100), "outcomes": outcomes}
 
 
 def has_purge_verb(args):
@@ -478,8 +514,6 @@ def scale(args):
         runs = []
         for rnd in range(args.rounds):
             copy_db(src, hb.db)
-            # Page cache warm, as on a server that has been running: read the file once.
-            subprocess.run(["cat", hb.db], stdout=subprocess.DEVNULL)
             r = measure(args, hb, args.duration)
             runs.append(r)
             log("%d rows, round %d: %.0f req/s  p50 %s ms  p99 %s ms  max %s ms  RSS %d MB  load %s"
@@ -489,12 +523,17 @@ def scale(args):
 
     r10k, r1m = results[10_000]["median"], results[1_000_000]["median"]
     rows_text.append("| inbox rows before the run | req/s | p50 ms | p99 ms | max ms | "
-                     "peak RSS MB | load before |")
-    rows_text.append("|---:|---:|---:|---:|---:|---:|---|")
+                     "non-2xx | peak RSS MB | load before |")
+    rows_text.append("|---:|---:|---:|---:|---:|---:|---:|---|")
     for rows, r in ((10_000, r10k), (1_000_000, r1m)):
-        rows_text.append("| %s | %.0f | %s | %s | %s | %.0f | %s |" % (
+        rows_text.append("| %s | %.0f | %s | %s | %s | %d | %.0f | %s |" % (
             "{:,}".format(rows), r["rps"], fmt_ms(r["p50_us"]), fmt_ms(r["p99_us"]),
-            fmt_ms(r["max_us"]), r["hwm_kb"] / 1024, r["load_before"]))
+            fmt_ms(r["max_us"]), r["non2xx"], r["hwm_kb"] / 1024, r["load_before"]))
+    rows_text.append("")
+    rows_text.append("Every round (req/s / p50 ms / p99 ms): " + "; ".join(
+        "%s rows: %s" % ("{:,}".format(rows), ", ".join(
+            "%.0f / %s / %s" % (r["rps"], fmt_ms(r["p50_us"]), fmt_ms(r["p99_us"]))
+            for r in results[rows]["runs"])) for rows in (10_000, 1_000_000)) + ".")
     rows_text.append("")
     rows_text.append("1 M vs 10 k: p50 × %.2f, p99 × %.2f, req/s × %.2f." % (
         r1m["p50_us"] / r10k["p50_us"], r1m["p99_us"] / r10k["p99_us"], r1m["rps"] / r10k["rps"]))
@@ -518,7 +557,6 @@ def purge_under_load(args, out):
     hb = Hookbox(os.path.join(out, "purge"), args.hookbox, "full", 0, args.server_threads)
     os.makedirs(hb.workdir, exist_ok=True)
     copy_db(prefilled(args, 1_000_000), hb.db)
-    subprocess.run(["cat", hb.db], stdout=subprocess.DEVNULL)
     hb.prepare()
     hb.start()
     state = {}
@@ -526,7 +564,9 @@ def purge_under_load(args, out):
         run_wrk(args, hb, args.warmup_data, 1)
         mem_before = memory_kb(hb.proc.pid)
         load_baseline = loadavg()
+        t_base = time.time()
         baseline = run_wrk(args, hb, args.data, args.duration)
+        baseline["server"] = server_latencies(hb.log.name, t_base, time.time())
         purge_log = open(os.path.join(hb.workdir, "purge.out"), "w+")
 
         def purge_done():
@@ -548,6 +588,8 @@ def purge_under_load(args, out):
             state["proc"].wait()
         state.setdefault("t1", time.time())
         mem_after = memory_kb(hb.proc.pid)
+        if "t0" in state:
+            during["server"] = server_latencies(hb.log.name, state["t0"], state["t1"])
     finally:
         hb.stop()
     purge_log.seek(0)
@@ -558,20 +600,35 @@ def purge_under_load(args, out):
     text = ["", "Purge of the 1,000,000 old rows with `hookbox purge` (Inbox::Purge, batches of "
             "500 rows per transaction, from a second process) while wrk keeps sending "
             "deliveries on %d connections:" % args.connections, "",
-            "| | req/s | p50 ms | p99 ms | max ms | load before |",
-            "|---|---:|---:|---:|---:|---|"]
-    for what, r, load in (("same load, no purge", baseline, load_baseline),
-                          ("from 2 s before the purge to its end", during, load_during)):
-        text.append("| %s | %.0f | %s | %s | %s | %s |" % (
-            what, r["rps"], fmt_ms(r["p50_us"]), fmt_ms(r["p99_us"]), fmt_ms(r["max_us"]), load))
+            "| | req/s | p50 ms | p99 ms | max ms | non-2xx | load before |",
+            "|---|---:|---:|---:|---:|---:|---|"]
+    for what, r, load in (("same load, no purge (wrk)", baseline, load_baseline),
+                          ("from 2 s before the purge to its end (wrk)", during, load_during)):
+        text.append("| %s | %.0f | %s | %s | %s | %d | %s |" % (
+            what, r["rps"], fmt_ms(r["p50_us"]), fmt_ms(r["p99_us"]), fmt_ms(r["max_us"]),
+            r["non2xx"], load))
+    text += ["", "Accept latency as hookbox logged it (latency_ms of each delivery line, from "
+             "the request's arrival to its answer):", "",
+             "| | deliveries | p50 ms | p99 ms | p99.9 ms | max ms | over 50 ms | over 100 ms "
+             "| outcomes |", "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for what, r in (("same load, no purge", baseline), ("while the purge ran", during)):
+        sv = r.get("server")
+        if sv:
+            text.append("| %s | %d | %.1f | %.1f | %.1f | %.1f | %d | %d | %s |" % (
+                what, sv["n"], sv["p50_ms"], sv["p99_ms"], sv["p999_ms"], sv["max_ms"],
+                sv["over_50ms"], sv["over_100ms"],
+                ", ".join("%s %d" % kv for kv in sorted(sv["outcomes"].items()))))
     text += ["", "Purge: %.1f s (`%s`); processed rows left: %s. hookbox RSS at 1 M rows: %.0f MB "
              "before the purge (peak so far %.0f MB), %.0f MB after (peak %.0f MB)." % (
                  seconds, purge_text, left, mem_before.get("VmRSS", 0) / 1024,
                  mem_before.get("VmHWM", 0) / 1024, mem_after.get("VmRSS", 0) / 1024,
                  mem_after.get("VmHWM", 0) / 1024)]
     if during.get("wrapped"):
-        text.append("During the purge wrk ran past its %d pre-generated deliveries; the "
-                    "repeats were duplicates (still one write each)." % during["loaded"])
+        text.append("")
+        text.append("The purge outlasted wrk's %d pre-generated deliveries: wrk started over "
+                    "%d times, so most deliveries in that window were duplicates (still one "
+                    "write transaction each, through the same writer)." % (
+                        during["loaded"], during["wrapped"]))
     return {"text": text, "baseline": baseline, "during": during, "seconds": seconds,
             "output": purge_text, "mem_before": mem_before, "mem_after": mem_after}
 
@@ -590,8 +647,10 @@ def emit(args, name, text, raw):
     with open(os.path.join(args.out, "%s-%s.json" % (name, stamp)), "w") as f:
         json.dump({"header": header, "text": text, "raw": raw}, f, indent=1)
     if args.results:
-        with open(args.results) as f:
-            doc = f.read()
+        doc = ""
+        if os.path.exists(args.results):
+            with open(args.results) as f:
+                doc = f.read()
         begin, end = "<!-- BEGIN %s -->" % name, "<!-- END %s -->" % name
         if begin in doc and end in doc:
             pre, rest = doc.split(begin, 1)
