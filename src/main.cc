@@ -279,7 +279,7 @@ int Serve(const std::string& config_path) {
   });
   json ready = {{"msg", "listening"},
                 {"listen", *hooks_address},
-                {"database", c.database},
+                {"database", DatabaseForLogs(c.database)},
                 {"endpoints", c.endpoints.size()},
                 {"workers", c.workers}};
   if (!activated.empty()) ready["socket_activated"] = true;

@@ -145,6 +145,13 @@ struct JobOutcome {
   TimePoint finished_at;
 };
 
+// A lock a sync request holds on the jobs it runs (see Inbox::HoldJobs); dropping it
+// releases the lock.
+class JobsHold {
+ public:
+  virtual ~JobsHold() = default;
+};
+
 class Inbox {
  public:
   virtual ~Inbox() = default;
@@ -176,6 +183,24 @@ class Inbox {
   virtual StatusOr<EventClaim> ClaimEvent(const std::string& endpoint,
                                           const std::string& event_id, const std::string& owner,
                                           TimePoint now, std::chrono::milliseconds lease) = 0;
+
+  // mode: sync, the concurrent duplicate's wait as a real lock (PostgreSQL; issue 6). The
+  // request that runs an event's jobs holds a row lock on them for the whole run (HoldJobs,
+  // FOR KEY SHARE in a transaction of its own: its own finish can still update the rows),
+  // and a duplicate that found the event busy waits on that lock (AwaitEvent, FOR UPDATE
+  // with lock_timeout = `wait`) instead of polling the lease: it wakes the moment the first
+  // request finishes or its process dies (the server ends a dead client's transaction).
+  // Both return at once when they cannot take part (no spare connection, a backend with no
+  // such lock): the lease poll stays the fallback, so correctness never depends on them.
+  // AwaitEvent is true when it did wait for another request's lock. SQLite: one process,
+  // whose requests see each other's leases at once; no hold, no wait.
+  virtual std::unique_ptr<JobsHold> HoldJobs(const std::vector<ClaimedJob>& /*jobs*/) {
+    return nullptr;
+  }
+  virtual bool AwaitEvent(const std::string& /*endpoint*/, const std::string& /*event_id*/,
+                          std::chrono::milliseconds /*wait*/) {
+    return false;
+  }
 
   // Re-arms the dead jobs of a row with a fresh attempt budget; re-armed jobs of sync
   // endpoints run in the worker pool (no producer is waiting for them). NotFound when there is no
@@ -219,5 +244,8 @@ struct InboxOptions {
 // Unavailable when the database cannot be opened or migrated.
 StatusOr<std::unique_ptr<Inbox>> OpenInbox(const InboxOptions& options,
                                            std::vector<std::string>* applied_migrations = nullptr);
+
+// The database setting as logs may show it: a PostgreSQL URL's password masked.
+std::string DatabaseForLogs(const std::string& database);
 
 }  // namespace hookbox

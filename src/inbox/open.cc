@@ -13,4 +13,8 @@ StatusOr<std::unique_ptr<Inbox>> OpenInbox(const InboxOptions& options,
   return OpenSqliteInbox(options, applied);
 }
 
+std::string DatabaseForLogs(const std::string& database) {
+  return pg::IsPostgresUrl(database) ? pg::RedactUrl(database) : database;
+}
+
 }  // namespace hookbox

@@ -100,6 +100,8 @@ Answer Receiver::RunSync(const ReceiverSetup& setup, const std::vector<ClaimedJo
                          const char* status, const std::string& event_id) const {
   bool all_ok = true;
   std::string error;
+  // A duplicate of this event on any replica waits on this lock (PostgreSQL), see TakeOver.
+  const std::unique_ptr<JobsHold> hold = inbox_.HoldJobs(jobs);
   for (const ClaimedJob& job : jobs) {
     auto outcome =
         RunAttempt(inbox_, job, *setup.config, *setup.handlers, clock_, AttemptMode::kSync);
@@ -131,14 +133,20 @@ Answer Receiver::TakeOver(const ReceiverSetup& setup, const Endpoint& endpoint,
       case EventClaim::State::kBusy:
         break;
     }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      // Row-lock semantics without holding a lock: wait, poll, and give up politely.
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
       auto secs = std::chrono::ceil<std::chrono::seconds>(endpoint.sync_wait).count();
       Answer busy = Error(409, "this event is being processed by another delivery");
       busy.headers.emplace("Retry-After", std::to_string(std::max<int64_t>(1, secs)));
       return busy;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // Wait on the first request's lock where the backend has one (PostgreSQL: a row lock
+    // held for the whole run, on whichever replica); else, or when it is not held yet or
+    // its holder died, poll the lease.
+    if (!inbox_.AwaitEvent(endpoint.name, event_id,
+                           std::chrono::ceil<std::chrono::milliseconds>(deadline - now))) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
   }
 }
 

@@ -253,7 +253,7 @@ TEST_CASE("replicas: a sync sql endpoint hit on both at once commits one row", "
   CHECK(r.Count("SELECT count(*) FROM inbox WHERE event_id = 'pay-2'") == 0);
 }
 
-TEST_CASE("replicas: a sync duplicate on the other replica waits for the first, then 200",
+TEST_CASE("replicas: a sync duplicate on the other replica waits on the first's row lock, then 200",
           "[.postgres]") {
   // The first run takes 2 s; the duplicate, sent to the other replica meanwhile, waits for
   // it (up to sync_wait) instead of running the handler a second time.
@@ -262,12 +262,33 @@ TEST_CASE("replicas: a sync duplicate on the other replica waits for the first, 
   std::thread slow([&] { first = Answer(r.a.Post("/hooks/sync", {}, R"({"id":"slow-1"})")); });
   REQUIRE(Eventually([&] { return Lines(r.shared / "runs").size() == 1; }, 10s));
   const auto sent = std::chrono::steady_clock::now();
-  CHECK(Answer(r.b.Post("/hooks/sync", {}, R"({"id":"slow-1"})")) == "200 duplicate");
+  std::string second;
+  std::thread duplicate([&] { second = Answer(r.b.Post("/hooks/sync", {}, R"({"id":"slow-1"})")); });
+  // The wait is a real row lock: a server process of the shared database sits waiting for a
+  // lock on the jobs rows the first replica holds (not a client polling the lease).
+  CHECK(Eventually([&] {
+    return r.Count("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                   " AND query LIKE '%FROM jobs%FOR UPDATE%'") == 1;
+  }, 5s));
+  duplicate.join();
+  CHECK(second == "200 duplicate");
   CHECK(std::chrono::steady_clock::now() - sent > 1s);  // it waited for the first
   slow.join();
   CHECK(first == "200 accepted");
   CHECK(Lines(r.shared / "runs").size() == 1);
   CHECK(r.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == 1);
+}
+
+TEST_CASE("a password in the PostgreSQL URL never reaches the log", "[.postgres]") {
+  TempDir shared, dir;
+  TestDatabase db;
+  // The test cluster trusts local connections: the password is sent, never needed.
+  Daemon d(dir, ReplicaConfig(shared, 1, Endpoint("p", Exec("[/bin/true]"))),
+           db.url() + "&password=never-logged-7f3a");
+  CHECK(Answer(d.Post("/hooks/p", {}, R"({"id":"pw-1"})")) == "200 accepted");
+  const std::string log = d.Log();
+  CHECK(log.find("never-logged-7f3a") == std::string::npos);
+  CHECK(log.find("password=***") != std::string::npos);
 }
 
 TEST_CASE("replicas: the CLI reads and changes the shared inbox", "[.postgres]") {

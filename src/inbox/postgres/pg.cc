@@ -34,6 +34,32 @@ bool IsPostgresUrl(std::string_view database) {
   return StartsWith(database, "postgres://") || StartsWith(database, "postgresql://");
 }
 
+std::string RedactUrl(std::string_view url) {
+  // postgresql://[user[:password]@][host][/dbname][?key=value&...]: reserved characters
+  // inside the parts are percent-encoded, so '@', '/', '?', '&' and '=' delimit.
+  std::string out(url);
+  const size_t scheme = out.find("://");
+  if (scheme == std::string::npos) return out;
+  const size_t start = scheme + 3;
+  const size_t end = std::min(out.find_first_of("/?", start), out.size());
+  const size_t at = out.rfind('@', end == 0 ? 0 : end - 1);
+  if (at != std::string::npos && at >= start) {
+    const size_t colon = out.find(':', start);
+    if (colon < at) out.replace(colon + 1, at - colon - 1, "***");
+  }
+  size_t key = out.find('?');
+  while (key != std::string::npos) {
+    ++key;
+    const size_t amp = std::min(out.find('&', key), out.size());
+    const size_t eq = out.find('=', key);
+    if (eq < amp && out.compare(key, eq - key, "password") == 0) {
+      out.replace(eq + 1, amp - eq - 1, "***");
+    }
+    key = out.find('&', key);
+  }
+  return out;
+}
+
 int64_t Result::Int(int row, int col) const {
   return std::strtoll(PQgetvalue(r_.get(), row, col), nullptr, 10);
 }
@@ -83,6 +109,7 @@ Conn::~Conn() { PQfinish(c_); }
 Status Conn::Error(const PGresult* r, std::string_view what) {
   const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
   const std::string code = state ? state : "";
+  last_sqlstate_ = code;
   const char* primary = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
   std::string msg = primary ? primary : Trim(PQerrorMessage(c_));
   if (msg.empty()) msg = "unknown error";
@@ -170,7 +197,10 @@ bool Conn::ClosedByServer() {
 
 Pool::~Pool() = default;
 
-StatusOr<Pool::Handle> Pool::Acquire() {
+StatusOr<Pool::Handle> Pool::Acquire() { return Take(true); }
+StatusOr<Pool::Handle> Pool::TryAcquire() { return Take(false); }
+
+StatusOr<Pool::Handle> Pool::Take(bool wait) {
   std::unique_lock lock(mu_);
   for (;;) {
     while (!idle_.empty()) {
@@ -183,6 +213,7 @@ StatusOr<Pool::Handle> Pool::Acquire() {
       return Handle(this, std::move(c));
     }
     if (open_ < size_) break;
+    if (!wait) return Status::Unavailable("storage unavailable", "every connection is busy");
     if (!cv_.wait_for(lock, std::chrono::seconds(10),
                       [&] { return !idle_.empty() || open_ < size_; })) {
       return Status::Unavailable("storage unavailable", "every database connection is busy");

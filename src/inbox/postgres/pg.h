@@ -112,6 +112,8 @@ class Conn final {
   // The Status for a failed call: Unavailable for connection, shutdown, timeout, deadlock
   // and resource errors, InvalidArgument for text the server cannot store, else Internal.
   Status Error(const PGresult* r, std::string_view what);
+  // The SQLSTATE of the last failed call ("" when it had none), e.g. "55P03" lock timeout.
+  const std::string& last_sqlstate() const { return last_sqlstate_; }
 
  private:
   explicit Conn(PGconn* c) : c_(c) {}
@@ -119,6 +121,7 @@ class Conn final {
 
   PGconn* c_;
   bool broken_ = false;
+  std::string last_sqlstate_;
   std::unordered_map<std::string, std::string> prepared_;  // sql -> statement name
 };
 
@@ -148,9 +151,12 @@ class Pool {
   };
 
   StatusOr<Handle> Acquire();
+  // Like Acquire, but Unavailable at once instead of waiting when every connection is busy.
+  StatusOr<Handle> TryAcquire();
 
  private:
   void Release(std::unique_ptr<Conn> conn);
+  StatusOr<Handle> Take(bool wait);
 
   const std::string url_;
   const std::vector<std::string> setup_;
@@ -166,5 +172,8 @@ class Pool {
 
 // "postgres://" or "postgresql://".
 bool IsPostgresUrl(std::string_view database);
+
+// The URL with its password (user:PASSWORD@ and ?password=) replaced by "***", for logs.
+std::string RedactUrl(std::string_view url);
 
 }  // namespace hookbox::pg

@@ -14,6 +14,10 @@
 //   the resource's claim lock and a re-check, under it, that the job still heads its
 //   resource with no live lease on another of its jobs (a fresh snapshot: a claim another
 //   replica committed a moment ago is seen).
+// - sync hold: FOR KEY SHARE on the jobs a sync request runs, in a transaction of its own
+//   for the whole run. It conflicts only with FOR UPDATE (a duplicate's takeover claim and
+//   its AwaitEvent, which so wait for the run to end) and deletes, not with the finish's
+//   updates (FOR NO KEY UPDATE), which run on another connection of the same request.
 // - finish: the job row (lease compare-and-swap), then the inbox row before its status is
 //   derived from its jobs (a fresh snapshot: two jobs of one row finishing at once settle it
 //   right).
@@ -40,6 +44,11 @@ using pg::Result;
 // Connections per process: enough for the HTTP threads' accepts and the workers at once;
 // more would only queue inside the server on a small machine.
 constexpr int kPoolSize = 10;
+// Connections for sync requests' job holds and duplicates' lock waits (HoldJobs,
+// AwaitEvent), apart from the pool above so that requests waiting on a lock never starve
+// accepts or finishes. Opened on first use (only sync endpoints use them); when all are busy
+// a request falls back to the lease poll.
+constexpr int kHoldPoolSize = 16;
 // Advisory lock keys. Migrations and `sql` handler setup: one fixed key. Resources: a hash of
 // "endpoint \x1f resource" seeded per purpose, so accepts never wait for claims.
 constexpr int64_t kMigrationLock = 0x686f6f6b626f78;  // "hookbox"
@@ -306,7 +315,7 @@ InboxRow ReadRow(const Result& r, int row) {
 class PostgresInbox final : public Inbox {
  public:
   PostgresInbox(std::string url, std::vector<std::string> setup)
-      : pool_(std::move(url), std::move(setup), kPoolSize) {}
+      : pool_(url, setup, kPoolSize), holds_(std::move(url), std::move(setup), kHoldPoolSize) {}
 
   // Opens the schema: migrations (or, without `create`, a check that there is a schema).
   Status Open(bool create, std::vector<std::string>* applied) {
@@ -366,6 +375,50 @@ class PostgresInbox final : public Inbox {
     });
     if (!s.ok()) return s;
     return claim;
+  }
+
+  std::unique_ptr<JobsHold> HoldJobs(const std::vector<ClaimedJob>& jobs) override {
+    if (jobs.empty()) return nullptr;
+    auto handle = holds_.TryAcquire();
+    if (!handle.ok()) return nullptr;
+    std::string ids = "{";
+    for (const ClaimedJob& job : jobs) {
+      if (ids.size() > 1) ids += ',';
+      ids += std::to_string(job.job_id);
+    }
+    ids += '}';
+    Conn& c = **handle;
+    if (!c.Run("BEGIN").ok() ||
+        !c.Exec("SELECT 1 FROM jobs WHERE id = ANY($1::bigint[]) FOR KEY SHARE",
+                Params().Add(ids))
+             .ok()) {
+      return nullptr;  // the handle rolls back whatever began
+    }
+    struct Hold final : JobsHold {
+      explicit Hold(pg::Pool::Handle h) : handle(std::move(h)) {}
+      pg::Pool::Handle handle;  // its release rolls the transaction back: the lock goes
+    };
+    return std::make_unique<Hold>(std::move(*handle));
+  }
+
+  bool AwaitEvent(const std::string& endpoint, const std::string& event_id,
+                  std::chrono::milliseconds wait) override {
+    auto handle = holds_.TryAcquire();
+    if (!handle.ok()) return false;
+    Conn& c = **handle;
+    const std::string lock_jobs =
+        "SELECT 1 FROM jobs WHERE inbox_id = (SELECT id FROM inbox WHERE endpoint = $1"
+        " AND event_id = $2) AND status IN ('pending', 'processing') FOR UPDATE";
+    const Params p = Params().Add(endpoint).Add(event_id);
+    if (!c.Run("BEGIN").ok()) return false;
+    // First without waiting: no lock held means nothing to wait for (the lease poll goes on).
+    if (c.Exec(lock_jobs + " NOWAIT", p).ok() || c.last_sqlstate() != "55P03") return false;
+    const auto ms = std::max<int64_t>(1, wait.count());
+    if (!c.Run("ROLLBACK; BEGIN; SET LOCAL lock_timeout = " + std::to_string(ms)).ok()) {
+      return false;
+    }
+    (void)c.Exec(lock_jobs, p);  // returns when the holder ends, or after `wait`
+    return true;  // the handle rolls back: nothing of this wait stays locked
   }
 
   StatusOr<int> Retry(const std::string& endpoint, const std::string& event_id,
@@ -884,7 +937,7 @@ class PostgresInbox final : public Inbox {
     const Status lost = Status::Conflict("lease lost", "job " + std::to_string(job.job_id));
     if (sql && outcome.outcome == Outcome::kOk) {
       HOOKBOX_EXEC(held, c.Exec("SELECT 1 FROM jobs WHERE id = $1 AND lease_token = $2"
-                                " AND status = 'processing' FOR UPDATE",
+                                " AND status = 'processing' FOR NO KEY UPDATE",
                                 Params().Add(job.job_id).Add(job.lease_token)));
       if (held.rows() == 0) return lost;
     }
@@ -964,6 +1017,7 @@ class PostgresInbox final : public Inbox {
   }
 
   pg::Pool pool_;
+  pg::Pool holds_;
   std::mutex user_mu_;  // guards user_sql_
   std::map<std::string, UserStatement> user_sql_;  // the sql handlers' statements, translated
 };
