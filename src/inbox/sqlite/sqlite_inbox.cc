@@ -501,7 +501,8 @@ class SqliteInbox final : public Inbox {
   }
 
   StatusOr<AcceptResult> Accept(const Event& event) override {
-    AcceptResult result{Verdict::kAccepted};
+    AcceptResult result;
+    result.verdict = Verdict::kAccepted;
     Status s = Write([&](Db& db) { return AcceptInto(db, event, &result); });
     if (!s.ok()) return s;
     return result;
