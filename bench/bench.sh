@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One command for the benchmark (see bench/run.py for what it measures):
-#   bench/bench.sh table     `make bench`: ceiling, hookbox full/normal, adnanh/webhook
+#   bench/bench.sh table     `make bench`: ceiling, hookbox full/normal, hookbox on
+#                            PostgreSQL (1 and 2 replicas), adnanh/webhook
 #   bench/bench.sh scale     `make bench-scale`: 10 k vs 1 M rows, RSS, purge under load
-# On a fresh Debian 12 it installs what it needs (the build dependencies, wrk, webhook),
+# On a fresh Debian 12 it installs what it needs (the build dependencies, wrk, webhook, a
+# PostgreSQL server: run.py starts a throwaway cluster with tests/pg/cluster.sh for its rows),
 # builds hookbox in Release into build-bench/ and the ceiling server into
 # build-bench/tools/, generates the signed deliveries into bench/out/ (git-ignored) and runs
 # bench/run.py, which prints the table and writes it into bench/RESULTS.md.
@@ -20,7 +22,7 @@ mkdir -p "$out"
 # --- dependencies --------------------------------------------------------------------------
 "$root/scripts/install-deps.sh"
 missing=()
-for p in wrk webhook python3 sqlite3; do
+for p in wrk webhook python3 sqlite3 postgresql; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -30,6 +32,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   "${sudo[@]}" apt-get update -qq
   "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if [ "$mode" = table ] && ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
+  echo "bench: no PostgreSQL server in /usr/lib/postgresql/*/bin (Debian's postgresql package)" >&2
+  exit 1
 fi
 
 # --- builds (Release, in their own directories) --------------------------------------------

@@ -8,12 +8,19 @@ table: in ONE run, side by side, every server gets the same pre-generated signed
   hookbox ...     `durability: full` and `normal`; accept-only (`workers: 0`: the route's
                   jobs are created and wait in the inbox) and with the `file` handler running
                   in 4 workers (each event written to a file, fsynced)
+  hookbox full, PostgreSQL
+                  accept-only on a throwaway PostgreSQL cluster (tests/pg/cluster.sh, started
+                  here with fsync and full_page_writes back on, stopped and removed at the
+                  end): one replica, and two replicas (two hookbox processes on one database,
+                  each on its own port, each loaded by its own wrk process with half the
+                  threads, connections and deliveries; the figures merged)
   adnanh/webhook  verifying the same X-Hub-Signature-256 (payload-hmac-sha256) and running
                   /bin/true
 Each round runs every server once (a fresh database per hookbox run, a 1 s warm-up with
 other deliveries first); the table shows the median round of each server, its ratios
-against the ceiling and against adnanh/webhook, the server's CPU time per request and its
-peak RSS, and the load average (uptime) before each run.
+against the ceiling and against adnanh/webhook, the server's CPU time per request (for the
+PostgreSQL rows: the hookbox processes' and every process of the cluster's) and its peak
+RSS (hookbox's, the larger replica's), and the load average (uptime) before each run.
 
 scale: accept latency with 10 thousand and with 1 million old rows already in the inbox
 (pre-filled with sqlite3 in one transaction, rows as hookbox writes them, each with one
@@ -27,6 +34,7 @@ Results go to bench/out/*.json and, with --results FILE, into FILE between its
 import argparse
 import datetime
 import json
+import math
 import os
 import platform
 import re
@@ -127,11 +135,12 @@ def tool_versions(args):
             return (r.stdout + r.stderr).strip().split("\n")[0]
         except OSError:
             return "?"
-    return "wrk %s; %s; cpp-httplib %s; SQLite %s" % (
+    return "wrk %s; %s; cpp-httplib %s; SQLite %s%s" % (
         first_line(["dpkg-query", "-W", "-f=${Version}", "wrk"]),
         first_line([args.webhook, "-version"]),
         first_line(["dpkg-query", "-W", "-f=${Version}", "libcpp-httplib-dev"]),
-        first_line(["sqlite3", "--version"]).split(" ")[0])
+        first_line(["sqlite3", "--version"]).split(" ")[0],
+        "; PostgreSQL %s" % args.pg_version if getattr(args, "pg_version", None) else "")
 
 
 # ------------------------------------------------------------------------------- servers
@@ -178,6 +187,17 @@ class Server:
     def url(self):
         return "http://127.0.0.1:%d" % self.port
 
+    def replicas(self):
+        """The listeners wrk loads: one wrk process each."""
+        return [self]
+
+    def cpu(self):
+        """CPU seconds so far of what this server's CPU µs/req counts."""
+        return cpu_seconds(self.proc.pid, self.children_cpu)
+
+    def memory(self):
+        return memory_kb(self.proc.pid)
+
 
 class Ceiling(Server):
     name = "ceiling (bare cpp-httplib)"
@@ -194,7 +214,7 @@ HOOKBOX_CONFIG = """\
 # Written by bench/run.py.
 listen: 127.0.0.1:{port}
 admin_listen: ""
-database: {db}
+database: "{db}"
 durability: {durability}
 limits: {{max_body: 1MiB, read_timeout: 10s, threads: {threads}}}
 workers: {workers}
@@ -239,6 +259,154 @@ class Hookbox(Server):
                 os.remove(self.db + suffix)
         shutil.rmtree(os.path.join(self.workdir, "events"), ignore_errors=True)
 
+    def count_rows(self):
+        r = subprocess.run(["sqlite3", self.db, "SELECT count(*) FROM inbox"],
+                           capture_output=True, text=True)
+        return int(r.stdout.strip() or 0)
+
+
+class PgCluster:
+    """The throwaway PostgreSQL cluster of the PostgreSQL rows, made by the tests' own
+    tests/pg/cluster.sh (initdb into a new temporary directory, the server on a unix socket
+    there only, trust auth; as root it belongs to Debian's postgres user and runs through
+    runuser). cluster.sh turns fsync and full_page_writes off for the tests; they are set back
+    on here (ALTER SYSTEM, reload, checked), so with synchronous_commit at its default (on)
+    a commit is on disk, as `durability: full` promises. The cluster lives under the bench's
+    output directory (the disk the SQLite rows use) unless that path is too long for a unix
+    socket; stop() stops it and removes its directory."""
+
+    def __init__(self, script, workdir):
+        self.script, self.workdir = script, workdir
+        self.state = os.path.join(workdir, "cluster.state")
+        self.dir = self.bin = None
+        self.version = "?"
+
+    def start(self):
+        os.makedirs(self.workdir, exist_ok=True)
+        env = dict(os.environ)
+        # The socket path (dir/hookbox-pg.XXXXXX/.s.PGSQL.5432) must stay under 107 bytes.
+        if len(self.workdir) <= 70:
+            env["TMPDIR"] = self.workdir
+        log("starting a PostgreSQL cluster (%s start)" % self.script)
+        r = subprocess.run([self.script, "start", self.state], env=env, capture_output=True,
+                           text=True)
+        if r.returncode != 0:
+            raise RuntimeError("%s start failed:\n%s%s" % (self.script, r.stdout, r.stderr))
+        with open(self.state) as f:
+            for line in f:
+                key, _, value = line.strip().partition("=")
+                if key == "PG_DIR":
+                    self.dir = value.strip("'")
+                elif key == "PG_BIN":
+                    self.bin = value.strip("'")
+        for setting in ("fsync", "full_page_writes", "synchronous_commit"):
+            self.psql("postgres", "ALTER SYSTEM SET %s = on" % setting)
+        self.psql("postgres", "SELECT pg_reload_conf()")
+        want = "on|on|on"
+        for _ in range(100):
+            got = self.psql("postgres", "SELECT current_setting('fsync') || '|' || "
+                            "current_setting('full_page_writes') || '|' || "
+                            "current_setting('synchronous_commit')")
+            if got == want:
+                break
+            time.sleep(0.05)
+        else:
+            raise RuntimeError("PostgreSQL settings fsync|full_page_writes|synchronous_commit "
+                               "are %s, not %s" % (got, want))
+        self.version = self.psql("postgres", "SHOW server_version").split(" ")[0]
+        os.sync()  # initdb ran with --no-sync: its write-back must not slow the first run
+        log("PostgreSQL %s on %s (fsync, full_page_writes, synchronous_commit on)" % (
+            self.version, self.dir))
+
+    def stop(self):
+        if os.path.exists(self.state):
+            subprocess.run([self.script, "stop", self.state], check=False)
+            log("stopped and removed the PostgreSQL cluster %s" % self.dir)
+
+    def url(self, db):
+        return "postgresql:///%s?host=%s&user=postgres" % (db, self.dir)
+
+    def psql(self, db, sql):
+        """Runs one statement (its own transaction), returns its output, unaligned."""
+        r = subprocess.run([os.path.join(self.bin, "psql"), "-X", "-q", "-A", "-t",
+                            "-v", "ON_ERROR_STOP=1", "-h", self.dir, "-U", "postgres",
+                            "-d", db, "-c", sql], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError("psql %r failed: %s" % (sql, r.stderr.strip()))
+        return r.stdout.strip()
+
+    def postmaster_pid(self):
+        with open(os.path.join(self.dir, "data", "postmaster.pid")) as f:
+            return int(f.readline())
+
+    def cpu(self):
+        """CPU seconds of the whole cluster so far: the postmaster with its reaped children
+        and every live child (backends, checkpointer, WAL writer, ...) with theirs."""
+        pm = self.postmaster_pid()
+        total = cpu_seconds(pm, children=True)
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == pm:
+                total += cpu_seconds(int(entry), children=True)
+        return total
+
+
+class HookboxPostgres:
+    """hookbox `durability: full`, accept only, on PostgreSQL: `replicas` hookbox processes
+    on one database of the cluster, each on its own port. Measured like one server: wrk
+    loads every replica at once (run_load), the CPU is the replicas' and the cluster's, the
+    peak RSS the larger replica's."""
+    DATABASE = "hookbox_bench"
+
+    def __init__(self, workdir, binary, cluster, replicas, threads):
+        self.workdir, self.cluster = workdir, cluster
+        self.members = [Hookbox(os.path.join(workdir, "replica-%d" % (i + 1)), binary, "full",
+                                0, threads, db="-") for i in range(replicas)]
+        self.name = "hookbox full, PostgreSQL (%d replica%s, accept only, workers: 0)" % (
+            replicas, "" if replicas == 1 else "s")
+
+    def fresh(self):
+        """A new, empty database (hookbox's serve creates the schema); then a checkpoint,
+        so the one the database's creation calls for does not land in the run."""
+        self.cluster.psql("postgres",
+                          "DROP DATABASE IF EXISTS %s WITH (FORCE)" % self.DATABASE)
+        self.cluster.psql("postgres", "CREATE DATABASE %s" % self.DATABASE)
+        self.cluster.psql("postgres", "CHECKPOINT")
+        for m in self.members:
+            m.db = self.cluster.url(self.DATABASE)
+            shutil.rmtree(os.path.join(m.workdir, "events"), ignore_errors=True)
+
+    def start(self):
+        try:
+            for m in self.members:  # one after the other: each serve migrates at start
+                m.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self):
+        for m in self.members:
+            m.stop()
+
+    def replicas(self):
+        return self.members
+
+    def cpu(self):
+        return sum(cpu_seconds(m.proc.pid) for m in self.members) + self.cluster.cpu()
+
+    def memory(self):
+        mems = [memory_kb(m.proc.pid) for m in self.members]
+        return {key: max(mem.get(key, 0) for mem in mems) for key in ("VmRSS", "VmHWM")}
+
+    def count_rows(self):
+        return int(self.cluster.psql(self.DATABASE, "SELECT count(*) FROM inbox") or 0)
+
 
 WEBHOOK_HOOKS = """\
 [{{"id": "github", "execute-command": "/bin/true", "command-working-directory": "/tmp",
@@ -274,24 +442,121 @@ class Webhook(Server):
 
 # ------------------------------------------------------------------------------- wrk
 
+def start_wrk(server, data, duration, threads, connections, part=0, parts=1, barrier=None):
+    """wrk with bench/deliveries.lua against server, started; with parts > 1, this process
+    sends share `part` of data, starts its timed run with the others (files barrier.N) and
+    reports its whole latency distribution too."""
+    argv = ["wrk", "-t%d" % threads, "-c%d" % connections, "-d%ds" % duration,
+            "--timeout", "10s", "-s", os.path.join(BENCH, "deliveries.lua"), server.url(),
+            "--", data, server.path(), str(threads)]
+    if parts > 1:
+        argv += [str(part), str(parts), barrier]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def wrk_go_file(pid):
+    """The file deliveries.lua creates in wrk process pid once every thread has loaded its
+    deliveries: its timed run starts then (done() removes it)."""
+    return os.path.join(os.environ.get("TMPDIR") or "/tmp", "wrk-deliveries-go.%d" % pid)
+
+
+def wrk_result(proc):
+    """The BENCHJSON dict of a started wrk, once it ends (with "hist" when it printed one)."""
+    out, _ = proc.communicate()
+    r = None
+    for line in out.split("\n"):
+        if line.startswith("BENCHJSON "):
+            r = json.loads(line[len("BENCHJSON "):])
+        elif line.startswith("BENCHHIST ") and r is not None:
+            r["hist"] = json.loads(line[len("BENCHHIST "):])
+    if r is None:
+        raise RuntimeError("wrk failed:\n" + out)
+    return r
+
+
 def run_wrk(args, server, data, duration, stop_when=None):
     """Runs wrk with bench/deliveries.lua against server; returns the BENCHJSON dict.
-    With stop_when (a callable polled every 50 ms), wrk is interrupted (SIGINT: it stops and
-    reports what it measured so far) as soon as stop_when() is true."""
-    argv = ["wrk", "-t%d" % args.wrk_threads, "-c%d" % args.connections, "-d%ds" % duration,
-            "--timeout", "10s", "-s", os.path.join(BENCH, "deliveries.lua"), server.url(),
-            "--", data, server.path(), str(args.wrk_threads)]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    With stop_when (a callable polled every 50 ms from when wrk's timed run starts), wrk is
+    interrupted (SIGINT: it stops and reports what it measured so far) as soon as
+    stop_when() is true."""
+    proc = start_wrk(server, data, duration, args.wrk_threads, args.connections)
     if stop_when:
+        while proc.poll() is None and not os.path.exists(wrk_go_file(proc.pid)):
+            time.sleep(0.01)
         while proc.poll() is None and not stop_when():
             time.sleep(0.05)
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate()
-    for line in out.split("\n"):
-        if line.startswith("BENCHJSON "):
-            return json.loads(line[len("BENCHJSON "):])
-    raise RuntimeError("wrk failed:\n" + out)
+    return wrk_result(proc)
+
+
+def wrk_percentile(hist, total, p):
+    """wrk's stats_percentile over a distribution [[µs, count], ...] sorted by µs."""
+    rank = math.floor(p / 100.0 * total + 0.5 + 0.5)  # C's round(p/100 * count + 0.5)
+    seen = 0
+    for value, count in hist:
+        seen += count
+        if seen >= rank:
+            return value
+    return 0
+
+
+def merge_wrk(results):
+    """One result from those of wrk processes run at once against the replicas: requests,
+    req/s, errors and restarts added up; percentiles and mean from the merged latency
+    distribution (as one wrk would compute them); max the larger."""
+    merged_hist = {}
+    for r in results:
+        for value, count in r.pop("hist"):
+            merged_hist[value] = merged_hist.get(value, 0) + count
+    hist = sorted(merged_hist.items())
+    total = sum(count for _, count in hist)
+    m = {key: sum(r[key] for r in results) for key in (
+        "requests", "rps", "non2xx", "connect_errors", "read_errors", "write_errors",
+        "timeouts", "wrapped", "loaded")}
+    m["duration_s"] = max(r["duration_s"] for r in results)
+    # How far apart the processes' timed runs started (deliveries.lua lines them up).
+    m["start_skew_s"] = (max(r["start_unix"] for r in results) -
+                         min(r["start_unix"] for r in results))
+    m["max_us"] = max(r["max_us"] for r in results)
+    for p in (50, 90, 99):
+        m["p%d_us" % p] = wrk_percentile(hist, total, p)
+    m["mean_us"] = sum(v * c for v, c in hist) / max(total, 1)
+    m["wrk"] = results
+    return m
+
+
+def run_load(args, server, data, duration):
+    """wrk against every replica of server at once: one wrk process each, with an equal share
+    of the threads (at least 1), of the connections (args.connections in all) and of the
+    deliveries (disjoint shares, together the whole file); their figures merged."""
+    replicas = server.replicas()
+    n = len(replicas)
+    if n == 1:
+        return run_wrk(args, replicas[0], data, duration)
+    threads = max(1, args.wrk_threads // n)
+    barrier = os.path.join(args.out, "wrk-barrier")
+    barrier_files = ["%s.%d" % (barrier, i) for i in range(n)]
+    procs = []
+    try:
+        for path in barrier_files:  # left by an interrupted run
+            if os.path.exists(path):
+                os.remove(path)
+        for i, rep in enumerate(replicas):
+            connections = args.connections // n + (1 if i < args.connections % n else 0)
+            procs.append(start_wrk(rep, data, duration, threads, max(connections, threads),
+                                   part=i, parts=n, barrier=barrier))
+        return merge_wrk([wrk_result(p) for p in procs])
+    finally:
+        for path in barrier_files:
+            if os.path.exists(path):
+                os.remove(path)
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+                if os.path.exists(wrk_go_file(p.pid)):  # a killed wrk leaves it behind
+                    os.remove(wrk_go_file(p.pid))
 
 
 def measure(args, server, duration):
@@ -299,12 +564,11 @@ def measure(args, server, duration):
     load = loadavg()
     server.start()
     try:
-        run_wrk(args, server, args.warmup_data, 1)
-        pid = server.proc.pid
-        cpu0 = cpu_seconds(pid, server.children_cpu)
-        r = run_wrk(args, server, args.data, duration)
-        cpu1 = cpu_seconds(pid, server.children_cpu)
-        mem = memory_kb(pid)
+        run_load(args, server, args.warmup_data, 1)
+        cpu0 = server.cpu()
+        r = run_load(args, server, args.data, duration)
+        cpu1 = server.cpu()
+        mem = server.memory()
     finally:
         server.stop()
     r["cpu_us_per_req"] = (cpu1 - cpu0) * 1e6 / max(r["requests"], 1)
@@ -334,23 +598,34 @@ def table(args):
         for workers in (0, 4):
             servers.append(Hookbox(os.path.join(out, "hookbox-%s-w%d" % (durability, workers)),
                                    args.hookbox, durability, workers, args.server_threads))
+    cluster = PgCluster(args.pg_cluster, os.path.join(out, "postgres"))
+    for replicas in (1, 2):
+        servers.append(HookboxPostgres(os.path.join(out, "hookbox-pg-%d" % replicas),
+                                       args.hookbox, cluster, replicas, args.server_threads))
     servers.append(Webhook(os.path.join(out, "webhook"), args.webhook, sync=False))
     servers.append(Webhook(os.path.join(out, "webhook-sync"), args.webhook, sync=True))
     if args.only:
         servers = [s for s in servers if re.search(args.only, s.name)]
+    hookboxes = (Hookbox, HookboxPostgres)
 
     runs = {s.name: [] for s in servers}
-    for rnd in range(1, args.rounds + 1):
-        for s in servers:
-            if isinstance(s, Hookbox):
-                s.fresh()
-            r = measure(args, s, args.duration)
-            if isinstance(s, Hookbox):
-                r["rows"] = count_rows(s.db)
-            runs[s.name].append(r)
-            log("round %d  %-52s %9.0f req/s  p50 %6s ms  p99 %6s ms  non-2xx %d  load %s" % (
-                rnd, s.name, r["rps"], fmt_ms(r["p50_us"]), fmt_ms(r["p99_us"]), r["non2xx"],
-                r["load_before"]))
+    try:
+        if any(isinstance(s, HookboxPostgres) for s in servers):
+            cluster.start()
+            args.pg_version = cluster.version
+        for rnd in range(1, args.rounds + 1):
+            for s in servers:
+                if isinstance(s, hookboxes):
+                    s.fresh()
+                r = measure(args, s, args.duration)
+                if isinstance(s, hookboxes):
+                    r["rows"] = s.count_rows()
+                runs[s.name].append(r)
+                log("round %d  %-60s %9.0f req/s  p50 %6s ms  p99 %6s ms  non-2xx %d  load %s"
+                    % (rnd, s.name, r["rps"], fmt_ms(r["p50_us"]), fmt_ms(r["p99_us"]),
+                       r["non2xx"], r["load_before"]))
+    finally:
+        cluster.stop()
 
     best = {name: median_run(rs) for name, rs in runs.items()}
     ceiling = best.get(servers[0].name) if isinstance(servers[0], Ceiling) else None
@@ -375,7 +650,10 @@ def table(args):
                 notes.append("- %s: %d non-2xx, %d connect / %d read errors, %d timeouts in one "
                              "round" % (s.name, r["non2xx"], r["connect_errors"],
                                         r["read_errors"], r["timeouts"]))
-            if isinstance(s, Hookbox) and r["wrapped"]:
+            if r.get("start_skew_s", 0) > 0.02 * r["duration_s"]:
+                notes.append("- %s: its wrk processes started their timed runs %.2f s apart "
+                             "(of %.0f s)" % (s.name, r["start_skew_s"], r["duration_s"]))
+            if isinstance(s, hookboxes) and r["wrapped"]:
                 notes.append("- %s: wrk ran past the %d pre-generated deliveries (%d restarts): "
                              "the rest were duplicates" % (s.name, r["loaded"], r["wrapped"]))
     all_rounds = ["| %s | %s |" % (s.name, " | ".join(
@@ -388,12 +666,6 @@ def table(args):
     if notes:
         text += "\n" + "\n".join(notes) + "\n"
     emit(args, "table", text, {"runs": runs})
-
-
-def count_rows(db):
-    r = subprocess.run(["sqlite3", db, "SELECT count(*) FROM inbox"], capture_output=True,
-                       text=True)
-    return int(r.stdout.strip() or 0)
 
 
 # ------------------------------------------------------------------------------- scale
@@ -682,13 +954,18 @@ def main():
     ap.add_argument("--only", help="regex: run only the servers whose name matches")
     ap.add_argument("--results", help="Markdown file to update between BEGIN/END markers")
     ap.add_argument("--command", default="make bench")
+    ap.add_argument("--pg-cluster", default=os.path.join(BENCH, "..", "tests", "pg", "cluster.sh"),
+                    help="the script that starts and stops the PostgreSQL rows' cluster")
     args = ap.parse_args()
     args.scale_data = args.scale_data or args.data
     for key in ("hookbox", "ceiling", "webhook", "data", "warmup_data", "scale_data",
-                "out", "results"):
+                "out", "results", "pg_cluster"):
         if getattr(args, key):
             setattr(args, key, os.path.abspath(getattr(args, key)))
     os.makedirs(args.out, exist_ok=True)
+    # SIGTERM as Ctrl-C: unwinds through the finally blocks that stop the servers and remove
+    # the PostgreSQL cluster.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     (table if args.mode == "table" else scale)(args)
 
 
