@@ -880,7 +880,8 @@ def purge_under_load(args, out):
             what, r["rps"], fmt_ms(r["p50_us"]), fmt_ms(r["p99_us"]), fmt_ms(r["max_us"]),
             r["non2xx"], load))
     text += ["", "Accept latency as hookbox logged it (latency_ms of each delivery line, from "
-             "the request's arrival to its answer):", "",
+             "the start of hookbox's pipeline, once the request was whole and parsed, to its answer; "
+             "the wait for a request thread and the network are wrk's figures only):", "",
              "| | deliveries | p50 ms | p99 ms | p99.9 ms | max ms | over 50 ms | over 100 ms "
              "| outcomes |", "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for what, r in (("same load, no purge", baseline), ("while the purge ran", during)):
