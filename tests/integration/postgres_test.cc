@@ -279,6 +279,39 @@ TEST_CASE("replicas: a sync duplicate on the other replica waits on the first's 
   CHECK(r.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == 1);
 }
 
+TEST_CASE("replicas: the sync lock dies with its replica; the waiting duplicate gets 409",
+          "[.postgres]") {
+  // A runs a long sync handler and is killed while B's duplicate waits on A's row lock. The
+  // server ends A's transaction with its connection, so B stops waiting on a lock at once;
+  // A's lease still stands (it may be a live replica cut off from the database), so B does
+  // not run the handler itself: 409 with Retry-After when sync_wait runs out.
+  Replicas r(Endpoint("sync", Exec(Recorder("runs", "sleep 20"), "30s"),
+                      "    mode: sync\n    sync_wait: 6s\n"));
+  std::thread first([&] { (void)r.a.Post("/hooks/sync", {}, R"({"id":"held-1"})"); });
+  REQUIRE(Eventually([&] { return Lines(r.shared / "runs").size() == 1; }, 10s));
+  int second_status = 0;
+  std::string retry_after;
+  std::thread duplicate([&] {
+    auto answer = r.b.Post("/hooks/sync", {}, R"({"id":"held-1"})");
+    if (answer) {
+      second_status = answer->status;
+      retry_after = answer->get_header_value("Retry-After");
+    }
+  });
+  const std::string waiting =
+      "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+      " AND query LIKE '%FROM jobs%FOR UPDATE%'";
+  REQUIRE(Eventually([&] { return r.Count(waiting) == 1; }, 5s));
+  CHECK(r.a.Kill(SIGKILL) == 128 + SIGKILL);
+  CHECK(Eventually([&] { return r.Count(waiting) == 0; }, 3s));  // no longer waits on a lock
+  duplicate.join();
+  first.join();
+  CHECK(second_status == 409);
+  CHECK(retry_after == "6");
+  CHECK(Lines(r.shared / "runs").size() == 1);  // B did not run it while A's lease stands
+  CHECK(r.Count("SELECT count(*) FROM jobs WHERE status = 'processing'") == 1);
+}
+
 TEST_CASE("a password in the PostgreSQL URL never reaches the log", "[.postgres]") {
   TempDir shared, dir;
   TestDatabase db;
