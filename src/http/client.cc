@@ -159,9 +159,15 @@ StatusOr<HttpReply> HttpPost(const HttpUrl& url, const Headers& headers, std::st
     return true;  // keep reading: stopping early would lose the status
   };
 
-  Watchdog watchdog(*client, std::chrono::steady_clock::now() + timeout);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  Watchdog watchdog(*client, deadline);
   httplib::Result result = client->send(request);
-  if (watchdog.Done()) return Status::Unavailable("timed out", url.ToString());
+  // The library's own read timeout (the same length, per read) may end the exchange a
+  // moment before the watchdog does: a failure at the deadline is the timeout either way.
+  const bool cut_off = watchdog.Done();
+  if (cut_off || (!result && std::chrono::steady_clock::now() >= deadline)) {
+    return Status::Unavailable("timed out", url.ToString());
+  }
   if (!result) return Status::Unavailable(Describe(result.error()), url.ToString());
   reply.status = result->status;
   for (const auto& [name, value] : result->headers) reply.headers.emplace(name, value);
