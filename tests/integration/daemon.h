@@ -69,6 +69,25 @@ inline std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+// The lines of a file (e.g. one per handler run, as tests' recorder commands append them).
+inline std::vector<std::string> ReadLines(const std::string& path) {
+  std::vector<std::string> lines;
+  std::istringstream in(ReadFile(path));
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// An answer as "<code> <status or error>", e.g. "200 duplicate", "409 this event is ...";
+// "no answer" when the request failed.
+inline std::string AnswerLine(const httplib::Result& r) {
+  if (!r) return "no answer";
+  auto j = nlohmann::json::parse(r->body, nullptr, false);
+  const bool has = j.is_object() && j.contains("status") && j["status"].is_string();
+  return std::to_string(r->status) + " " +
+         (has ? j["status"].get<std::string>()
+              : j.is_object() ? j.value("error", "") : std::string());
+}
+
 inline void WriteFile(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
 }

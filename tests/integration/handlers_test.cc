@@ -11,21 +11,16 @@
 
 #include "daemon.h"
 
+using hookbox::testing::AnswerLine;
 using hookbox::testing::Daemon;
 using hookbox::testing::Eventually;
 using hookbox::testing::ReadFile;
+using hookbox::testing::ReadLines;
 using hookbox::testing::TempDir;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
 namespace {
-
-std::vector<std::string> Lines(const std::string& path) {
-  std::vector<std::string> lines;
-  std::istringstream in(ReadFile(path));
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
 
 int CountStatus(const json& rows, const std::string& status) {
   return static_cast<int>(std::count_if(rows.begin(), rows.end(), [&](const json& r) {
@@ -37,13 +32,6 @@ json Show(const Daemon& d, const std::string& endpoint, const std::string& id) {
   auto r = d.Cli({"inbox", "show", endpoint, id, "--json"});
   REQUIRE(r.exit_code == 0);
   return json::parse(r.out);
-}
-
-std::string Status(const httplib::Result& r) {
-  if (!r) return "no answer";
-  auto j = json::parse(r->body, nullptr, false);
-  return std::to_string(r->status) + " " + (j.contains("status") ? j["status"].get<std::string>()
-                                                                  : j.value("error", ""));
 }
 
 // An exec handler that appends one line per run: "<event id> <attempt> <idempotency key>".
@@ -78,19 +66,19 @@ endpoints:
   std::atomic<int> ok{0};
   for (int i = 0; i < 10; ++i) {
     senders.emplace_back([&] {
-      if (Status(d.Post("/hooks/open", {}, body)).rfind("200", 0) == 0) ++ok;
+      if (AnswerLine(d.Post("/hooks/open", {}, body)).rfind("200", 0) == 0) ++ok;
     });
   }
   for (auto& t : senders) t.join();
   for (int i = 0; i < 10; ++i) {
-    if (Status(d.Post("/hooks/open", {}, body)).rfind("200", 0) == 0) ++ok;
+    if (AnswerLine(d.Post("/hooks/open", {}, body)).rfind("200", 0) == 0) ++ok;
   }
   CHECK(ok == 20);
   REQUIRE(Eventually([&] { return Show(d, "open", "evt-1")["status"] == "processed"; }));
   // Later deliveries, after processing, run nothing either.
-  CHECK(Status(d.Post("/hooks/open", {}, body)) == "200 duplicate");
+  CHECK(AnswerLine(d.Post("/hooks/open", {}, body)) == "200 duplicate");
   std::this_thread::sleep_for(300ms);
-  CHECK(Lines(dir / "runs") == std::vector<std::string>{"evt-1 1 open:evt-1"});
+  CHECK(ReadLines(dir / "runs") == std::vector<std::string>{"evt-1 1 open:evt-1"});
   CHECK(ReadFile(dir / "files/open/evt-1.json") == body);
   CHECK(Show(d, "open", "evt-1")["duplicates"] == 20);
 }
@@ -112,13 +100,13 @@ endpoints:
       - events: ["*"]
         handlers: [{exec: {command: )" + Recorder("{DIR}/runs") + R"(}}]
 )");
-  CHECK(Status(d.Post("/hooks/open", {}, R"({"id":"a","v":1})")) == "200 accepted");
-  REQUIRE(Eventually([&] { return Lines(dir / "runs").size() == 1; }));
+  CHECK(AnswerLine(d.Post("/hooks/open", {}, R"({"id":"a","v":1})")) == "200 accepted");
+  REQUIRE(Eventually([&] { return ReadLines(dir / "runs").size() == 1; }));
   auto changed = d.Post("/hooks/open", {}, R"({"id":"a","v":2})");
   REQUIRE(changed);
   CHECK(changed->status == 422);
   std::this_thread::sleep_for(300ms);
-  CHECK(Lines(dir / "runs").size() == 1);
+  CHECK(ReadLines(dir / "runs").size() == 1);
   CHECK(Show(d, "open", "a")["body"] == R"({"id":"a","v":1})");
 }
 
@@ -143,7 +131,7 @@ endpoints:
               command: )" + Recorder("{DIR}/runs", "sleep 60 & echo $! >> {DIR}/pids; wait") + R"(
               timeout: 1s
 )");
-  CHECK(Status(d.Post("/hooks/open", {}, R"({"id":"slow"})")) == "200 accepted");
+  CHECK(AnswerLine(d.Post("/hooks/open", {}, R"({"id":"slow"})")) == "200 accepted");
   REQUIRE(Eventually([&] { return Show(d, "open", "slow")["status"] == "dead"; }, 30s));
   json row = Show(d, "open", "slow");
   REQUIRE(row["jobs"].size() == 1);
@@ -154,10 +142,10 @@ endpoints:
   CHECK(attempts[1]["started_at"].get<std::string>() >=
         attempts[0]["finished_at"].get<std::string>());
   // Same idempotency key on both tries.
-  CHECK(Lines(dir / "runs") ==
+  CHECK(ReadLines(dir / "runs") ==
         std::vector<std::string>{"slow 1 open:slow", "slow 2 open:slow"});
   // Every grandchild of the killed process groups is gone.
-  auto pids = Lines(dir / "pids");
+  auto pids = ReadLines(dir / "pids");
   REQUIRE(pids.size() == 2);
   for (const std::string& pid : pids) {
     INFO(pid);
@@ -188,7 +176,7 @@ endpoints:
                                      "case $HOOKBOX_EVENT_ID in perm*) test -e {DIR}/fixed || exit 65;; "
                                      "*) test -e {DIR}/marker || { touch {DIR}/marker; exit 3; };; esac") + R"(
 )");
-  CHECK(Status(d.Post("/hooks/open", {}, R"({"id":"flaky"})")) == "200 accepted");
+  CHECK(AnswerLine(d.Post("/hooks/open", {}, R"({"id":"flaky"})")) == "200 accepted");
   REQUIRE(Eventually([&] { return Show(d, "open", "flaky")["status"] == "processed"; }));
   json flaky = Show(d, "open", "flaky")["jobs"][0]["attempts"];
   REQUIRE(flaky.size() == 2);
@@ -196,7 +184,7 @@ endpoints:
   CHECK(flaky[0]["detail"].get<std::string>().find("exit 3") != std::string::npos);
   CHECK(flaky[1]["outcome"] == "ok");
 
-  CHECK(Status(d.Post("/hooks/open", {}, R"({"id":"perm-1"})")) == "200 accepted");
+  CHECK(AnswerLine(d.Post("/hooks/open", {}, R"({"id":"perm-1"})")) == "200 accepted");
   REQUIRE(Eventually([&] { return Show(d, "open", "perm-1")["status"] == "dead"; }));
   json perm = Show(d, "open", "perm-1")["jobs"][0];
   CHECK(perm["status"] == "dead");
@@ -252,7 +240,7 @@ endpoints:
     rows = d.Rows();
     return rows.size() == 50 && CountStatus(rows, "processed") + CountStatus(rows, "stale") == 50;
   }));
-  auto log = Lines(dir / "log");
+  auto log = ReadLines(dir / "log");
   REQUIRE(log.size() == 2 * static_cast<size_t>(CountStatus(rows, "processed")));
   int last = 0;
   for (size_t i = 0; i < log.size(); i += 2) {
@@ -290,7 +278,7 @@ endpoints:
   std::atomic<int> accepted{0}, duplicate{0}, other{0};
   for (int i = 0; i < 16; ++i) {
     senders.emplace_back([&] {
-      std::string s = Status(d.Post("/hooks/pay", {}, body));
+      std::string s = AnswerLine(d.Post("/hooks/pay", {}, body));
       if (s == "200 accepted") ++accepted;
       else if (s == "200 duplicate") ++duplicate;
       else ++other;
@@ -340,16 +328,16 @@ endpoints:
   CHECK(first->status == 500);
   CHECK(Show(d, "sync", "s1")["jobs"][0]["status"] == "pending");
   std::this_thread::sleep_for(500ms);  // the pool must not pick a sync job up
-  CHECK(Lines(dir / "runs").size() == 1);
+  CHECK(ReadLines(dir / "runs").size() == 1);
 
   hookbox::testing::WriteFile(dir / "marker", "");
-  CHECK(Status(d.Post("/hooks/sync", {}, R"({"id":"s1"})")) == "200 duplicate");
+  CHECK(AnswerLine(d.Post("/hooks/sync", {}, R"({"id":"s1"})")) == "200 duplicate");
   CHECK(Show(d, "sync", "s1")["status"] == "processed");
-  CHECK(Lines(dir / "runs") == std::vector<std::string>{"s1 1 sync:s1", "s1 2 sync:s1"});
+  CHECK(ReadLines(dir / "runs") == std::vector<std::string>{"s1 1 sync:s1", "s1 2 sync:s1"});
 
   // A duplicate that arrives while the first still runs waits sync_wait, then gets 409.
   std::string slow_answer;  // Catch2 assertions stay on the test's own thread
-  std::thread slow([&] { slow_answer = Status(d.Post("/hooks/sync", {}, R"({"id":"slow-1"})")); });
+  std::thread slow([&] { slow_answer = AnswerLine(d.Post("/hooks/sync", {}, R"({"id":"slow-1"})")); });
   std::this_thread::sleep_for(500ms);
   auto busy = d.Post("/hooks/sync", {}, R"({"id":"slow-1"})");
   REQUIRE(busy);
@@ -357,7 +345,7 @@ endpoints:
   CHECK(busy->get_header_value("Retry-After") == "1");
   slow.join();
   CHECK(slow_answer == "200 accepted");
-  CHECK(Status(d.Post("/hooks/sync", {}, R"({"id":"slow-1"})")) == "200 duplicate");
+  CHECK(AnswerLine(d.Post("/hooks/sync", {}, R"({"id":"slow-1"})")) == "200 duplicate");
 }
 
 TEST_CASE("hookbox send signs as the provider would, and the daemon accepts it") {
@@ -416,7 +404,7 @@ endpoints:
   std::vector<std::string> answered;
   for (int i = 0; i < kEvents; ++i) {
     json body = {{"id", "c" + std::to_string(i)}, {"pad", std::string(2000, 'x')}};
-    if (Status(d.Post("/hooks/open", {}, body.dump())) == "200 accepted") {
+    if (AnswerLine(d.Post("/hooks/open", {}, body.dump())) == "200 accepted") {
       answered.push_back(body["id"]);
     }
   }
@@ -446,7 +434,7 @@ endpoints:
   }
   CHECK(files == kEvents);
   // exec: at least once (a killed attempt may have run); every event ran.
-  auto runs = Lines(dir / "runs");
+  auto runs = ReadLines(dir / "runs");
   std::set<std::string> ran(runs.begin(), runs.end());
   CHECK(ran.size() == kEvents);
   auto check = hookbox::testing::RunSqlite(d.db(), "PRAGMA integrity_check");
@@ -470,12 +458,12 @@ endpoints:
         handlers:
           - exec: {command: [/bin/sh, -c, 'echo $$ >> {DIR}/pids; exec sleep 60'], timeout: 2m}
 )yaml");
-  CHECK(Status(d.Post("/hooks/open", {}, R"({"id":"orphan"})")) == "200 accepted");
-  REQUIRE(Eventually([&] { return Lines(dir / "pids").size() == 1; }));
-  const int pid = std::stoi(Lines(dir / "pids")[0]);
+  CHECK(AnswerLine(d.Post("/hooks/open", {}, R"({"id":"orphan"})")) == "200 accepted");
+  REQUIRE(Eventually([&] { return ReadLines(dir / "pids").size() == 1; }));
+  const int pid = std::stoi(ReadLines(dir / "pids")[0]);
   CHECK(d.Kill(SIGKILL) == 128 + SIGKILL);
   CHECK(Eventually([&] { return kill(pid, 0) != 0 && errno == ESRCH; }, 5s));
   // The restarted daemon releases the dead process's lease and runs the job again at once.
   d.Start();
-  CHECK(Eventually([&] { return Lines(dir / "pids").size() == 2; }));
+  CHECK(Eventually([&] { return ReadLines(dir / "pids").size() == 2; }));
 }

@@ -16,37 +16,15 @@
 #include "tests/pg/pg_testing.h"
 
 using hookbox::pgtest::TestDatabase;
+using hookbox::testing::AnswerLine;
 using hookbox::testing::Daemon;
-using hookbox::testing::ReadFile;
+using hookbox::testing::Eventually;
+using hookbox::testing::ReadLines;
 using hookbox::testing::TempDir;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
 namespace {
-
-template <typename F>
-bool Eventually(F done, std::chrono::milliseconds limit = 30s) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return done();
-}
-
-std::vector<std::string> Lines(const std::string& path) {
-  std::vector<std::string> lines;
-  std::istringstream in(ReadFile(path));
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-std::string Answer(const httplib::Result& r) {
-  if (!r) return "no answer";
-  auto j = json::parse(r->body, nullptr, false);
-  return std::to_string(r->status) + " " + (j.contains("status") ? j["status"].get<std::string>()
-                                                                  : j.value("error", ""));
-}
 
 // A config for one replica: {DB} is the shared database, {SHARED} a directory both
 // replicas' handlers write to, {WORKERS} the worker count; `endpoints` is YAML.
@@ -125,7 +103,7 @@ TEST_CASE("replicas: the same event posted to both at once is accepted once, run
         ++ready;
         while (ready < 2) {
         }
-        answers[i] = Answer(r[i].Post("/hooks/open", {}, body));
+        answers[i] = AnswerLine(r[i].Post("/hooks/open", {}, body));
       });
     }
     for (auto& p : posts) p.join();
@@ -138,7 +116,7 @@ TEST_CASE("replicas: the same event posted to both at once is accepted once, run
     return r.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == kEvents;
   }));
   std::this_thread::sleep_for(300ms);
-  auto runs = Lines(r.shared / "runs");
+  auto runs = ReadLines(r.shared / "runs");
   CHECK(runs.size() == static_cast<size_t>(kEvents));
   std::set<std::string> ids;
   for (const std::string& line : runs) ids.insert(line.substr(0, line.find(' ')));
@@ -160,7 +138,7 @@ TEST_CASE("replicas: 1,000 events spread over both are each processed exactly on
     senders.emplace_back([&] {
       for (int n; (n = next++) < kEvents;) {
         json body = {{"id", "evt-" + std::to_string(n)}, {"amount", n}};
-        if (Answer(r[n].Post("/hooks/open", {}, body.dump())) == "200 accepted") ++ok;
+        if (AnswerLine(r[n].Post("/hooks/open", {}, body.dump())) == "200 accepted") ++ok;
       }
     });
   }
@@ -175,7 +153,7 @@ TEST_CASE("replicas: 1,000 events spread over both are each processed exactly on
   CHECK(r.Count("SELECT count(*) FROM effects") == kEvents);
   CHECK(r.Count("SELECT count(DISTINCT event_id) FROM effects") == kEvents);
   CHECK(r.Count("SELECT sum(amount) FROM effects") == kEvents * (kEvents - 1) / 2);
-  auto runs = Lines(r.shared / "runs");
+  auto runs = ReadLines(r.shared / "runs");
   CHECK(runs.size() == static_cast<size_t>(kEvents));
   std::set<std::string> ids, pids;
   for (const std::string& line : runs) {
@@ -210,7 +188,7 @@ TEST_CASE("replicas: one resource's jobs run in sequence order, never two at onc
     return r.Count("SELECT count(*) FROM inbox WHERE status IN ('processed', 'stale')") == 40;
   }));
   const int64_t processed = r.Count("SELECT count(*) FROM inbox WHERE status = 'processed'");
-  auto log = Lines(r.shared / "log");
+  auto log = ReadLines(r.shared / "log");
   REQUIRE(log.size() == 2 * static_cast<size_t>(processed));
   int last = 0;
   for (size_t i = 0; i < log.size(); i += 2) {
@@ -234,7 +212,7 @@ TEST_CASE("replicas: a sync sql endpoint hit on both at once commits one row", "
   std::vector<std::thread> senders;
   for (int i = 0; i < 16; ++i) {
     senders.emplace_back([&, i] {
-      std::string s = Answer(r[i].Post("/hooks/pay", {}, body));
+      std::string s = AnswerLine(r[i].Post("/hooks/pay", {}, body));
       if (s == "200 accepted") ++accepted;
       else if (s == "200 duplicate") ++duplicate;
       else ++other;
@@ -259,11 +237,11 @@ TEST_CASE("replicas: a sync duplicate on the other replica waits on the first's 
   // it (up to sync_wait) instead of running the handler a second time.
   Replicas r(Endpoint("sync", Exec(Recorder("runs", "sleep 2")), "    mode: sync\n    sync_wait: 8s\n"));
   std::string first;
-  std::thread slow([&] { first = Answer(r.a.Post("/hooks/sync", {}, R"({"id":"slow-1"})")); });
-  REQUIRE(Eventually([&] { return Lines(r.shared / "runs").size() == 1; }, 10s));
+  std::thread slow([&] { first = AnswerLine(r.a.Post("/hooks/sync", {}, R"({"id":"slow-1"})")); });
+  REQUIRE(Eventually([&] { return ReadLines(r.shared / "runs").size() == 1; }, 10s));
   const auto sent = std::chrono::steady_clock::now();
   std::string second;
-  std::thread duplicate([&] { second = Answer(r.b.Post("/hooks/sync", {}, R"({"id":"slow-1"})")); });
+  std::thread duplicate([&] { second = AnswerLine(r.b.Post("/hooks/sync", {}, R"({"id":"slow-1"})")); });
   // The wait is a real row lock: a server process of the shared database sits waiting for a
   // lock on the jobs rows the first replica holds (not a client polling the lease).
   CHECK(Eventually([&] {
@@ -275,7 +253,7 @@ TEST_CASE("replicas: a sync duplicate on the other replica waits on the first's 
   CHECK(std::chrono::steady_clock::now() - sent > 1s);  // it waited for the first
   slow.join();
   CHECK(first == "200 accepted");
-  CHECK(Lines(r.shared / "runs").size() == 1);
+  CHECK(ReadLines(r.shared / "runs").size() == 1);
   CHECK(r.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == 1);
 }
 
@@ -288,7 +266,7 @@ TEST_CASE("replicas: the sync lock dies with its replica; the waiting duplicate 
   Replicas r(Endpoint("sync", Exec(Recorder("runs", "sleep 20"), "30s"),
                       "    mode: sync\n    sync_wait: 6s\n"));
   std::thread first([&] { (void)r.a.Post("/hooks/sync", {}, R"({"id":"held-1"})"); });
-  REQUIRE(Eventually([&] { return Lines(r.shared / "runs").size() == 1; }, 10s));
+  REQUIRE(Eventually([&] { return ReadLines(r.shared / "runs").size() == 1; }, 10s));
   int second_status = 0;
   std::string retry_after;
   std::thread duplicate([&] {
@@ -308,7 +286,7 @@ TEST_CASE("replicas: the sync lock dies with its replica; the waiting duplicate 
   first.join();
   CHECK(second_status == 409);
   CHECK(retry_after == "6");
-  CHECK(Lines(r.shared / "runs").size() == 1);  // B did not run it while A's lease stands
+  CHECK(ReadLines(r.shared / "runs").size() == 1);  // B did not run it while A's lease stands
   CHECK(r.Count("SELECT count(*) FROM jobs WHERE status = 'processing'") == 1);
 }
 
@@ -318,7 +296,7 @@ TEST_CASE("a password in the PostgreSQL URL never reaches the log", "[.postgres]
   // The test cluster trusts local connections: the password is sent, never needed.
   Daemon d(dir, ReplicaConfig(shared, 1, Endpoint("p", Exec("[/bin/true]"))),
            db.url() + "&password=never-logged-7f3a");
-  CHECK(Answer(d.Post("/hooks/p", {}, R"({"id":"pw-1"})")) == "200 accepted");
+  CHECK(AnswerLine(d.Post("/hooks/p", {}, R"({"id":"pw-1"})")) == "200 accepted");
   const std::string log = d.Log();
   CHECK(log.find("never-logged-7f3a") == std::string::npos);
   CHECK(log.find("password=***") != std::string::npos);
@@ -326,8 +304,8 @@ TEST_CASE("a password in the PostgreSQL URL never reaches the log", "[.postgres]
 
 TEST_CASE("replicas: the CLI reads and changes the shared inbox", "[.postgres]") {
   Replicas r(Endpoint("open", Exec("[/bin/sh, -c, 'exit 65']")));
-  CHECK(Answer(r.a.Post("/hooks/open", {}, R"({"id":"cli-1","x":"\u00e9"})")) == "200 accepted");
-  CHECK(Answer(r.b.Post("/hooks/open", {}, R"({"id":"cli-1","x":"\u00e9"})")) == "200 duplicate");
+  CHECK(AnswerLine(r.a.Post("/hooks/open", {}, R"({"id":"cli-1","x":"\u00e9"})")) == "200 accepted");
+  CHECK(AnswerLine(r.b.Post("/hooks/open", {}, R"({"id":"cli-1","x":"\u00e9"})")) == "200 duplicate");
   REQUIRE(Eventually([&] { return r.Count("SELECT count(*) FROM inbox WHERE status = 'dead'") == 1; }));
   auto rows = r.b.Rows();  // the other replica's CLI sees the same inbox
   REQUIRE(rows.size() == 1);
@@ -348,7 +326,7 @@ TEST_CASE("replicas: the CLI reads and changes the shared inbox", "[.postgres]")
   REQUIRE(Eventually([&] { return r.Count("SELECT count(*) FROM inbox WHERE status = 'dead'") == 1; }));
   CHECK(r.b.Cli({"inbox", "clear", "open", "cli-1"}).exit_code == 0);
   CHECK(r.Count("SELECT count(*) FROM jobs") == 0);
-  CHECK(Answer(r.b.Post("/hooks/open", {}, R"({"id":"cli-1"})")) == "200 accepted");
+  CHECK(AnswerLine(r.b.Post("/hooks/open", {}, R"({"id":"cli-1"})")) == "200 accepted");
 
   // A database that cannot be reached is exit 2, and never created.
   TempDir other;
@@ -369,7 +347,7 @@ TEST_CASE("replicas: kill -9 one mid-job; the other finishes its jobs when the l
   Daemon a(a_dir, ReplicaConfig(shared, 2, endpoints), db.url());
   constexpr int kEvents = 6;
   for (int n = 0; n < kEvents; ++n) {
-    CHECK(Answer(a.Post("/hooks/open", {}, R"({"id":"k)" + std::to_string(n) + R"("})")) ==
+    CHECK(AnswerLine(a.Post("/hooks/open", {}, R"({"id":"k)" + std::to_string(n) + R"("})")) ==
           "200 accepted");
   }
   // A holds two jobs; then B starts (while A lives, so B cannot know A is gone) and A dies.
@@ -396,7 +374,7 @@ TEST_CASE("replicas: kill -9 one mid-job; the other finishes its jobs when the l
                  " AND a2.started_at >= a1.started_at + interval '36 seconds'") == 2);
   CHECK(db.Count("SELECT count(*) FROM attempts WHERE outcome = 'ok'") == kEvents);
   // Every event ran; A's two ran twice (once on the dead replica: at least once).
-  auto runs = Lines(shared / "runs");
+  auto runs = ReadLines(shared / "runs");
   std::set<std::string> ids;
   for (const std::string& line : runs) ids.insert(line.substr(0, line.find(' ')));
   CHECK(ids.size() == static_cast<size_t>(kEvents));
@@ -418,7 +396,7 @@ TEST_CASE("PostgreSQL restarted under load: 503 while down, no 200 lost, recover
     senders.emplace_back([&, s] {
       while (!stop) {
         const std::string id = "load-" + std::to_string(next++);
-        std::string answer = Answer(r[s].Post("/hooks/open", {}, R"({"id":")" + id + R"("})"));
+        std::string answer = AnswerLine(r[s].Post("/hooks/open", {}, R"({"id":")" + id + R"("})"));
         {
           std::lock_guard lock(mu);
           answers[id] = answer;
@@ -471,7 +449,7 @@ TEST_CASE("PostgreSQL restarted under load: 503 while down, no 200 lost, recover
   }
   // Recovery: the producer's retries of the 503s are accepted (or were stored after all).
   for (const std::string& id : refused) {
-    std::string again = Answer(r.a.Post("/hooks/open", {}, R"({"id":")" + id + R"("})"));
+    std::string again = AnswerLine(r.a.Post("/hooks/open", {}, R"({"id":")" + id + R"("})"));
     INFO(id);
     CHECK((again == "200 accepted" || again == "200 duplicate"));
   }

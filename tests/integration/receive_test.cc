@@ -318,7 +318,7 @@ TEST_CASE("ids: slashes and dots are kept; control characters and 10 KB ids get 
 TEST_CASE("no id in the body: the id is sha256 of the raw body; non-JSON bodies are stored") {
   TempDir dir;
   Daemon d(dir, kConfig);
-  for (const std::string body : {std::string(R"({"no_id":1})"), std::string("not json at all"),
+  for (const std::string& body : {std::string(R"({"no_id":1})"), std::string("not json at all"),
                                  std::string(R"({"id":""})"), std::string()}) {
     INFO(body);
     auto r = d.Post("/hooks/open", {}, body, "text/plain");
