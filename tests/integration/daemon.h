@@ -26,6 +26,8 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "verify/verify.h"
+
 extern char** environ;
 
 namespace hookbox::testing {
@@ -86,6 +88,27 @@ inline std::string AnswerLine(const httplib::Result& r) {
   return std::to_string(r->status) + " " +
          (has ? j["status"].get<std::string>()
               : j.is_object() ? j.value("error", "") : std::string());
+}
+
+// hookbox's headers as httplib's, without Content-Type (the POST call sets it).
+inline httplib::Headers HttplibHeaders(const Headers& headers) {
+  httplib::Headers out;
+  for (const auto& [k, v] : headers) {
+    if (k != "Content-Type") out.emplace(k, v);
+  }
+  return out;
+}
+
+// The headers GitHub would send with `body`, signed with `secret` (hookbox::Sign, the
+// producer's side of verify/github.cc), for delivery id `delivery` and event type `event`.
+inline httplib::Headers GithubSigned(const std::string& secret, const std::string& body,
+                                     const std::string& delivery,
+                                     const std::string& event = "push") {
+  Endpoint github;
+  github.name = "github";
+  github.provider = Provider::kGithub;
+  return HttplibHeaders(Sign(github, {"value", secret}, body, std::chrono::system_clock::now(),
+                             delivery, event));
 }
 
 inline void WriteFile(const std::string& path, const std::string& text) {

@@ -16,6 +16,7 @@
 #include "verify/verify.h"
 
 using hookbox::testing::Daemon;
+using hookbox::testing::GithubSigned;
 using hookbox::testing::TempDir;
 using nlohmann::json;
 
@@ -42,18 +43,6 @@ endpoints:
 )";
 }
 
-httplib::Headers Signed(const std::string& body, const std::string& delivery) {
-  hookbox::Endpoint e;
-  e.name = "gh";
-  e.provider = hookbox::Provider::kGithub;
-  httplib::Headers out;
-  for (const auto& [k, v] : hookbox::Sign(e, {"value", kSecret}, body,
-                                          std::chrono::system_clock::now(), delivery, "push")) {
-    if (k != "Content-Type") out.emplace(k, v);
-  }
-  return out;
-}
-
 // What the senders saw: the ids answered 200, and how many answers of each kind.
 struct Acknowledged {
   std::mutex mu;
@@ -74,7 +63,7 @@ void Burst(int port, int sender, std::atomic<bool>& stop, Acknowledged& acked) {
     const std::string id = again ? previous : "s" + std::to_string(sender) + "-" + std::to_string(i);
     const std::string body = json{{"ref", "refs/heads/main"}, {"id", id},
                                   {"pad", std::string(2000, 'x')}}.dump();
-    auto r = cli.Post("/hooks/github", Signed(body, id), body, "application/json");
+    auto r = cli.Post("/hooks/github", GithubSigned(kSecret, body, id), body, "application/json");
     if (!r) return;  // the daemon is gone
     if (r->status != 200) {
       ++acked.failed;
@@ -131,7 +120,7 @@ void KillDuringBurstThenCheck(const std::string& durability) {
   // A redelivery of a stored event after the restart is a duplicate, not a new event.
   const std::string id = *acked.ids.begin();
   const std::string body = "{}";
-  auto r = d.Post("/hooks/github", Signed(body, id), body);
+  auto r = d.Post("/hooks/github", GithubSigned(kSecret, body, id), body);
   REQUIRE(r);
   CHECK(json::parse(r->body)["status"] == "duplicate");
 }

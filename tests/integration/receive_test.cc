@@ -10,6 +10,8 @@
 #include "verify/verify.h"
 
 using hookbox::testing::Daemon;
+using hookbox::testing::GithubSigned;
+using hookbox::testing::HttplibHeaders;
 using hookbox::testing::TempDir;
 using nlohmann::json;
 
@@ -48,13 +50,6 @@ endpoints:
     event_id: body:/id
 )";
 
-hookbox::Endpoint Github() {
-  hookbox::Endpoint e;
-  e.name = "gh";
-  e.provider = hookbox::Provider::kGithub;
-  return e;
-}
-
 hookbox::Endpoint Stripe() {
   hookbox::Endpoint e;
   e.name = "stripe";
@@ -62,22 +57,8 @@ hookbox::Endpoint Stripe() {
   return e;
 }
 
-httplib::Headers ToHttplib(const hookbox::Headers& h) {
-  httplib::Headers out;
-  for (const auto& [k, v] : h) {
-    if (k != "Content-Type") out.emplace(k, v);
-  }
-  return out;
-}
-
-httplib::Headers SignGithub(const std::string& body, const std::string& delivery,
-                            const std::string& event = "push") {
-  return ToHttplib(hookbox::Sign(Github(), {"value", kGithubSecret}, body,
-                                 std::chrono::system_clock::now(), delivery, event));
-}
-
 httplib::Headers SignStripe(const std::string& body) {
-  return ToHttplib(
+  return HttplibHeaders(
       hookbox::Sign(Stripe(), {"value", kStripeSecret}, body, std::chrono::system_clock::now()));
 }
 
@@ -99,12 +80,12 @@ TEST_CASE("a signed GitHub delivery is accepted once, then answered as a duplica
   Daemon d(dir, kConfig);
   const std::string body = R"({"ref":"refs/heads/main","after":"abc"})";
 
-  auto first = d.Post("/hooks/github", SignGithub(body, "delivery-1"), body);
+  auto first = d.Post("/hooks/github", GithubSigned(kGithubSecret, body, "delivery-1"), body);
   REQUIRE(first);
   CHECK(first->status == 200);
   CHECK(Answer(first) == json{{"status", "accepted"}, {"event_id", "delivery-1"}});
 
-  auto again = d.Post("/hooks/github", SignGithub(body, "delivery-1"), body);
+  auto again = d.Post("/hooks/github", GithubSigned(kGithubSecret, body, "delivery-1"), body);
   REQUIRE(again);
   CHECK(again->status == 200);
   CHECK(Answer(again)["status"] == "duplicate");
@@ -132,10 +113,10 @@ TEST_CASE("an event type no route matches is stored as ignored, still deduped") 
   TempDir dir;
   Daemon d(dir, kConfig);
   const std::string body = R"({"zen":"Keep it logically awesome."})";
-  auto r = d.Post("/hooks/github", SignGithub(body, "ping-1", "ping"), body);
+  auto r = d.Post("/hooks/github", GithubSigned(kGithubSecret, body, "ping-1", "ping"), body);
   REQUIRE(r);
   CHECK(Answer(r)["status"] == "ignored");
-  auto again = d.Post("/hooks/github", SignGithub(body, "ping-1", "ping"), body);
+  auto again = d.Post("/hooks/github", GithubSigned(kGithubSecret, body, "ping-1", "ping"), body);
   CHECK(Answer(again)["status"] == "duplicate");
   json rows = d.Rows();
   REQUIRE(rows.size() == 1);
@@ -146,7 +127,7 @@ TEST_CASE("the same event on many connections at once makes one row and one 'acc
   TempDir dir;
   Daemon d(dir, kConfig);
   const std::string body = R"({"ref":"refs/heads/main","race":true})";
-  const httplib::Headers headers = SignGithub(body, "racing-delivery");
+  const httplib::Headers headers = GithubSigned(kGithubSecret, body, "racing-delivery");
   constexpr int kSenders = 48;
   std::atomic<int> accepted{0}, duplicate{0}, other{0};
   std::atomic<bool> go{false};
@@ -175,9 +156,7 @@ TEST_CASE("every secret of an endpoint is tried (rotation)") {
   TempDir dir;
   Daemon d(dir, kConfig);
   const std::string body = R"({"rotated":true})";
-  auto old_signed = hookbox::Sign(Github(), {"value", "old-rotated-secret"}, body,
-                                  std::chrono::system_clock::now(), "rot-1", "push");
-  auto r = d.Post("/hooks/github", ToHttplib(old_signed), body);
+  auto r = d.Post("/hooks/github", GithubSigned("old-rotated-secret", body, "rot-1"), body);
   REQUIRE(r);
   CHECK(r->status == 200);
   CHECK(Answer(r)["status"] == "accepted");
@@ -187,7 +166,7 @@ TEST_CASE("signature problems get 401 and leave the inbox unchanged") {
   TempDir dir;
   Daemon d(dir, kConfig);
   const std::string body = R"({"ref":"refs/heads/main"})";
-  httplib::Headers good = SignGithub(body, "sig-1");
+  httplib::Headers good = GithubSigned(kGithubSecret, body, "sig-1");
   auto with_signature = [&](const std::string& value) {
     httplib::Headers h = good;
     h.erase("X-Hub-Signature-256");
@@ -221,7 +200,7 @@ TEST_CASE("signature problems get 401 and leave the inbox unchanged") {
   const std::string event = StripeEvent("evt_old", "in_1", 1);
   auto old = hookbox::Sign(Stripe(), {"value", kStripeSecret}, event,
                            std::chrono::system_clock::now() - std::chrono::seconds(301));
-  auto r = d.Post("/hooks/stripe", ToHttplib(old), event);
+  auto r = d.Post("/hooks/stripe", HttplibHeaders(old), event);
   REQUIRE(r);
   CHECK(r->status == 401);
   CHECK(Answer(r)["error"] == "timestamp outside tolerance");
@@ -381,8 +360,8 @@ TEST_CASE("same id, other body: duplicate by default, 422 with strict_body") {
   Daemon d(dir, kConfig);
   // gh: not strict. The changed body is counted as a duplicate and logged as body_changed.
   std::string a = R"({"v":1})", b = R"({"v":2})";
-  CHECK(Answer(d.Post("/hooks/github", SignGithub(a, "same-id"), a))["status"] == "accepted");
-  auto r = d.Post("/hooks/github", SignGithub(b, "same-id"), b);
+  CHECK(Answer(d.Post("/hooks/github", GithubSigned(kGithubSecret, a, "same-id"), a))["status"] == "accepted");
+  auto r = d.Post("/hooks/github", GithubSigned(kGithubSecret, b, "same-id"), b);
   CHECK(Answer(r)["status"] == "duplicate");
   CHECK(d.Log().find("\"body_changed\":true") != std::string::npos);
 
@@ -403,12 +382,12 @@ TEST_CASE("inbox clear: the next delivery of the event is accepted as new") {
   TempDir dir;
   Daemon d(dir, kConfig);
   std::string body = R"({"clear":"me"})";
-  CHECK(Answer(d.Post("/hooks/github", SignGithub(body, "to-clear"), body))["status"] ==
+  CHECK(Answer(d.Post("/hooks/github", GithubSigned(kGithubSecret, body, "to-clear"), body))["status"] ==
         "accepted");
   auto cleared = d.Cli({"inbox", "clear", "gh", "to-clear"});
   CHECK(cleared.exit_code == 0);
   CHECK(d.Rows().empty());
-  CHECK(Answer(d.Post("/hooks/github", SignGithub(body, "to-clear"), body))["status"] ==
+  CHECK(Answer(d.Post("/hooks/github", GithubSigned(kGithubSecret, body, "to-clear"), body))["status"] ==
         "accepted");
   CHECK(d.Rows().size() == 1);
   // Clearing what is not there is a lookup error.

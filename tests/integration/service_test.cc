@@ -22,6 +22,7 @@ using hookbox::testing::Daemon;
 using hookbox::testing::DaemonOptions;
 using hookbox::testing::Eventually;
 using hookbox::testing::FakeNotifySocket;
+using hookbox::testing::GithubSigned;
 using hookbox::testing::ParsePrometheusText;
 using hookbox::testing::TempDir;
 using nlohmann::json;
@@ -61,19 +62,6 @@ std::string GithubConfig(const std::vector<std::string>& secrets, int workers = 
 }
 
 // Headers github would send for `body`, signed with `secret`.
-httplib::Headers GithubHeaders(const std::string& secret, const std::string& body,
-                               const std::string& delivery) {
-  hookbox::Endpoint github;
-  github.name = "gh";
-  github.provider = hookbox::Provider::kGithub;
-  httplib::Headers out;
-  for (const auto& [k, v] : hookbox::Sign(github, {"value", secret}, body,
-                                          std::chrono::system_clock::now(), delivery, "push")) {
-    if (k != "Content-Type") out.emplace(k, v);
-  }
-  return out;
-}
-
 // A listening TCP socket on 127.0.0.1 (port 0: any free one), as systemd's .socket unit
 // would make it; returns the fd and its port.
 std::pair<int, int> ListeningSocket(int port = 0) {
@@ -252,7 +240,7 @@ TEST_CASE("SIGHUP adds a secret without a restart, and requests during the reloa
   Daemon d(dir, GithubConfig({"secret-a"}));
   const std::string body = R"({"ref":"refs/heads/main"})";
   auto with_b = [&](const std::string& id) {
-    return d.Post("/hooks/github", GithubHeaders("secret-b", body, id), body);
+    return d.Post("/hooks/github", GithubSigned("secret-b", body, id), body);
   };
   auto before = with_b("b-before");
   REQUIRE(before);
@@ -260,7 +248,7 @@ TEST_CASE("SIGHUP adds a secret without a restart, and requests during the reloa
 
   // Deliveries signed with the old secret keep flowing while the config changes under them.
   Traffic old_secret(d.port(), "/hooks/github", "a", 3, [&](const std::string& id) {
-    return std::pair{GithubHeaders("secret-a", body, id), body};
+    return std::pair{GithubSigned("secret-a", body, id), body};
   });
   REQUIRE(Eventually([&] { return old_secret.ok_count() >= 50; }));
   d.WriteConfig(GithubConfig({"secret-a", "secret-b"}));
@@ -342,10 +330,10 @@ TEST_CASE("/metrics parses as Prometheus text and counts what was sent") {
     REQUIRE(r);
     return r->status;
   };
-  for (const char* id : {"m-1", "m-2", "m-3"}) CHECK(post(GithubHeaders("secret-a", body, id)) == 200);
-  CHECK(post(GithubHeaders("secret-a", body, "m-1")) == 200);          // duplicate
-  CHECK(post(GithubHeaders("wrong-secret", body, "m-4")) == 401);      // mismatch
-  CHECK(post(GithubHeaders("wrong-secret", body, "m-5")) == 401);      // mismatch
+  for (const char* id : {"m-1", "m-2", "m-3"}) CHECK(post(GithubSigned("secret-a", body, id)) == 200);
+  CHECK(post(GithubSigned("secret-a", body, "m-1")) == 200);          // duplicate
+  CHECK(post(GithubSigned("wrong-secret", body, "m-4")) == 401);      // mismatch
+  CHECK(post(GithubSigned("wrong-secret", body, "m-5")) == 401);      // mismatch
   CHECK(post({{"X-GitHub-Delivery", "m-6"}, {"X-GitHub-Event", "push"}}) == 401);  // missing
   CHECK(post({}, "/hooks/nowhere") == 404);
 
