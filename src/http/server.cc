@@ -147,14 +147,39 @@ std::string NumericHost(const sockaddr_storage& addr, socklen_t len, int& port) 
   return host;
 }
 
+// A socket's numeric address; empty for a unix socket or when it cannot be read.
+struct Address {
+  std::string ip;
+  int port = 0;
+};
+Address SocketAddress(int fd, int (*get)(int, sockaddr*, socklen_t*)) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  Address a;
+  if (get(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0 && addr.ss_family != AF_UNIX) {
+    a.ip = NumericHost(addr, len, a.port);
+  }
+  return a;
+}
+
+// A connection: its socket and both ends' addresses (read once, at accept), the bytes that
+// arrived and are not answered yet, and how many requests it has had answered
+// (keep_alive_max).
+struct Conn {
+  int fd = -1;
+  Address remote, local;
+  std::string buf;
+  size_t served = 0;
+};
+
 // One connection, as the library's request parser reads it: first the bytes the Edge
 // already buffered, then the socket, each read bounded by read_timeout and each write by
 // write_timeout. Bytes past the current request (a pipelined next one) stay buffered and go
 // back to the Edge with the connection.
 class ConnectionStream final : public httplib::Stream {
  public:
-  ConnectionStream(int fd, const HttpLimits& limits, std::string buffered)
-      : fd_(fd), limits_(limits), buf_(std::move(buffered)) {}
+  ConnectionStream(const Conn& conn, const HttpLimits& limits, std::string buffered)
+      : fd_(conn.fd), conn_(conn), limits_(limits), buf_(std::move(buffered)) {}
 
   bool Buffered() const { return off_ < buf_.size(); }
   std::string TakeBuffered() {
@@ -194,20 +219,12 @@ class ConnectionStream final : public httplib::Stream {
   }
 
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    sockaddr_storage addr{};
-    socklen_t len = sizeof addr;
-    if (getpeername(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0 &&
-        addr.ss_family != AF_UNIX) {
-      ip = NumericHost(addr, len, port);
-    }
+    ip = conn_.remote.ip;
+    port = conn_.remote.port;
   }
   void get_local_ip_and_port(std::string& ip, int& port) const override {
-    sockaddr_storage addr{};
-    socklen_t len = sizeof addr;
-    if (getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0 &&
-        addr.ss_family != AF_UNIX) {
-      ip = NumericHost(addr, len, port);
-    }
+    ip = conn_.local.ip;
+    port = conn_.local.port;
   }
   socket_t socket() const override { return fd_; }
 
@@ -221,6 +238,7 @@ class ConnectionStream final : public httplib::Stream {
   }
 
   const int fd_;
+  const Conn& conn_;  // its addresses; outlives this stream (Listener::Serve)
   const HttpLimits& limits_;
   std::string buf_;
   size_t off_ = 0;
@@ -267,13 +285,6 @@ Arrival RequestArrival(const std::string& buf, const HttpLimits& limits) {
   return buf.size() >= head_end + 4 + length ? Arrival::kWhole : Arrival::kPartial;
 }
 
-// A connection: its socket, the bytes that arrived and are not answered yet, and how many
-// requests it has had answered (keep_alive_max).
-struct Conn {
-  int fd = -1;
-  std::string buf;
-  size_t served = 0;
-};
 
 // A connection at the Edge, waiting for a whole request.
 struct Waiting {
@@ -570,7 +581,9 @@ class Listener final : public httplib::Server {
       Close(sock);
       return false;
     }
-    edge_.Add(Conn{sock, std::string(), 0}, /*idle=*/false);
+    edge_.Add(Conn{sock, SocketAddress(sock, ::getpeername), SocketAddress(sock, ::getsockname),
+                   std::string(), 0},
+              /*idle=*/false);
     return true;
   }
 
@@ -578,7 +591,7 @@ class Listener final : public httplib::Server {
   // that are whole too), then gives the connection back to the Edge or closes it.
   void Serve(Conn conn) {
     for (;;) {
-      ConnectionStream stream(conn.fd, limits_, std::move(conn.buf));
+      ConnectionStream stream(conn, limits_, std::move(conn.buf));
       const bool last = ++conn.served >= limits_.keep_alive_max || shutting_down_;
       bool closed_by_client = false;
       t_close_after_answer = false;

@@ -1,7 +1,8 @@
 // Unit tests of the HTTP listener's lifecycle: a shutdown closes idle keep-alive
 // connections at once (a keep-alive timeout of an hour would otherwise hold Run() for an
 // hour: ctest's timeout is the bound), still answers a request in flight, and a listening
-// socket made elsewhere (systemd socket activation) can be adopted.
+// socket made elsewhere (systemd socket activation) can be adopted; each request carries
+// its client's address.
 #include <catch2/catch.hpp>
 
 #include <netinet/in.h>
@@ -164,4 +165,25 @@ TEST_CASE("an answer may name its own content type") {
   REQUIRE(result);
   CHECK(result->get_header_value("Content-Type") == "text/plain; version=0.0.4");
   CHECK(result->get_header_value_count("Content-Type") == 1);
+}
+
+TEST_CASE("each request on a keep-alive connection carries the client's address and port") {
+  Running r(HttpLimits{}, [](const Delivery& d) { return Answer{200, d.remote, {}}; });
+  auto port = r.server.Bind("127.0.0.1", 0);
+  REQUIRE(port.ok());
+  r.Start();
+  int fd = ConnectTo(*port);
+  sockaddr_in mine{};
+  socklen_t len = sizeof mine;
+  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &len) == 0);
+  const std::string expected = "127.0.0.1:" + std::to_string(ntohs(mine.sin_port));
+  const std::string request = "GET /a HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (int i = 0; i < 3; ++i) {  // the address is read once per connection, kept for each
+    REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+            static_cast<ssize_t>(request.size()));
+    const std::string response = ReadResponse(fd);
+    REQUIRE(response.rfind("HTTP/1.1 200", 0) == 0);
+    CHECK(response.substr(response.find("\r\n\r\n") + 4) == expected);
+  }
+  close(fd);
 }
