@@ -257,6 +257,28 @@ TEST_CASE("replicas: a sync duplicate on the other replica waits on the first's 
   CHECK(r.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == 1);
 }
 
+TEST_CASE("replicas: a sync duplicate whose wait on the lock runs out gets 409, no second run",
+          "[.postgres]") {
+  // A's run outlasts B's sync_wait: B's lock wait times out (lock_timeout) and B answers 409
+  // while A still holds the lock and runs; A then finishes as the only run.
+  Replicas r(Endpoint("sync", Exec(Recorder("runs", "sleep 4"), "10s"),
+                      "    mode: sync\n    sync_wait: 1s\n"));
+  std::string first;
+  std::thread slow([&] { first = AnswerLine(r.a.Post("/hooks/sync", {}, R"({"id":"late-1"})")); });
+  REQUIRE(Eventually([&] { return ReadLines(r.shared / "runs").size() == 1; }, 10s));
+  auto second = r.b.Post("/hooks/sync", {}, R"({"id":"late-1"})");
+  const int64_t processed_when_answered =
+      r.Count("SELECT count(*) FROM inbox WHERE status = 'processed'");
+  REQUIRE(second);
+  CHECK(second->status == 409);
+  CHECK(second->get_header_value("Retry-After") == "1");
+  CHECK(processed_when_answered == 0);  // A was still running: B gave up, it did not wait
+  slow.join();
+  CHECK(first == "200 accepted");
+  CHECK(ReadLines(r.shared / "runs").size() == 1);
+  CHECK(r.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == 1);
+}
+
 TEST_CASE("replicas: the sync lock dies with its replica; the waiting duplicate gets 409",
           "[.postgres]") {
   // A runs a long sync handler and is killed while B's duplicate waits on A's row lock. The

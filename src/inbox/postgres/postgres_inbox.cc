@@ -253,14 +253,24 @@ Status LeaseJobs(Conn& c, const std::vector<ClaimedJob>& jobs, const std::string
 
 // The event's unfinished jobs for a sync request: all of them, unless one is leased to
 // someone else. The jobs rows are locked first, so two requests taking over at once
-// serialize: the second sees the first's leases.
+// serialize: the second sees the first's leases. NOWAIT: rows locked by another request
+// (the hold of the one running them, see HoldJobs) make the event busy at once (state
+// kBusy, Conflict returned so the transaction rolls back); the caller waits for that lock
+// within its own sync_wait (AwaitEvent), not here within the pool's lock_timeout.
 Status ClaimEventInto(Conn& c, int64_t inbox_id, const std::string& owner, TimePoint now,
                       std::chrono::milliseconds lease, EventClaim* out) {
   const std::string now_text = FormatTime(now);
-  HOOKBOX_EXEC(locked, c.Exec("SELECT status = 'processing' AND lease_until >= $2::timestamptz"
-                              " FROM jobs WHERE inbox_id = $1"
-                              " AND status IN ('pending', 'processing') ORDER BY id FOR UPDATE",
-                              Params().Add(inbox_id).Add(now_text)));
+  auto locked_or = c.Exec("SELECT status = 'processing' AND lease_until >= $2::timestamptz"
+                          " FROM jobs WHERE inbox_id = $1"
+                          " AND status IN ('pending', 'processing') ORDER BY id"
+                          " FOR UPDATE NOWAIT",
+                          Params().Add(inbox_id).Add(now_text));
+  if (!locked_or.ok()) {
+    if (c.last_sqlstate() != "55P03") return locked_or.status();
+    out->state = EventClaim::State::kBusy;
+    return Status::Conflict("event busy", "its jobs are locked by the request running them");
+  }
+  Result& locked = *locked_or;
   for (int i = 0; i < locked.rows(); ++i) {
     if (locked.Bool(i, 0)) {
       out->state = EventClaim::State::kBusy;
@@ -373,7 +383,7 @@ class PostgresInbox final : public Inbox {
       if (row.rows() == 0) return Status::NotFound("no such event", endpoint + " " + event_id);
       return ClaimEventInto(c, row.Int(0, 0), owner, now, lease, &claim);
     });
-    if (!s.ok()) return s;
+    if (!s.ok() && claim.state != EventClaim::State::kBusy) return s;
     return claim;
   }
 
