@@ -22,8 +22,10 @@
 #include "http/client.h"
 #include "http/server.h"
 #include "inbox/inbox.h"
+#include "inbox/postgres/pg.h"
 #include "ops/clock.h"
 #include "ops/daemon_metrics.h"
+#include "ops/fdlimit.h"
 #include "ops/log.h"
 #include "ops/systemd.h"
 #include "receive/identify.h"
@@ -226,6 +228,37 @@ void Reload(const std::string& config_path, const Config& running, Inbox& inbox,
   LogInfo({{"msg", "reloaded"}, {"endpoints", new_config->endpoints.size()}});
 }
 
+// Raises the soft open-file limit to the hard one, then lowers limits.max_connections to
+// what fits under it beside the descriptors the rest of the daemon needs (ops/fdlimit.h).
+// False, after saying why, when not even the minimum fits.
+bool FitDescriptors(Config& c) {
+  auto limit = RaiseNofileLimit();
+  if (!limit.ok()) {
+    LogWarn({{"msg", "cannot read the open-file limit"}, {"error", limit.status().ToString()}});
+    return true;
+  }
+  if (limit->soft != limit->before) {
+    LogInfo({{"msg", "raised the open-file limit"}, {"from", limit->before}, {"to", limit->soft}});
+  }
+  const DescriptorNeeds needs{c.workers, c.limits.threads, pg::IsPostgresUrl(c.database)};
+  auto fit = FitConnections(limit->soft, c.limits.max_connections, needs);
+  if (!fit.ok()) {
+    std::cerr << "hookbox: " << fit.status().ToString() << "\n";
+    LogError({{"msg", "limits.max_connections does not fit the open-file limit"},
+              {"error", fit.status().ToString()}});
+    return false;
+  }
+  if (fit->lowered) {
+    LogWarn({{"msg", "limits.max_connections lowered to fit the open-file limit"},
+             {"configured", c.limits.max_connections},
+             {"max_connections", fit->max_connections},
+             {"open_file_limit", limit->soft},
+             {"reserved", fit->reserve}});
+    c.limits.max_connections = fit->max_connections;
+  }
+  return true;
+}
+
 int Serve(const std::string& config_path) {
   sigset_t signals = BlockServeSignals();
   // Take the sockets systemd may have passed before anything could inherit them.
@@ -233,6 +266,8 @@ int Serve(const std::string& config_path) {
   // Load and check the config; every problem is reported before stopping.
   std::optional<Config> loaded = LoadOrReport(config_path, /*resolve_secrets=*/true);
   if (!loaded) return kExitUsage;
+  // Raise the open-file limit; fit max_connections under it.
+  if (!FitDescriptors(*loaded)) return kExitUsage;
   auto config = std::make_shared<const Config>(std::move(*loaded));
   const Config& c = *config;
   // Open the inbox and bring its schema up to date.
