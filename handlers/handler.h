@@ -58,6 +58,12 @@ struct HandlerResult {
   std::string detail;
   // A delay the downstream asked for (HTTP Retry-After); the worker waits at least this.
   std::optional<std::chrono::milliseconds> retry_after;
+  // With a failure: the handler could not even be started because the daemon itself ran
+  // out of something (file descriptors or processes: EMFILE, ENFILE, EAGAIN), which says
+  // nothing about the handler or the event. The worker retries it after a short backoff
+  // without spending the job's attempt budget (work/backoff.h) and counts it in
+  // hookbox_handler_infra_failures_total.
+  bool infrastructure = false;
 };
 
 // SQL to run inside the inbox's own transaction (the `sql` kind). Named parameters:

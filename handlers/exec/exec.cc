@@ -5,7 +5,10 @@
 // block it; only the last kTailBytes of output are kept. At the deadline the whole group is
 // SIGKILLed and the child reaped before Run returns: when an attempt is recorded as over,
 // nothing of it still runs. The child sees a minimal environment, never the daemon's own,
-// which holds webhook secrets.
+// which holds webhook secrets. A child that cannot be started because the daemon is out of
+// descriptors or processes (EMFILE, ENFILE, EAGAIN from pipe2, fork or execve) is the
+// daemon's failure, not the handler's: the result says so (`infrastructure`) and the job is
+// retried without spending its attempt budget.
 #include "handlers/exec/exec.h"
 
 #include <fcntl.h>
@@ -77,18 +80,33 @@ class Fd final {
 };
 
 // A close-on-exec pipe whose ends are never 0-2, so the child's dup2s cannot clobber them.
-bool MakePipe(Fd& read_end, Fd& write_end) {
+// 0, or the errno of what failed.
+int MakePipe(Fd& read_end, Fd& write_end) {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return false;
+  if (::pipe2(fds, O_CLOEXEC) != 0) return errno;
+  int error = 0;
   for (int& fd : fds) {
     if (fd > 2) continue;
     int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (moved < 0) error = errno;
     ::close(fd);
     fd = moved;
   }
   read_end.Reset(fds[0]);
   write_end.Reset(fds[1]);
-  return read_end.is_open() && write_end.is_open();
+  return error;
+}
+
+// Starting the child failed because the daemon ran out of descriptors (its own, EMFILE, or
+// the system's, ENFILE) or processes (EAGAIN): nothing to do with the handler or the event.
+bool OutOfResources(int error) { return error == EMFILE || error == ENFILE || error == EAGAIN; }
+
+// A child that could not be started: a failure, marked as the daemon's (infrastructure)
+// when it ran out of resources, so the job is retried without spending its attempt budget.
+HandlerResult CannotStart(const std::string& what, int error) {
+  HandlerResult r{Outcome::kFailed, what + ": " + std::strerror(error), {}};
+  r.infrastructure = OutOfResources(error);
+  return r;
 }
 
 void SetNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
@@ -225,8 +243,11 @@ HandlerResult ExecHandler::Finished(int status, const OutputTail& out) const {
 HandlerResult ExecHandler::Run(const HandlerEvent& event) {
   auto fail = [](std::string what) { return HandlerResult{Outcome::kFailed, std::move(what), {}}; };
   Fd stdin_read, stdin_write, out_read, out_write;
-  if (!MakePipe(stdin_read, stdin_write) || !MakePipe(out_read, out_write)) {
-    return fail(std::string("cannot create pipes: ") + std::strerror(errno));
+  if (int error = MakePipe(stdin_read, stdin_write); error != 0) {
+    return CannotStart("cannot create pipes", error);
+  }
+  if (int error = MakePipe(out_read, out_write); error != 0) {
+    return CannotStart("cannot create pipes", error);
   }
 
   std::vector<std::string> env = Environment(event);
@@ -241,12 +262,12 @@ HandlerResult ExecHandler::Run(const HandlerEvent& event) {
   // the job again at once; an orphaned first attempt still running would overlap it. Between
   // fork and execve the child calls only async-signal-safe functions.
   Fd err_read, err_write;  // execve's failure, reported by the child; closed by a success
-  if (!MakePipe(err_read, err_write)) {
-    return fail(std::string("cannot create pipes: ") + std::strerror(errno));
+  if (int error = MakePipe(err_read, err_write); error != 0) {
+    return CannotStart("cannot create pipes", error);
   }
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
-  if (pid < 0) return fail(std::string("cannot fork: ") + std::strerror(errno));
+  if (pid < 0) return CannotStart("cannot fork", errno);
   if (pid == 0) {
     ::setpgid(0, 0);  // a new group, led by the child: a timeout kills all of it
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -254,7 +275,8 @@ HandlerResult ExecHandler::Run(const HandlerEvent& event) {
     ::dup2(stdin_read.get(), 0);
     ::dup2(out_write.get(), 1);
     ::dup2(out_write.get(), 2);
-    const int err_fd = ::fcntl(err_write.get(), F_DUPFD_CLOEXEC, 3);
+    int err_fd = ::fcntl(err_write.get(), F_DUPFD_CLOEXEC, 3);
+    if (err_fd < 0) err_fd = err_write.get();  // no descriptor left to move it to: keep it
     // Whatever the daemon has open (listening sockets, the database) stays out of the child.
     ::close_range(3, err_fd - 1, 0);
     ::close_range(err_fd + 1, ~0U, 0);
@@ -281,7 +303,7 @@ HandlerResult ExecHandler::Run(const HandlerEvent& event) {
   if (got == static_cast<ssize_t>(sizeof exec_errno)) {
     int ignored;
     ::waitpid(pid, &ignored, 0);
-    return fail("cannot start " + spec_.program + ": " + std::strerror(exec_errno));
+    return CannotStart("cannot start " + spec_.program, exec_errno);
   }
 
   SetNonBlocking(stdin_write.get());

@@ -143,6 +143,9 @@ struct JobOutcome {
   enum class Next { kDone, kRetry, kDead } next = Next::kDone;
   TimePoint next_attempt_at;  // kRetry only
   TimePoint finished_at;
+  // kRetry only: the handler could not be started (HandlerResult::infrastructure), so the
+  // try the claim took from the job's attempt budget is given back.
+  bool refund_try = false;
 };
 
 // A lock a sync request holds on the jobs it runs (see Inbox::HoldJobs); dropping it
@@ -171,8 +174,10 @@ class Inbox {
   // lease (compare-and-swap): a worker whose lease expired and was taken over gets
   // Conflict("lease lost") and changes nothing. With `sql`, its statements run in the same
   // transaction when the outcome is ok; if they fail, nothing of them stays and
-  // `sql_failed` (with the error as detail) is recorded instead. Returns the outcome
-  // recorded. The inbox row becomes processed when all its jobs are done, dead if any is.
+  // `sql_failed` (with the error as detail) is recorded instead. With `refund_try`, the
+  // job's count of tries against max_attempts goes back down by the one its claim added
+  // (the attempts row stays, as history). Returns the outcome recorded. The inbox row
+  // becomes processed when all its jobs are done, dead if any is.
   virtual StatusOr<Outcome> FinishJob(const ClaimedJob& job, const JobOutcome& outcome,
                                       const SqlWork* sql = nullptr,
                                       const JobOutcome* sql_failed = nullptr) = 0;

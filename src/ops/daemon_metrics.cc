@@ -21,6 +21,11 @@ DaemonMetrics::DaemonMetrics()
           "hookbox_handler_latency_seconds",
           "How long one handler attempt took, by endpoint, handler and outcome.",
           {"endpoint", "handler", "outcome"}, LatencyBuckets())),
+      handler_infra_failures(registry.AddCounter(
+          "hookbox_handler_infra_failures_total",
+          "Handler attempts that could not start for want of file descriptors or processes, "
+          "retried without spending the job's attempt budget, by endpoint and handler.",
+          {"endpoint", "handler"})),
       purged_rows(registry.AddCounter("hookbox_purged_rows_total",
                                       "Rows removed by the daily purge, by kind.", {"kind"})) {}
 

@@ -22,6 +22,10 @@ struct DaemonMetrics {
   // {endpoint, handler, outcome}: one per attempt, pool or sync.
   CounterFamily& attempts;
   HistogramFamily& handler_latency;
+  // {endpoint, handler}: attempts whose handler could not be started for want of the
+  // daemon's own descriptors or processes (EMFILE, ENFILE, EAGAIN); retried without
+  // spending the job's attempt budget. Also counted in `attempts` as failed.
+  CounterFamily& handler_infra_failures;
   // {kind}: processed, stale, ignored, dead, sequences.
   CounterFamily& purged_rows;
 

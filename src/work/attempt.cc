@@ -77,6 +77,12 @@ StatusOr<JobOutcome> RunAttempt(Inbox& inbox, const ClaimedJob& job, const Confi
   const LabelValues labels = {job.event.endpoint, job.handler, OutcomeName(outcome.outcome)};
   Metrics().attempts.With(labels).Inc();
   Metrics().handler_latency.With(labels).Observe(seconds);
+  if (outcome.refund_try) {
+    // The handler never started (no descriptors or processes left): the daemon's problem,
+    // not the handler's; the job is retried soon, its attempt budget untouched.
+    Metrics().handler_infra_failures.With({job.event.endpoint, job.handler}).Inc();
+    log["infrastructure"] = true;
+  }
   if (!recorded.ok()) {
     log["error"] = recorded.status().ToString();
     log["result"] = "discarded";

@@ -18,6 +18,13 @@ JobOutcome DecideNext(const HandlerResult& result, int tries_used, const RetryPo
   o.outcome = result.outcome;
   o.detail = result.detail;
   o.finished_at = now;
+  if (result.infrastructure && result.outcome != Outcome::kOk) {
+    std::uniform_int_distribution<int64_t> delay(kInfraRetryMin.count(), kInfraRetryMax.count());
+    o.next = JobOutcome::Next::kRetry;
+    o.next_attempt_at = now + std::chrono::milliseconds(delay(rng));
+    o.refund_try = true;
+    return o;
+  }
   switch (result.outcome) {
     case Outcome::kOk:
       o.next = JobOutcome::Next::kDone;

@@ -980,10 +980,11 @@ class PostgresInbox final : public Inbox {
     else cas.AddNull();
     cas.Add(job.job_id).Add(job.lease_token).Add(finished).Add(OutcomeName(effective->outcome));
     cas.Add(effective->detail).Add(int64_t{job.event.attempt});
+    cas.Add(int64_t{effective->refund_try ? 1 : 0});
     HOOKBOX_EXEC(moved, c.Exec("WITH cas AS (UPDATE jobs SET status = $1,"
                                " next_attempt_at = coalesce($2::timestamptz, next_attempt_at),"
-                               " last_error = $3, lease_owner = NULL, lease_token = NULL,"
-                               " lease_until = NULL"
+                               " last_error = $3, attempts = greatest(attempts - $10, 0),"
+                               " lease_owner = NULL, lease_token = NULL, lease_until = NULL"
                                " WHERE id = $4 AND lease_token = $5 AND status = 'processing'"
                                " RETURNING id),"
                                " attempt AS (UPDATE attempts SET finished_at = $6, outcome = $7,"

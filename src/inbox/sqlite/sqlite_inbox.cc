@@ -155,15 +155,17 @@ Status FinishInto(Db& db, const ClaimedJob& job, const JobOutcome& outcome, cons
   const std::string finished = FormatTime(effective->finished_at);
   {
     HOOKBOX_PREPARE(cas, db,
-                    "UPDATE jobs SET status = ?, next_attempt_at = coalesce(?, next_attempt_at),"
-                    " last_error = ?, lease_owner = NULL, lease_token = NULL, lease_until = NULL"
-                    " WHERE id = ? AND lease_token = ? AND status = 'processing'");
+                    "UPDATE jobs SET status = ?1, next_attempt_at = coalesce(?2, next_attempt_at),"
+                    " last_error = ?3, attempts = max(attempts - ?6, 0), lease_owner = NULL,"
+                    " lease_token = NULL, lease_until = NULL"
+                    " WHERE id = ?4 AND lease_token = ?5 AND status = 'processing'");
     cas.Bind(1, JobStatusFor(effective->next));
     if (effective->next == JobOutcome::Next::kRetry) {
       cas.Bind(2, FormatTime(effective->next_attempt_at));
     }
     if (effective->outcome != Outcome::kOk) cas.Bind(3, effective->detail);
     cas.Bind(4, job.job_id).Bind(5, job.lease_token);
+    cas.Bind(6, int64_t{effective->refund_try ? 1 : 0});
     if (s = cas.Run(); !s.ok()) return s;
   }
   if (db.Changes() == 0) {
