@@ -11,6 +11,8 @@ packages=(
   postgresql   # the tests start a throwaway cluster of their own (tests/pg/cluster.sh)
   systemd   # systemd-analyze: the unit files are verified by the tests
   clang libfuzzer-14-dev libclang-rt-14-dev
+  libboost1.81-dev     # Boost.Beast: the listener's HTTP parser (src/http/request_parser.cc)
+  libhttp-parser-dev   # nodejs http-parser: the second reading in tests/fuzz/fuzz_http.cc
 )
 
 missing=()

@@ -101,13 +101,13 @@ HttpLimits PublicLimits(const Config& c) {
   l.read_timeout = c.limits.read_timeout;
   l.threads = c.limits.threads;
   l.max_headers = c.limits.max_headers;
-  l.max_waiting_connections = c.limits.max_connections;
+  l.max_connections = c.limits.max_connections;
   return l;
 }
 
 // The inbox answers reads (Ping) and its write path commits: a lease expiry for an owner no
 // process has (owner names start with a host name, never with '/') changes nothing, but a
-// stuck writer thread or a dead disk makes it fail or hang.
+// stuck group commit or a dead disk makes it fail or hang.
 Status InboxAlive(Inbox& inbox) {
   if (Status s = inbox.Ping(); !s.ok()) return s;
   return inbox.ExpireLeases("/hookbox-liveness-probe/", std::chrono::system_clock::now());
@@ -287,7 +287,9 @@ int Serve(const std::string& config_path) {
   purge.Start();
   std::atomic<bool> draining{false};
   // Listen: webhooks on `listen` (or systemd's socket); health and metrics on `admin_listen`.
-  HttpServer hooks(PublicLimits(c), [&](const Delivery& d) { return receiver.Receive(d); });
+  HttpServer hooks(
+      PublicLimits(c), [&](const Delivery& d) { return receiver.Receive(d); },
+      [&](const Delivery& head) { return receiver.CheckHead(head); });
   const Liveness liveness{**inbox, hooks, draining};
   HttpLimits admin_limits;
   admin_limits.threads = 2;

@@ -1,28 +1,17 @@
-// cpp-httplib behind HttpServer: limits, edge guards, and the translation between
-// httplib's request/response and Delivery/Answer (see server.h).
+// The listener behind HttpServer (see server.h for what it promises): accept, read, parse
+// (RequestParser, the only reader of request bytes), call the handler, write the answer
+// (FormatAnswer, the only writer of response bytes).
 //
-// Two things Debian's cpp-httplib 0.11.4 cannot do through its public API are done through
-// its protected one, in a subclass (Listener):
-// - Socket activation: there is no call to serve on a socket someone else made. Binding
-//   cannot be bent into it (the socket-options hook sees a fresh socket that the library
-//   then binds, and bind() on an already-bound socket fails, so a dup2 onto it is no use);
-//   but the listening socket is the protected member `svr_sock_`, and listen_after_bind()
-//   accepts on whatever it holds. Adopt() sets it.
-// - Slow clients and prompt shutdown: the library serves each connection on a thread of
-//   its pool from accept to close, reading with read_timeout per read and no deadline for
-//   a whole request, so a few hundred clients sending half a request (slowloris), or just
-//   idle keep-alive connections, held every thread and real deliveries waited behind them.
-//   Here a connection holds no thread while it waits: the accept loop hands each socket to
-//   the Edge (one epoll thread), which buffers bytes until a whole request (head and
-//   Content-Length body) has arrived, closing connections that take longer than
-//   read_timeout for it (or keep_alive_timeout idle between requests), and only then gives
-//   the connection to a worker thread. The worker parses, routes and answers it with the
-//   library's own process_request() (protected), so all of its behaviour — and every limit
-//   set below — stays as it was; then the connection goes back to the Edge. The hooks are
-//   the task queue (new_task_queue: the accept loop's handoff runs inline) and the private
-//   virtual process_and_close_socket().
+// Threads and connections. The listening socket, an eventfd (to wake everyone at Stop) and
+// every connection are in one epoll set, the connections and the listening socket with
+// EPOLLONESHOT: an event hands its connection to exactly one thread, which owns it until it
+// re-arms or closes it. The connections live in a table keyed by a 64-bit id (the epoll
+// cookie), under one mutex that is held only to take, re-arm, sweep or close one; an event
+// for a connection that is gone (closed by the sweep) finds no entry and is ignored, so a
+// file descriptor number reused by a new connection is never mistaken for the old one.
 #include "http/server.h"
 
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -36,105 +25,74 @@
 
 #include <atomic>
 #include <cerrno>
-#include <charconv>
 #include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
-#include <httplib.h>
+#include <nlohmann/json.hpp>
 
+#include "http/request_parser.h"
 #include "ops/log.h"
 
 namespace hookbox {
 namespace {
 
-// JSON unless the answer names its own Content-Type (the admin listener's /metrics).
-void SetAnswer(httplib::Response& res, const Answer& a) {
-  res.status = a.status;
-  std::string type = "application/json";
-  for (const auto& [k, v] : a.headers) {
-    if (strcasecmp(k.c_str(), "Content-Type") == 0) type = v;
-    else res.set_header(k, v);
+using Steady = std::chrono::steady_clock;
+
+const char* Reason(int status) {
+  switch (status) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 204: return "No Content";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 411: return "Length Required";
+    case 413: return "Content Too Large";
+    case 417: return "Expectation Failed";
+    case 422: return "Unprocessable Content";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Status";
   }
-  res.set_content(a.body, type);
 }
 
-// Set by a handler on the connection's own thread when the connection must close after
-// this answer (the library's loop would otherwise read on, into an unread body).
-thread_local bool t_close_after_answer = false;
+// A header our own code set could still carry a line break; such a header is dropped
+// rather than let it split the response.
+bool Safe(const std::string& s) { return s.find_first_of("\r\n") == std::string::npos; }
 
-void Refuse(httplib::Response& res, int status, const std::string& message) {
-  // The unread body (if any) is still in the socket: the connection must not be reused.
-  res.set_header("Connection", "close");
-  t_close_after_answer = true;
-  SetAnswer(res, Answer{status, nlohmann::json{{"error", message}}.dump(), {}});
+Answer ErrorAnswer(int status, const std::string& message) {
+  return Answer{status, nlohmann::json{{"error", message}}.dump(), {}};
 }
 
-// cpp-httplib adds the connection's addresses to the request headers under these names.
-bool IsLibraryPseudoHeader(const std::string& name) {
-  return name == "REMOTE_ADDR" || name == "REMOTE_PORT" || name == "LOCAL_ADDR" ||
-         name == "LOCAL_PORT";
-}
+constexpr uint64_t kListenId = 0;
+constexpr uint64_t kWakeId = 1;
 
-size_t ClientHeaderCount(const httplib::Request& req) {
-  size_t n = 0;
-  for (const auto& [name, value] : req.headers) n += IsLibraryPseudoHeader(name) ? 0 : 1;
-  return n;
-}
-
-// The edge guards: run by the library after the headers and before the body are read.
-bool RefuseAtEdge(const httplib::Request& req, httplib::Response& res, const HttpLimits& limits) {
-  if (ClientHeaderCount(req) > limits.max_headers) {
-    Refuse(res, 431, "too many request headers (limit " + std::to_string(limits.max_headers) + ")");
-    return true;
-  }
-  if (req.has_header("Transfer-Encoding")) {
-    if (req.has_header("Content-Length")) {
-      Refuse(res, 400, "both Transfer-Encoding and Content-Length");
-    } else {
-      Refuse(res, 411, "chunked bodies are not accepted: send Content-Length");
-    }
-    return true;
-  }
-  size_t lengths = req.get_header_value_count("Content-Length");
-  if (lengths == 0) {
-    if (req.method == "POST" || req.method == "PUT" || req.method == "PATCH") {
-      Refuse(res, 411, "Content-Length required");
-      return true;
-    }
-    return false;
-  }
-  if (lengths > 1) {
-    Refuse(res, 400, "more than one Content-Length");
-    return true;
-  }
-  const std::string value = req.get_header_value("Content-Length");
-  uint64_t length = 0;
-  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
-  if (value.empty() || ec != std::errc() || end != value.data() + value.size()) {
-    Refuse(res, 400, "Content-Length is not a number");
-    return true;
-  }
-  if (length > limits.max_body) {
-    Refuse(res, 413, "body larger than " + std::to_string(limits.max_body) + " bytes");
-    return true;
-  }
-  return false;
-}
-
-// Waits until fd is ready for `events` or `timeout` passes; false on timeout or error.
-bool WaitFor(int fd, short events, std::chrono::milliseconds timeout) {
-  pollfd p{fd, events, 0};
-  for (;;) {
-    int n = ::poll(&p, 1, static_cast<int>(timeout.count()));
-    if (n < 0 && errno == EINTR) continue;
-    return n > 0 && (p.revents & (events | POLLHUP | POLLERR)) != 0;
-  }
-}
+// A client connection, owned by the table; touched by one thread at a time (`busy`).
+struct Conn {
+  uint64_t id = 0;
+  int fd = -1;
+  std::string remote;  // "ip:port", read once at accept
+  std::string in;      // received, not yet taken by the parser
+  std::unique_ptr<RequestParser> parser;  // the request being read; none between requests
+  Steady::time_point deadline;
+  bool busy = false;       // a thread is serving it (the sweep leaves it alone)
+  bool continued = false;  // 100 Continue sent for the current request
+  size_t served = 0;       // requests answered (keep_alive_max)
+};
 
 std::string NumericHost(const sockaddr_storage& addr, socklen_t len, int& port) {
   char host[NI_MAXHOST] = "";
@@ -147,544 +105,418 @@ std::string NumericHost(const sockaddr_storage& addr, socklen_t len, int& port) 
   return host;
 }
 
-// A socket's numeric address; empty for a unix socket or when it cannot be read.
-struct Address {
-  std::string ip;
-  int port = 0;
-};
-Address SocketAddress(int fd, int (*get)(int, sockaddr*, socklen_t*)) {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof addr;
-  Address a;
-  if (get(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0 && addr.ss_family != AF_UNIX) {
-    a.ip = NumericHost(addr, len, a.port);
-  }
-  return a;
-}
-
-// A connection: its socket and both ends' addresses (read once, at accept), the bytes that
-// arrived and are not answered yet, and how many requests it has had answered
-// (keep_alive_max).
-struct Conn {
-  int fd = -1;
-  Address remote, local;
-  std::string buf;
-  size_t served = 0;
-};
-
-// One connection, as the library's request parser reads it: first the bytes the Edge
-// already buffered, then the socket, each read bounded by read_timeout and each write by
-// write_timeout. Bytes past the current request (a pipelined next one) stay buffered and go
-// back to the Edge with the connection.
-class ConnectionStream final : public httplib::Stream {
- public:
-  ConnectionStream(const Conn& conn, const HttpLimits& limits, std::string buffered)
-      : fd_(conn.fd), conn_(conn), limits_(limits), buf_(std::move(buffered)) {}
-
-  bool Buffered() const { return off_ < buf_.size(); }
-  std::string TakeBuffered() {
-    std::string rest = buf_.substr(off_);
-    buf_.clear();
-    off_ = 0;
-    return rest;
-  }
-
-  bool is_readable() const override {
-    return Buffered() || WaitFor(fd_, POLLIN, limits_.read_timeout);
-  }
-  bool is_writable() const override { return WaitFor(fd_, POLLOUT, limits_.write_timeout); }
-
-  ssize_t read(char* ptr, size_t size) override {
-    if (!Buffered()) {
-      if (!WaitFor(fd_, POLLIN, limits_.read_timeout)) return -1;
-      char chunk[4096];
-      ssize_t n = Recv(chunk, sizeof chunk);
-      if (n <= 0) return n;
-      buf_.assign(chunk, static_cast<size_t>(n));
-      off_ = 0;
-    }
-    size_t n = std::min(size, buf_.size() - off_);
-    std::memcpy(ptr, buf_.data() + off_, n);
-    off_ += n;
-    return static_cast<ssize_t>(n);
-  }
-
-  ssize_t write(const char* ptr, size_t size) override {
-    if (!is_writable()) return -1;
-    for (;;) {
-      ssize_t n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;
-      return n;
-    }
-  }
-
-  void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    ip = conn_.remote.ip;
-    port = conn_.remote.port;
-  }
-  void get_local_ip_and_port(std::string& ip, int& port) const override {
-    ip = conn_.local.ip;
-    port = conn_.local.port;
-  }
-  socket_t socket() const override { return fd_; }
-
- private:
-  ssize_t Recv(char* into, size_t size) {
-    for (;;) {
-      ssize_t n = ::recv(fd_, into, size, 0);
-      if (n < 0 && errno == EINTR) continue;
-      return n;
-    }
-  }
-
-  const int fd_;
-  const Conn& conn_;  // its addresses; outlives this stream (Listener::Serve)
-  const HttpLimits& limits_;
-  std::string buf_;
-  size_t off_ = 0;
-};
-
-void SetBlocking(int fd, bool blocking) {
+void SetNonBlocking(int fd) {
   int flags = ::fcntl(fd, F_GETFL);
-  if (flags >= 0) ::fcntl(fd, F_SETFL, blocking ? flags & ~O_NONBLOCK : flags | O_NONBLOCK);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
 }
-
-void Close(int fd) {
-  ::shutdown(fd, SHUT_RDWR);
-  ::close(fd);
-}
-
-// Whether `buf` holds a whole request: the head, and as many body bytes as its
-// Content-Length says. Requests the library's edge guards will refuse (no or several
-// Content-Lengths, chunked, too large) are "whole" once the head is: they are answered
-// without reading a body.
-enum class Arrival { kPartial, kWhole, kHeadTooLarge };
-Arrival RequestArrival(const std::string& buf, const HttpLimits& limits) {
-  const size_t head_end = buf.find("\r\n\r\n");
-  if (head_end == std::string::npos) {
-    return buf.size() > limits.max_request_head ? Arrival::kHeadTooLarge : Arrival::kPartial;
-  }
-  if (head_end > limits.max_request_head) return Arrival::kHeadTooLarge;
-  std::string_view head(buf.data(), head_end);
-  size_t length = 0, lengths = 0;
-  for (size_t at = head.find("\r\n"); at != std::string_view::npos;
-       at = head.find("\r\n", at + 2)) {
-    std::string_view line = head.substr(at + 2, head.find("\r\n", at + 2) - (at + 2));
-    constexpr std::string_view kName = "content-length:";
-    if (line.size() < kName.size() || strncasecmp(line.data(), kName.data(), kName.size()) != 0) {
-      continue;
-    }
-    std::string_view value = line.substr(kName.size());
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
-    if (ec != std::errc() || end != value.data() + value.size()) return Arrival::kWhole;
-    ++lengths;
-  }
-  if (lengths != 1 || length > limits.max_body) return Arrival::kWhole;
-  return buf.size() >= head_end + 4 + length ? Arrival::kWhole : Arrival::kPartial;
-}
-
-
-// A connection at the Edge, waiting for a whole request.
-struct Waiting {
-  Conn conn;
-  std::chrono::steady_clock::time_point deadline;
-  bool idle;  // between requests, nothing of the next one yet
-};
-
-// Connections waiting for a whole request, in one epoll thread (see the top of this file).
-// `ready` is called, on this thread, with each connection whose request has arrived.
-class Edge final {
- public:
-  Edge(const HttpLimits& limits, std::function<void(Conn)> ready)
-      : limits_(limits),
-        ready_(std::move(ready)),
-        epoll_(::epoll_create1(EPOLL_CLOEXEC)),
-        wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = wake_;
-    ::epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &ev);
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~Edge() {
-    stopping_ = true;
-    Wake();
-    thread_.join();
-    for (auto& [fd, w] : waiting_) Close(fd);
-    for (auto& w : incoming_) Close(w.conn.fd);
-    ::close(epoll_);
-    ::close(wake_);
-  }
-
-  // A new connection (`idle` false: its first request is due within read_timeout), or one
-  // back from a worker between requests (`idle` true: keep_alive_timeout for the next one).
-  // Safe from any thread.
-  void Add(Conn conn, bool idle) {
-    SetBlocking(conn.fd, false);
-    const bool nothing_yet = idle && conn.buf.empty();
-    const auto wait = nothing_yet ? std::chrono::milliseconds(limits_.keep_alive_timeout_s * 1000)
-                                  : limits_.read_timeout;
-    Waiting w{std::move(conn), std::chrono::steady_clock::now() + wait, nothing_yet};
-    {
-      std::lock_guard lock(mu_);
-      incoming_.push_back(std::move(w));
-    }
-    Wake();
-  }
-
-  // Closes every waiting connection, now and from now on.
-  void Shutdown() {
-    closing_ = true;
-    Wake();
-  }
-
- private:
-  void Wake() {
-    uint64_t one = 1;
-    (void)!::write(wake_, &one, sizeof one);
-  }
-
-  void Loop() {
-    epoll_event events[256];
-    auto last_sweep = std::chrono::steady_clock::now();
-    while (!stopping_) {
-      int n = ::epoll_wait(epoll_, events, 256, 100);
-      for (int i = 0; i < n; ++i) {
-        if (events[i].data.fd == wake_) {
-          uint64_t drained;
-          (void)!::read(wake_, &drained, sizeof drained);
-          continue;
-        }
-        Readable(events[i].data.fd);
-      }
-      TakeIncoming();
-      const auto now = std::chrono::steady_clock::now();
-      if (closing_ || now - last_sweep >= std::chrono::milliseconds(100)) {
-        last_sweep = now;
-        Sweep(now);
-      }
-    }
-  }
-
-  void TakeIncoming() {
-    std::vector<Waiting> incoming;
-    {
-      std::lock_guard lock(mu_);
-      incoming.swap(incoming_);
-    }
-    for (Waiting& w : incoming) {
-      const int fd = w.conn.fd;
-      if (closing_) {
-        Close(fd);
-        continue;
-      }
-      if (waiting_.size() >= limits_.max_waiting_connections) {
-        // A flood: bounded, and reported at the next sweep rather than per connection.
-        ++refused_;
-        Close(fd);
-        continue;
-      }
-      if (!w.conn.buf.empty() && RequestArrival(w.conn.buf, limits_) == Arrival::kWhole) {
-        Hand(std::move(w.conn));
-        continue;
-      }
-      epoll_event ev{};
-      ev.events = EPOLLIN | EPOLLRDHUP;
-      ev.data.fd = fd;
-      ::epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev);
-      waiting_.emplace(fd, std::move(w));
-    }
-  }
-
-  void Readable(int fd) {
-    auto it = waiting_.find(fd);
-    if (it == waiting_.end()) return;
-    Waiting& w = it->second;
-    char chunk[16384];
-    for (;;) {
-      ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-      if (n <= 0) {  // closed by the client, or an error
-        Drop(it);
-        return;
-      }
-      if (w.idle) {  // the next request has begun: it has read_timeout to arrive whole
-        w.idle = false;
-        w.deadline = std::chrono::steady_clock::now() + limits_.read_timeout;
-      }
-      w.conn.buf.append(chunk, static_cast<size_t>(n));
-      if (w.conn.buf.size() > limits_.max_request_head + limits_.max_body + 16) break;
-    }
-    switch (RequestArrival(w.conn.buf, limits_)) {
-      case Arrival::kPartial:
-        return;
-      case Arrival::kHeadTooLarge: {
-        static const char kAnswer[] =
-            "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: application/json\r\n"
-            "Connection: close\r\nContent-Length: 40\r\n\r\n{\"error\":\"request head too large\"}\n   ";
-        (void)!::send(fd, kAnswer, sizeof kAnswer - 4, MSG_NOSIGNAL);
-        Drop(it);
-        return;
-      }
-      case Arrival::kWhole: {
-        ::epoll_ctl(epoll_, EPOLL_CTL_DEL, fd, nullptr);
-        Conn conn = std::move(w.conn);
-        waiting_.erase(it);
-        Hand(std::move(conn));
-        return;
-      }
-    }
-  }
-
-  void Hand(Conn conn) {
-    if (closing_) {
-      Close(conn.fd);
-      return;
-    }
-    SetBlocking(conn.fd, true);
-    ready_(std::move(conn));
-  }
-
-  void Drop(std::unordered_map<int, Waiting>::iterator it) {
-    ::epoll_ctl(epoll_, EPOLL_CTL_DEL, it->first, nullptr);
-    Close(it->first);
-    waiting_.erase(it);
-  }
-
-  // Closes connections past their deadline (or all, when closing), and reports a flood.
-  void Sweep(std::chrono::steady_clock::time_point now) {
-    size_t timed_out = 0;
-    for (auto it = waiting_.begin(); it != waiting_.end();) {
-      if (closing_ || now >= it->second.deadline) {
-        timed_out += it->second.idle ? 0 : 1;
-        auto next = std::next(it);
-        Drop(it);
-        it = next;
-      } else {
-        ++it;
-      }
-    }
-    if (timed_out > 0 || refused_ > 0) {
-      LogWarn({{"msg", "connections closed at the edge"},
-               {"request_timeouts", timed_out},
-               {"refused_over_limit", refused_},
-               {"waiting", waiting_.size()}});
-      refused_ = 0;
-    }
-  }
-
-  const HttpLimits& limits_;
-  const std::function<void(Conn)> ready_;
-  const int epoll_;
-  const int wake_;
-  std::atomic<bool> stopping_{false};
-  std::atomic<bool> closing_{false};
-  std::mutex mu_;                   // guards incoming_
-  std::vector<Waiting> incoming_;
-  std::unordered_map<int, Waiting> waiting_;  // the epoll thread's own
-  size_t refused_ = 0;                        // the epoll thread's own
-  std::thread thread_;
-};
-
-// The threads that answer whole requests (limits.threads). Stop() answers what is queued,
-// then joins.
-class RequestThreads final {
- public:
-  RequestThreads(size_t threads, std::function<void(Conn)> serve) : serve_(std::move(serve)) {
-    for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
-  }
-  ~RequestThreads() { Stop(); }
-
-  void Push(Conn conn) {
-    {
-      std::lock_guard lock(mu_);
-      queue_.push_back(std::move(conn));
-    }
-    cv_.notify_one();
-  }
-
-  void Stop() {
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    for (std::thread& t : threads_) {
-      if (t.joinable()) t.join();
-    }
-  }
-
- private:
-  void Loop() {
-    for (;;) {
-      Conn conn;
-      {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;
-        conn = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      serve_(std::move(conn));
-    }
-  }
-
-  std::function<void(Conn)> serve_;
-  std::mutex mu_;  // guards queue_, stopping_
-  std::condition_variable cv_;
-  std::deque<Conn> queue_;
-  bool stopping_ = false;
-  std::vector<std::thread> threads_;
-};
-
-// The accept loop's handoff, run inline: process_and_close_socket() below only passes the
-// socket to the Edge, so the accept thread never waits on a client.
-class Inline final : public httplib::TaskQueue {
- public:
-  void enqueue(std::function<void()> fn) override { fn(); }
-  void shutdown() override {}
-};
-
-// httplib::Server with an adoptable listening socket, whose connections wait for whole
-// requests at the Edge and are answered by Workers (see the top of this file).
-class Listener final : public httplib::Server {
- public:
-  explicit Listener(const HttpLimits& limits)
-      : limits_(limits),
-        threads_(static_cast<size_t>(limits.threads), [this](Conn c) { Serve(std::move(c)); }),
-        edge_(limits, [this](Conn c) { threads_.Push(std::move(c)); }) {
-    new_task_queue = [] { return new Inline(); };
-  }
-  ~Listener() override { threads_.Stop(); }  // before the Edge they hand connections back to
-
-  void Adopt(int fd) { svr_sock_ = fd; }
-
-  // From now on, waiting connections close and each answer is its connection's last.
-  void Shutdown() {
-    shutting_down_ = true;
-    edge_.Shutdown();
-  }
-  bool shutting_down() const { return shutting_down_; }
-
-  // After the accept loop ended: answers the requests that had arrived whole, then returns.
-  void Drain() { threads_.Stop(); }
-
- private:
-  // Called inline by the accept loop (Inline): the connection waits at the Edge.
-  bool process_and_close_socket(socket_t sock) override {
-    int on = 1;
-    setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);  // adopted sockets too
-    if (shutting_down_) {
-      Close(sock);
-      return false;
-    }
-    edge_.Add(Conn{sock, SocketAddress(sock, ::getpeername), SocketAddress(sock, ::getsockname),
-                   std::string(), 0},
-              /*idle=*/false);
-    return true;
-  }
-
-  // On a request thread: answers the request that arrived whole (and any pipelined ones
-  // that are whole too), then gives the connection back to the Edge or closes it.
-  void Serve(Conn conn) {
-    for (;;) {
-      ConnectionStream stream(conn, limits_, std::move(conn.buf));
-      const bool last = ++conn.served >= limits_.keep_alive_max || shutting_down_;
-      bool closed_by_client = false;
-      t_close_after_answer = false;
-      const bool ok = process_request(stream, last, closed_by_client, nullptr);
-      if (!ok || closed_by_client || last || t_close_after_answer || shutting_down_) break;
-      conn.buf = stream.TakeBuffered();
-      if (conn.buf.empty() || RequestArrival(conn.buf, limits_) != Arrival::kWhole) {
-        edge_.Add(std::move(conn), /*idle=*/true);
-        return;
-      }
-    }
-    Close(conn.fd);
-  }
-
-  const HttpLimits& limits_;
-  std::atomic<bool> shutting_down_{false};
-  RequestThreads threads_;
-  Edge edge_;
-};
 
 }  // namespace
 
+std::string FormatAnswer(const Answer& a, bool keep_alive, int keep_alive_timeout_s,
+                         bool head_only) {
+  std::string out;
+  out.reserve(192 + a.body.size());
+  out += "HTTP/1.1 ";
+  out += std::to_string(a.status);
+  out += ' ';
+  out += Reason(a.status);
+  out += "\r\n";
+  bool typed = false;
+  for (const auto& [name, value] : a.headers) {
+    if (!Safe(name) || !Safe(value) || strcasecmp(name.c_str(), "Content-Length") == 0 ||
+        strcasecmp(name.c_str(), "Connection") == 0) {
+      continue;
+    }
+    typed = typed || strcasecmp(name.c_str(), "Content-Type") == 0;
+    out += name;
+    out += ": ";
+    out += value;
+    out += "\r\n";
+  }
+  if (!typed) out += "Content-Type: application/json\r\n";
+  out += "Content-Length: ";
+  out += std::to_string(a.body.size());
+  out += "\r\n";
+  if (keep_alive) {
+    out += "Connection: keep-alive\r\nKeep-Alive: timeout=";
+    out += std::to_string(keep_alive_timeout_s);
+    out += "\r\n\r\n";
+  } else {
+    out += "Connection: close\r\n\r\n";
+  }
+  if (!head_only) out += a.body;
+  return out;
+}
+
 struct HttpServer::Impl {
-  explicit Impl(HttpLimits l) : limits(l), server(limits) {}
-  HttpLimits limits;
-  HttpHandler handler;
-  Listener server;
-  std::atomic<int> listen_fd{-1};
+  Impl(HttpLimits l, HttpHandler h, HeadCheck c)
+      : limits(l),
+        handler(std::move(h)),
+        head_check(std::move(c)),
+        epoll(::epoll_create1(EPOLL_CLOEXEC)),
+        wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;  // level-triggered: once written, it wakes every thread
+    ev.data.u64 = kWakeId;
+    ::epoll_ctl(epoll, EPOLL_CTL_ADD, wake, &ev);
+  }
+  ~Impl() {
+    for (auto& [id, c] : conns) ::close(c->fd);
+    if (listen_fd >= 0) ::close(listen_fd);
+    ::close(epoll);
+    ::close(wake);
+  }
+
+  ParserLimits ParserLimitsFor() const {
+    return ParserLimits{limits.max_request_head, limits.max_body, limits.max_headers};
+  }
+
+  // ---- the table
+  Conn* Take(uint64_t id) {
+    std::lock_guard lock(mu);
+    auto it = conns.find(id);
+    if (it == conns.end() || it->second->busy) return nullptr;
+    it->second->busy = true;
+    return it->second.get();
+  }
+
+  // Back to epoll, waiting for more bytes until its deadline. The caller lets go of `c`.
+  void Rearm(Conn* c) {
+    std::lock_guard lock(mu);
+    if (stopping) return CloseLocked(c);
+    c->busy = false;
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+    ev.data.u64 = c->id;
+    ::epoll_ctl(epoll, EPOLL_CTL_MOD, c->fd, &ev);
+  }
+
+  void Close(Conn* c) {
+    std::lock_guard lock(mu);
+    CloseLocked(c);
+  }
+  void CloseLocked(Conn* c) {
+    ::epoll_ctl(epoll, EPOLL_CTL_DEL, c->fd, nullptr);
+    ::close(c->fd);
+    conns.erase(c->id);
+  }
+
+  // ---- accepting
+  void ArmListener(int op) {
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLONESHOT;
+    ev.data.u64 = kListenId;
+    ::epoll_ctl(epoll, op, listen_fd, &ev);
+  }
+
+  void AcceptAll() {
+    for (int i = 0; i < 64 && !stopping; ++i) {
+      sockaddr_storage addr{};
+      socklen_t len = sizeof addr;
+      int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&addr), &len,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+          // Out of descriptors: pause accepting for a moment (the sweep re-arms), instead of
+          // spinning on a listening socket that stays readable.
+          std::lock_guard lock(mu);
+          if (!accept_paused) {
+            ++accept_failures;
+            accept_paused = true;
+            accept_resume = Steady::now() + std::chrono::milliseconds(100);
+          }
+          return;
+        }
+        break;  // EAGAIN: nothing more to accept
+      }
+      int on = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+      auto c = std::make_unique<Conn>();
+      c->fd = fd;
+      if (addr.ss_family != AF_UNIX) {
+        int port = 0;
+        std::string ip = NumericHost(addr, len, port);
+        c->remote = ip + ":" + std::to_string(port);
+      } else {
+        c->remote = ":0";
+      }
+      c->deadline = Steady::now() + limits.read_timeout;  // its first request
+      std::lock_guard lock(mu);
+      if (conns.size() >= limits.max_connections) {
+        ++refused;  // a flood: bounded, and reported at the next sweep
+        ::close(fd);
+        continue;
+      }
+      c->id = next_id++;
+      epoll_event ev{};
+      ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+      ev.data.u64 = c->id;
+      ::epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &ev);
+      conns.emplace(c->id, std::move(c));
+    }
+    std::lock_guard lock(mu);
+    if (!stopping && !accept_paused) ArmListener(EPOLL_CTL_MOD);
+  }
+
+  // ---- serving one connection (the calling thread owns it)
+
+  bool Send(Conn* c, const std::string& bytes) {
+    size_t at = 0;
+    const auto deadline = Steady::now() + limits.write_timeout;
+    while (at < bytes.size()) {
+      ssize_t n = ::send(c->fd, bytes.data() + at, bytes.size() - at, MSG_NOSIGNAL);
+      if (n > 0) {
+        at += static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Steady::now());
+        pollfd p{c->fd, POLLOUT, 0};
+        if (left.count() > 0 && ::poll(&p, 1, static_cast<int>(left.count())) > 0) continue;
+      }
+      return false;
+    }
+    return true;
+  }
+
+  // Reads what has arrived. False when the client is gone (an error); `eof` when it has
+  // shut down its sending side (what it sent before is still served).
+  bool Receive(Conn* c, bool& eof) {
+    char chunk[16384];
+    const size_t cap = limits.max_request_head + limits.max_body + sizeof chunk;
+    while (c->in.size() < cap) {
+      ssize_t n = ::recv(c->fd, chunk, sizeof chunk, 0);
+      if (n > 0) {
+        c->in.append(chunk, static_cast<size_t>(n));
+        continue;
+      }
+      if (n == 0) {
+        eof = true;
+        return true;
+      }
+      if (errno == EINTR) continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK;
+    }
+    return true;
+  }
+
+  static Delivery ToDelivery(HttpRequest& r, const std::string& remote) {
+    Delivery d;
+    d.method = std::move(r.method);
+    d.path = std::string(TargetPath(r.target));
+    d.remote = remote;
+    for (auto& [name, value] : r.headers) d.headers.emplace(std::move(name), std::move(value));
+    d.body = std::move(r.body);
+    return d;
+  }
+
+  // Answers the refusal and closes: the rest of what the client sends is not read.
+  void Refuse(Conn* c, const Answer& a, const char* why) {
+    LogWarn({{"msg", "request refused"}, {"remote", c->remote}, {"status", a.status},
+             {"reason", why}});
+    Send(c, FormatAnswer(a, /*keep_alive=*/false, limits.keep_alive_timeout_s));
+    Close(c);
+  }
+
+  // Serves what `c` has sent, then re-arms or closes it; `c` is not touched after.
+  void Serve(Conn* c) {
+    for (;;) {
+      bool eof = false;
+      if (!Receive(c, eof)) return Close(c);
+      bool answered = false;
+      while (!c->in.empty()) {
+        if (!c->parser) {  // a request's first byte: it has read_timeout to arrive whole
+          c->parser = std::make_unique<RequestParser>(ParserLimitsFor());
+          c->deadline = Steady::now() + limits.read_timeout;
+          c->continued = false;
+        }
+        RequestParser& p = *c->parser;
+        c->in.erase(0, p.Feed(c->in));
+        if (p.failed()) {
+          return Refuse(c, ErrorAnswer(p.refusal().status, p.refusal().message),
+                        "malformed or over a limit");
+        }
+        if (p.done()) {
+          HttpRequest& r = p.request();
+          const bool head_only = r.method == "HEAD";
+          const bool client_keeps = r.keep_alive;
+          Delivery d = ToDelivery(r, c->remote);
+          c->parser.reset();
+          Answer a = handler(d);
+          const bool keep = client_keeps && !eof && !stopping &&
+                            ++c->served < limits.keep_alive_max;
+          if (!Send(c, FormatAnswer(a, keep, limits.keep_alive_timeout_s, head_only)) || !keep) {
+            return Close(c);
+          }
+          answered = true;
+          continue;
+        }
+        if (p.head_done() && p.request().expect_continue && !c->continued) {
+          c->continued = true;
+          if (head_check) {
+            HttpRequest head = p.request();
+            head.body.clear();
+            if (auto refusal = head_check(ToDelivery(head, c->remote))) {
+              return Refuse(c, *refusal, "refused before its body (Expect: 100-continue)");
+            }
+          }
+          if (!Send(c, "HTTP/1.1 100 Continue\r\n\r\n")) return Close(c);
+        }
+        break;  // the rest of this request is still to come
+      }
+      // A client that shut down its sending side in the middle of a request will not finish
+      // it; one that did so after whole requests got its answers above.
+      if (eof) return Close(c);
+      // After answering, the connection's next request may be here already: serve it on
+      // this thread rather than through another wait.
+      if (!answered) break;
+    }
+    if (!c->parser) c->deadline = Steady::now() + std::chrono::seconds(limits.keep_alive_timeout_s);
+    Rearm(c);
+  }
+
+  // ---- the threads
+
+  void Loop() {
+    while (!stopping) {
+      epoll_event ev{};
+      int n = ::epoll_wait(epoll, &ev, 1, 100);
+      if (n == 1 && !stopping) {
+        if (ev.data.u64 == kListenId) {
+          AcceptAll();
+        } else if (ev.data.u64 != kWakeId) {
+          if (Conn* c = Take(ev.data.u64)) Serve(c);
+        }
+      }
+      MaybeSweep();
+    }
+  }
+
+  // Closes connections past their deadline, resumes accepting after a pause, and reports a
+  // flood; by one thread at a time, every 100 ms.
+  void MaybeSweep() {
+    const auto now = Steady::now();
+    auto last = last_sweep.load();
+    if (now - last < std::chrono::milliseconds(100) ||
+        !last_sweep.compare_exchange_strong(last, now)) {
+      return;
+    }
+    size_t timed_out = 0, idle_closed = 0, refused_now = 0, accept_failures_now = 0;
+    size_t open = 0;
+    {
+      std::lock_guard lock(mu);
+      for (auto it = conns.begin(); it != conns.end();) {
+        Conn* c = it->second.get();
+        ++it;
+        if (c->busy || now < c->deadline) continue;
+        (c->parser || c->served == 0 ? timed_out : idle_closed) += 1;
+        CloseLocked(c);
+      }
+      if (accept_paused && now >= accept_resume && !stopping) {
+        accept_paused = false;
+        ArmListener(EPOLL_CTL_MOD);
+      }
+      std::swap(refused_now, refused);
+      std::swap(accept_failures_now, accept_failures);
+      open = conns.size();
+    }
+    if (timed_out > 0 || refused_now > 0 || accept_failures_now > 0) {
+      LogWarn({{"msg", "connections closed at the edge"},
+               {"request_timeouts", timed_out},
+               {"refused_over_limit", refused_now},
+               {"accept_out_of_descriptors", accept_failures_now},
+               {"open", open}});
+    }
+  }
+
+  // After the threads stopped: answers the requests that had arrived whole, closes the rest.
+  void Drain() {
+    std::vector<Conn*> left;
+    {
+      std::lock_guard lock(mu);
+      for (auto& [id, c] : conns) left.push_back(c.get());
+    }
+    for (Conn* c : left) {
+      bool eof = false;
+      if (Receive(c, eof) && !c->in.empty()) {
+        if (!c->parser) c->parser = std::make_unique<RequestParser>(ParserLimitsFor());
+        c->in.erase(0, c->parser->Feed(c->in));
+        if (c->parser->done()) {
+          const bool head_only = c->parser->request().method == "HEAD";
+          Answer a = handler(ToDelivery(c->parser->request(), c->remote));
+          Send(c, FormatAnswer(a, false, limits.keep_alive_timeout_s, head_only));
+        }
+      }
+      Close(c);
+    }
+  }
+
+  const HttpLimits limits;
+  const HttpHandler handler;
+  const HeadCheck head_check;
+  const int epoll;
+  const int wake;
+  int listen_fd = -1;
   std::atomic<bool> stopping{false};
-  std::atomic<bool> running{false};  // inside Run()
+  std::atomic<bool> running{false};
+  std::atomic<Steady::time_point> last_sweep{Steady::now()};
+
+  std::mutex mu;  // guards everything below
+  std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns;
+  uint64_t next_id = 2;
+  size_t refused = 0;
+  size_t accept_failures = 0;
+  bool accept_paused = false;
+  Steady::time_point accept_resume;
 };
 
-HttpServer::HttpServer(HttpLimits limits, HttpHandler handler)
-    : impl_(std::make_unique<Impl>(limits)) {
-  impl_->handler = std::move(handler);
-  httplib::Server& s = impl_->server;
-  Impl* impl = impl_.get();
-
-  s.set_tcp_nodelay(true);
-  s.set_keep_alive_max_count(limits.keep_alive_max);
-  s.set_keep_alive_timeout(limits.keep_alive_timeout_s);
-  s.set_read_timeout(limits.read_timeout);
-  s.set_write_timeout(limits.write_timeout);
-  s.set_payload_max_length(limits.max_body);
-  s.set_socket_options([impl](socket_t sock) {
-    int on = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-    impl->listen_fd = sock;
-  });
-
-  s.set_pre_routing_handler([impl](const httplib::Request& req, httplib::Response& res) {
-    return RefuseAtEdge(req, res, impl->limits) ? httplib::Server::HandlerResponse::Handled
-                                                : httplib::Server::HandlerResponse::Unhandled;
-  });
-  auto serve = [impl](const httplib::Request& req, httplib::Response& res) {
-    Delivery d;
-    d.method = req.method;
-    d.path = req.path;
-    d.remote = req.remote_addr + ":" + std::to_string(req.remote_port);
-    for (const auto& [k, v] : req.headers) {
-      if (!IsLibraryPseudoHeader(k)) d.headers.emplace(k, v);
-    }
-    d.body = req.body;
-    SetAnswer(res, impl->handler(d));
-    if (impl->server.shutting_down()) {
-      // Draining: this answer is the connection's last.
-      res.set_header("Connection", "close");
-      t_close_after_answer = true;
-    }
-  };
-  for (auto route : {&httplib::Server::Get, &httplib::Server::Post, &httplib::Server::Put,
-                     &httplib::Server::Patch, &httplib::Server::Delete,
-                     &httplib::Server::Options}) {
-    (s.*route)(".*", serve);
-  }
-  // Last fail-safe: the handler does not throw, but a library exception must not kill us.
-  s.set_exception_handler([](const httplib::Request&, httplib::Response& res,
-                             std::exception_ptr) {
-    Refuse(res, 500, "internal error");
-  });
-}
+HttpServer::HttpServer(HttpLimits limits, HttpHandler handler, HeadCheck head_check)
+    : impl_(std::make_unique<Impl>(limits, std::move(handler), std::move(head_check))) {}
 
 HttpServer::~HttpServer() { Stop(); }
 
 StatusOr<int> HttpServer::Bind(const std::string& host, int port) {
-  int bound = port == 0 ? impl_->server.bind_to_any_port(host) : 
-                          (impl_->server.bind_to_port(host, port) ? port : -1);
-  if (bound < 0) {
-    return Status::Unavailable("cannot listen", host + ":" + std::to_string(port) + ": " +
-                                                    std::strerror(errno));
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  auto fail = [&](const std::string& why) {
+    return Status::Unavailable("cannot listen", host + ":" + service + ": " + why);
+  };
+  if (int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints,
+                             &found);
+      rc != 0) {
+    return fail(gai_strerror(rc));
   }
-  // Listening again on a listening socket only changes its backlog (Linux).
-  if (impl_->listen_fd >= 0) ::listen(impl_->listen_fd, impl_->limits.listen_backlog);
+  std::string error = "no address";
+  int fd = -1;
+  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      error = std::strerror(errno);
+      continue;
+    }
+    int on = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 ||
+        ::listen(fd, impl_->limits.listen_backlog) != 0) {
+      error = std::strerror(errno);
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  ::freeaddrinfo(found);
+  if (fd < 0) return fail(error);
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  int bound = 0;
+  NumericHost(addr, len, bound);
+  impl_->listen_fd = fd;
   return bound;
 }
 
@@ -698,7 +530,7 @@ StatusOr<std::string> HttpServer::Adopt(int fd) {
   if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening) {
     return Status::InvalidArgument("not a listening socket", "fd " + std::to_string(fd));
   }
-  impl_->server.Adopt(fd);
+  impl_->listen_fd = fd;
   sockaddr_storage addr{};
   socklen_t addr_len = sizeof addr;
   if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &addr_len) != 0) return std::string();
@@ -712,22 +544,36 @@ StatusOr<std::string> HttpServer::Adopt(int fd) {
   return host + ":" + std::to_string(port);
 }
 
-bool HttpServer::Serving() const { return impl_->server.is_running() && !impl_->stopping; }
+bool HttpServer::Serving() const { return impl_->running && !impl_->stopping; }
 
 void HttpServer::Run() {
-  impl_->running = true;
-  if (!impl_->stopping) impl_->server.listen_after_bind();
-  impl_->server.Drain();  // in-flight requests finish before Run() returns
-  impl_->running = false;
+  Impl& s = *impl_;
+  if (s.stopping || s.listen_fd < 0) return;
+  SetNonBlocking(s.listen_fd);
+  s.ArmListener(EPOLL_CTL_ADD);
+  s.running = true;
+  std::vector<std::thread> threads;
+  for (int i = 1; i < std::max(1, s.limits.threads); ++i) threads.emplace_back([&s] { s.Loop(); });
+  s.Loop();
+  for (std::thread& t : threads) t.join();
+  {
+    std::lock_guard lock(s.mu);
+    ::close(s.listen_fd);  // connections not yet accepted are refused from now on
+    s.listen_fd = -1;
+  }
+  s.Drain();
+  s.running = false;
 }
 
 void HttpServer::Stop() {
-  impl_->stopping = true;
-  impl_->server.Shutdown();
-  // The library ignores stop() until its accept loop has started: wait for it if Run() is
-  // about to enter that loop, so a stop right after start is never lost.
-  while (impl_->running && !impl_->server.is_running()) std::this_thread::yield();
-  impl_->server.stop();
+  Impl& s = *impl_;
+  {
+    std::lock_guard lock(s.mu);
+    if (s.stopping.exchange(true)) return;
+    if (s.listen_fd >= 0) ::epoll_ctl(s.epoll, EPOLL_CTL_DEL, s.listen_fd, nullptr);
+  }
+  uint64_t one = 1;
+  (void)!::write(s.wake, &one, sizeof one);
 }
 
 }  // namespace hookbox

@@ -1,22 +1,25 @@
-// The HTTP listener: the only code that includes cpp-httplib (pimpl), so the rest of
-// hookbox sees plain Delivery / Answer structs and a newer server library can replace this
-// file alone.
+// The HTTP listener of the webhook and admin ports: sockets, connections and answers. Every
+// request byte goes through one parser (http/request_parser.h, Boost.Beast's); the rest of
+// hookbox sees plain Delivery / Answer structs.
 //
-// Debian 12's cpp-httplib (0.11.4) predates fixes for unbounded chunked bodies, unbounded
-// header counts and request smuggling, so this file guards the edge itself, before any body
-// byte is read: chunked or length-less bodies -> 411, conflicting or bad Content-Length ->
-// 400, Content-Length over max_body -> 413, more than max_headers headers -> 431. Every limit
-// the library has is set explicitly; TCP_NODELAY is on (without it every answer waits ~40 ms
-// for a delayed ACK).
+// Threads: `threads` threads share one epoll set. A thread that is woken for a connection
+// reads what has arrived, parses it and, once a request is whole, runs the handler and
+// writes the answer itself, then serves the connection's next request if its bytes are
+// already there. No thread ever waits for a client's bytes: a request reaches the handler
+// only when the parser says it is complete, so a slow or malicious client holds a buffer,
+// never a thread. A request must arrive whole within read_timeout of its first byte and an
+// idle keep-alive connection closes after keep_alive_timeout; a sweep closes those that do
+// not. More than max_connections connections: new ones are closed at once.
 //
-// Shutdown is prompt: Stop() closes the listening socket, idle keep-alive connections close
-// at once, and requests already received are answered (with `Connection: close`) before
-// Run() returns. The listening socket may also come from systemd (Adopt()).
+// Shutdown is prompt: Stop() stops accepting, idle and half-received connections close, and
+// requests already received are answered (with `Connection: close`) before Run() returns.
+// The listening socket may also come from systemd (Adopt()).
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "base/status.h"
@@ -26,24 +29,32 @@ namespace hookbox {
 
 struct HttpLimits {
   size_t max_body = 1 << 20;
-  std::chrono::milliseconds read_timeout{10000};
-  std::chrono::milliseconds write_timeout{10000};
+  std::chrono::milliseconds read_timeout{10000};   // a whole request, from its first byte
+  std::chrono::milliseconds write_timeout{10000};  // an answer
   int threads = 16;
   size_t max_headers = 100;
-  size_t keep_alive_max = 1000;  // requests per connection (the library's default is 5)
+  size_t keep_alive_max = 1000;  // requests per connection
   int keep_alive_timeout_s = 5;
-  int listen_backlog = 1024;     // the library hard-codes 5; raised after bind
-  // Connections waiting for a whole request (they hold no thread); more are closed at once.
-  size_t max_waiting_connections = 4096;
+  int listen_backlog = 1024;
+  size_t max_connections = 4096;
   size_t max_request_head = 64 * 1024;  // request line + headers
 };
 
-// Called on a worker thread for every request that passed the edge guards.
+// Called on a listener thread for every whole request the parser accepted.
 using HttpHandler = std::function<Answer(const Delivery&)>;
+// Called when a request's head is in and its client waits for `100 Continue` before sending
+// the body (the Delivery has no body yet): an Answer refuses the request instead.
+using HeadCheck = std::function<std::optional<Answer>(const Delivery& head)>;
+
+// Every answer's bytes: the status line, Content-Type (JSON unless the answer names its
+// own), the answer's headers, a Content-Length computed here, and Connection. The only code
+// that writes a response.
+std::string FormatAnswer(const Answer& answer, bool keep_alive, int keep_alive_timeout_s,
+                         bool head_only = false);
 
 class HttpServer final {
  public:
-  HttpServer(HttpLimits limits, HttpHandler handler);
+  HttpServer(HttpLimits limits, HttpHandler handler, HeadCheck head_check = {});
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

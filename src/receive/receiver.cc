@@ -94,7 +94,26 @@ std::string RequestOwner(const Delivery& d) {
   return LeaseOwnerPrefix() + "request:" + d.remote + ":" + std::to_string(++counter);
 }
 
+// Step 1 of the pipeline, also run before a body is read (CheckHead): 404 for a path with
+// no endpoint, 405 for a method other than POST. The answer and its outcome label.
+std::optional<std::pair<Answer, const char*>> RouteRefusal(const Endpoint* ep, const Delivery& d) {
+  if (!ep) return std::make_pair(Error(404, "no endpoint at this path"), "not_found");
+  if (d.method != "POST") {
+    Answer a = Error(405, "only POST is accepted here");
+    a.headers.emplace("Allow", "POST");
+    return std::make_pair(std::move(a), "method_not_allowed");
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::optional<Answer> Receiver::CheckHead(const Delivery& head) const {
+  const std::shared_ptr<const ReceiverSetup> setup = setup_.load();
+  auto refused = RouteRefusal(setup->config->FindByPath(head.path), head);
+  if (!refused) return std::nullopt;
+  return std::move(refused->first);
+}
 
 Answer Receiver::RunSync(const ReceiverSetup& setup, const std::vector<ClaimedJob>& jobs,
                          const char* status, const std::string& event_id) const {
@@ -236,14 +255,9 @@ Answer Receiver::Receive(const Delivery& d) const {
 
   // 1. route
   const Endpoint* ep = config->FindByPath(d.path);
-  if (!ep) return finish(Error(404, "no endpoint at this path"), "not_found");
+  if (auto refused = RouteRefusal(ep, d)) return finish(std::move(refused->first), refused->second);
   log["endpoint"] = ep->name;
   endpoint_label = ep->name;
-  if (d.method != "POST") {
-    Answer a = Error(405, "only POST is accepted here");
-    a.headers.emplace("Allow", "POST");
-    return finish(std::move(a), "method_not_allowed");
-  }
   if (d.body.size() > config->limits.max_body) {
     return finish(Error(413, "body larger than limits.max_body"), "too_large");
   }

@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 
 #include <functional>
 
@@ -42,6 +43,10 @@ class Receiver final {
            std::function<void()> on_jobs = {});
 
   Answer Receive(const Delivery& delivery) const;
+  // The checks a request passes before its body is read, for a client that waits for
+  // `100 Continue`: the route and the method (the listener checks the length). An answer
+  // when the request would be refused anyway; nullopt when the body should come.
+  std::optional<Answer> CheckHead(const Delivery& head) const;
 
   void Swap(ReceiverSetup setup) {
     setup_.store(std::make_shared<const ReceiverSetup>(std::move(setup)));

@@ -1,0 +1,231 @@
+// RequestParser: Boost.Beast's basic_parser, with hookbox's rules on top (see the header).
+// Beast does the grammar, the limits and the chunked decoding; this file turns its callbacks
+// into an HttpRequest and its errors into the status a client is answered with.
+#include "http/request_parser.h"
+
+#include <boost/beast/http/basic_parser.hpp>
+#include <boost/beast/http/error.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <strings.h>
+
+namespace hookbox {
+namespace {
+
+namespace http = boost::beast::http;
+using boost::beast::error_code;
+using boost::beast::string_view;
+
+bool IEquals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
+}
+
+// Errors of our own, carried through Beast's error_code as generic ones and mapped back.
+enum class Ours {
+  kNone = 0,
+  kTooManyHeaders,
+  kTransferCoding,
+  kObsFold,
+  kBareLf,
+  kLengthRequired,
+  kVersion,
+};
+
+}  // namespace
+
+class RequestParser::Beast final : public http::basic_parser<true> {
+ public:
+  Beast(HttpRequest& request, ParserLimits limits) : request_(request), limits_(limits) {
+    header_limit(static_cast<std::uint32_t>(std::min<size_t>(limits.max_head, UINT32_MAX)));
+    body_limit(static_cast<std::uint64_t>(limits.max_body));
+    eager(true);
+  }
+
+  Ours ours = Ours::kNone;
+
+ private:
+  void Fail(Ours why, error_code& ec) {
+    ours = why;
+    ec = make_error_code(boost::system::errc::protocol_error);
+  }
+
+  void on_request_impl(http::verb, string_view method, string_view target, int version,
+                       error_code& ec) override {
+    if (version != 10 && version != 11) return Fail(Ours::kVersion, ec);
+    request_.method.assign(method.data(), method.size());
+    request_.target.assign(target.data(), target.size());
+    request_.version = version;
+  }
+
+  void on_response_impl(int, string_view, int, error_code& ec) override {
+    ec = http::error::bad_version;  // never: this is a request parser
+  }
+
+  void on_field_impl(http::field, string_view name, string_view value, error_code& ec) override {
+    if (is_header_done()) return;  // a trailer: read and dropped
+    if (request_.headers.size() >= limits_.max_headers) return Fail(Ours::kTooManyHeaders, ec);
+    request_.headers.emplace_back(std::string(name.data(), name.size()),
+                                  std::string(value.data(), value.size()));
+  }
+
+  void on_header_impl(error_code& ec) override {
+    bool has_te = false, expect = false;
+    for (const auto& [name, value] : request_.headers) {
+      if (IEquals(name, "Transfer-Encoding")) {
+        has_te = true;
+        // Beast marks the body chunked when `chunked` is the last coding; any other coding
+        // (gzip, chunked twice, ...) is one hookbox cannot decode.
+        if (!IEquals(value, "chunked")) return Fail(Ours::kTransferCoding, ec);
+      } else if (IEquals(name, "Expect") && IEquals(value, "100-continue")) {
+        expect = true;
+      }
+    }
+    request_.chunked = chunked();
+    if (has_te && !request_.chunked) return Fail(Ours::kTransferCoding, ec);
+    request_.keep_alive = keep_alive();
+    request_.expect_continue = expect && request_.version == 11;
+    auto length = content_length();
+    request_.content_length = length ? static_cast<size_t>(*length) : 0;
+    const std::string& m = request_.method;
+    if (!request_.chunked && !length && (m == "POST" || m == "PUT" || m == "PATCH")) {
+      return Fail(Ours::kLengthRequired, ec);
+    }
+  }
+
+  void on_body_init_impl(const boost::optional<std::uint64_t>& length, error_code&) override {
+    if (length) request_.body.reserve(static_cast<size_t>(*length));
+  }
+
+  size_t on_body_impl(string_view body, error_code&) override {
+    request_.body.append(body.data(), body.size());
+    return body.size();
+  }
+
+  void on_chunk_header_impl(std::uint64_t, string_view, error_code&) override {}
+
+  size_t on_chunk_body_impl(std::uint64_t, string_view body, error_code&) override {
+    request_.body.append(body.data(), body.size());
+    return body.size();
+  }
+
+  void on_finish_impl(error_code&) override {}
+
+  HttpRequest& request_;
+  const ParserLimits limits_;
+};
+
+RequestParser::RequestParser(ParserLimits limits)
+    : beast_(std::make_unique<Beast>(request_, limits)), limits_(limits) {}
+
+RequestParser::~RequestParser() = default;
+
+bool RequestParser::head_done() const { return !failed() && beast_->is_header_done(); }
+bool RequestParser::done() const { return !failed() && beast_->is_done(); }
+
+namespace {
+
+// Two ways of ending a line that Beast does not refuse by itself, found by a look at the
+// head's bytes before Beast reads them:
+// - obs-fold (a header continued on a line starting with SP or HTAB): Beast unfolds it;
+//   RFC 9112 §5.2 lets a server refuse it instead, and hookbox does (a folded line is how
+//   one header hides inside another);
+// - a bare LF: Beast refuses one inside a header line, but waits forever for the CRLF CRLF
+//   of a head whose lines all end in LF.
+// Looks at the line ends in head[from, end).
+Ours LineEndingError(std::string_view head, size_t from, size_t end) {
+  head = head.substr(0, end);
+  for (size_t at = head.find('\n', from); at != std::string_view::npos;
+       at = head.find('\n', at + 1)) {
+    if (at == 0 || head[at - 1] != '\r') return Ours::kBareLf;
+    if (at + 1 < head.size() && (head[at + 1] == ' ' || head[at + 1] == '\t')) {
+      return Ours::kObsFold;
+    }
+  }
+  return Ours::kNone;
+}
+
+HttpRefusal RefusalFor(const error_code& ec, int ours, const ParserLimits& limits) {
+  switch (static_cast<Ours>(ours)) {
+    case Ours::kTooManyHeaders:
+      return {431, "too many request headers (limit " + std::to_string(limits.max_headers) + ")"};
+    case Ours::kTransferCoding:
+      return {501, "only Transfer-Encoding: chunked is supported"};
+    case Ours::kObsFold:
+      return {400, "a header line folded onto the next (obs-fold)"};
+    case Ours::kBareLf:
+      return {400, "a line of the head ends in LF without CR"};
+    case Ours::kLengthRequired:
+      return {411, "Content-Length or Transfer-Encoding: chunked required"};
+    case Ours::kVersion:
+      return {505, "only HTTP/1.0 and HTTP/1.1 are served"};
+    case Ours::kNone:
+      break;
+  }
+  if (ec == http::error::header_limit) {
+    return {431, "request head larger than " + std::to_string(limits.max_head) + " bytes"};
+  }
+  if (ec == http::error::body_limit) {
+    return {413, "body larger than " + std::to_string(limits.max_body) + " bytes"};
+  }
+  if (ec == http::error::bad_version) return {505, "only HTTP/1.0 and HTTP/1.1 are served"};
+  if (ec == http::error::bad_content_length) return {400, "bad Content-Length"};
+  if (ec == http::error::multiple_content_length) return {400, "conflicting Content-Length values"};
+  if (ec == http::error::bad_transfer_encoding) {
+    return {400, "Transfer-Encoding repeated or sent with Content-Length"};
+  }
+  if (ec == http::error::bad_line_ending || ec == http::error::bad_value) {
+    return {400, "malformed header line (lines end with CRLF; no control characters)"};
+  }
+  return {400, "malformed request: " + ec.message()};
+}
+
+}  // namespace
+
+size_t RequestParser::Feed(std::string_view bytes) {
+  if (failed() || done()) return 0;
+  size_t taken = 0;
+  // Beast reads a head only when it is whole, and trailers likewise: the bytes it leaves
+  // are offered again with more. Beyond max_head of them, the client is not sending a head.
+  while (taken < bytes.size() && !done()) {
+    std::string_view rest = bytes.substr(taken);
+    if (!head_done()) {
+      // Checked from where the last call stopped (a head trickling in is scanned once).
+      const size_t from = fold_checked_ > 3 ? fold_checked_ - 3 : 0;
+      size_t end = rest.find("\r\n\r\n", from);
+      end = end == std::string_view::npos ? rest.size() : end + 2;
+      if (Ours why = LineEndingError(rest, from, end); why != Ours::kNone) {
+        refusal_ = RefusalFor({}, static_cast<int>(why), limits_);
+        return taken;
+      }
+      fold_checked_ = end;
+    }
+    error_code ec;
+    const size_t n = beast_->put(boost::asio::const_buffer(rest.data(), rest.size()), ec);
+    taken += n;
+    fold_checked_ = fold_checked_ > n ? fold_checked_ - n : 0;
+    if (ec == http::error::need_more) {
+      if (rest.size() - n > limits_.max_head + 4) {
+        refusal_ = RefusalFor(http::error::header_limit, 0, limits_);
+      }
+      return taken;
+    }
+    if (ec) {
+      refusal_ = RefusalFor(ec, static_cast<int>(beast_->ours), limits_);
+      return taken;
+    }
+    if (n == 0) break;
+  }
+  return taken;
+}
+
+std::string_view TargetPath(std::string_view target) {
+  if (target.size() > 7 && (strncasecmp(target.data(), "http://", 7) == 0 ||
+                            strncasecmp(target.data(), "https://", 8) == 0)) {
+    size_t slash = target.find('/', target.find("//") + 2);
+    target = slash == std::string_view::npos ? std::string_view("/") : target.substr(slash);
+  }
+  return target.substr(0, target.find('?'));
+}
+
+}  // namespace hookbox
