@@ -3,7 +3,7 @@
 // rolls back unless Release() was called. Errors become Status: SQLITE_FULL, SQLITE_BUSY and
 // I/O errors are Unavailable (the caller answers 503), everything else Internal.
 //
-// Not thread-safe: one Db belongs to one thread at a time (the inbox's writer thread, or a
+// Not thread-safe: one Db belongs to one thread at a time (the inbox's leading write, or a
 // reader under the inbox's read mutex).
 #pragma once
 

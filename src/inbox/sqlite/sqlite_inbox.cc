@@ -1,4 +1,4 @@
-// The SQLite inbox: group-committing writer thread, the accept transaction (dedupe, sequence
+// The SQLite inbox: leader-led group commit, the accept transaction (dedupe, sequence
 // gate, jobs) and the operator's reads (see sqlite_inbox.h).
 #include "inbox/sqlite/sqlite_inbox.h"
 
@@ -248,7 +248,7 @@ Status LeaseJobs(Db& db, const std::vector<ClaimedJob>& jobs, const std::string&
 // or processing and its lease ran out); each way is one query that walks jobs_due in
 // (next_attempt_at, id) order and stops after `max` claimable jobs, and the two lists are
 // merged in that order. As a single query with an OR, SQLite gathered and sorted every due
-// job at every claim: a backlog made each claim, a write on the writer thread that also
+// job at every claim: a backlog made each claim, a write in the group commit that also
 // runs the accepts, slower the longer the backlog grew.
 Status ClaimInto(Db& db, const std::string& owner, int max, TimePoint now,
                  std::chrono::milliseconds lease, std::vector<ClaimedJob>* out) {
@@ -484,16 +484,9 @@ class SqliteInbox final : public Inbox {
     // Replaces SQLite's automatic checkpoint (see OnWalCommit).
     sqlite3_wal_hook(writer_db_->raw(), &SqliteInbox::OnWalCommit, this);
     checkpointer_ = std::thread([this] { CheckpointLoop(); });
-    writer_ = std::thread([this] { WriterLoop(); });
   }
 
   ~SqliteInbox() override {
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_one();
-    writer_.join();
     {
       std::lock_guard lock(checkpoint_mu_);
       checkpoint_stopping_ = true;
@@ -721,39 +714,41 @@ class SqliteInbox final : public Inbox {
   }
 
  private:
+  // A write waiting for its group's commit: on its caller's stack, no heap allocation.
   struct PendingWrite {
-    std::function<Status(Db&)> fn;
-    std::promise<Status> done;
+    explicit PendingWrite(std::function<Status(Db&)>& f) : fn(f) {}
+    std::function<Status(Db&)>& fn;
+    Status result;
+    bool done = false;
+    std::condition_variable cv;  // signalled when done, or when this write leads
   };
 
-  // Queues fn for the writer thread and waits for the commit (or failure) of its group.
+  // Runs fn in a group commit and returns once the group is durable (or failed). There is
+  // no writer thread: callers queue, and the one at the front leads, running the group on
+  // its own thread (as LevelDB's DBImpl::Write does): it takes up to kMaxGroup queued writes,
+  // runs them in one transaction with the lock released (so others queue meanwhile), wakes
+  // each with its result, and hands the lead to the next write in the queue. The writer
+  // connection is only ever used by the leader, one at a time, ordered by mu_.
   Status Write(std::function<Status(Db&)> fn) {
-    PendingWrite w{std::move(fn), {}};
-    std::future<Status> done = w.done.get_future();
-    {
-      std::lock_guard lock(mu_);
-      queue_.push_back(&w);
+    PendingWrite w(fn);
+    std::unique_lock lock(mu_);
+    queue_.push_back(&w);
+    w.cv.wait(lock, [&] { return w.done || queue_.front() == &w; });
+    if (w.done) return w.result;
+    // Bounded groups keep one slow fsync from holding thousands of callers.
+    std::vector<PendingWrite*> batch(
+        queue_.begin(), queue_.begin() + std::min(queue_.size(), kMaxGroup));
+    lock.unlock();
+    std::vector<Status> results = RunGroup(batch);
+    lock.lock();
+    for (size_t i = 0; i < batch.size(); ++i) {
+      queue_.pop_front();
+      batch[i]->result = std::move(results[i]);
+      batch[i]->done = true;
+      if (batch[i] != &w) batch[i]->cv.notify_one();
     }
-    cv_.notify_one();
-    return done.get();
-  }
-
-  void WriterLoop() {
-    for (;;) {
-      std::vector<PendingWrite*> batch;
-      {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;  // stopping, and everything queued was written
-        // Bounded groups keep one slow fsync from holding thousands of callers.
-        while (!queue_.empty() && batch.size() < kMaxGroup) {
-          batch.push_back(queue_.front());
-          queue_.pop_front();
-        }
-      }
-      std::vector<Status> results = RunGroup(batch);
-      for (size_t i = 0; i < batch.size(); ++i) batch[i]->done.set_value(results[i]);
-    }
+    if (!queue_.empty()) queue_.front()->cv.notify_one();
+    return w.result;
   }
 
   // One transaction for the whole group, a SAVEPOINT per write.
@@ -850,7 +845,7 @@ class SqliteInbox final : public Inbox {
   // starts the WAL file over only once all of it is in the database; so when the WAL has
   // grown past kWalRestartPages and little of it is left to copy, the writer copies that
   // rest itself, and its next transaction starts the WAL file anew. Called by SQLite on the
-  // writer thread after each commit, with the number of pages in the WAL.
+  // leading write's thread after each commit, with the number of pages in the WAL.
   static int OnWalCommit(void* self, sqlite3* db, const char* name, int pages) {
     auto* inbox = static_cast<SqliteInbox*>(self);
     if (pages < inbox->next_checkpoint_ - kCheckpointPages) {
@@ -951,12 +946,9 @@ class SqliteInbox final : public Inbox {
   inline static const std::string kRelease = "RELEASE w";
   inline static const std::string kRollbackTo = "ROLLBACK TO w";
 
-  std::unique_ptr<Db> writer_db_;  // owned by writer_ thread after construction
-  std::mutex mu_;                  // guards queue_, stopping_
-  std::condition_variable cv_;
+  std::unique_ptr<Db> writer_db_;  // used by the leading write only (see Write)
+  std::mutex mu_;                  // guards queue_ and each queued write's result
   std::deque<PendingWrite*> queue_;
-  bool stopping_ = false;
-  std::thread writer_;
 
   std::mutex read_mu_;  // guards reader_
   std::unique_ptr<Db> reader_;
@@ -971,7 +963,7 @@ class SqliteInbox final : public Inbox {
   std::condition_variable checkpoint_cv_;
   bool checkpoint_due_ = false;
   bool checkpoint_stopping_ = false;
-  int next_checkpoint_ = kCheckpointPages;  // writer thread only
+  int next_checkpoint_ = kCheckpointPages;  // the leading write only
   std::atomic<int> checkpointed_{0};        // WAL pages already in the database file
 };
 
