@@ -1,6 +1,6 @@
 // The hookbox command line: one small function per verb. `serve` reads as the list of steps
 // the daemon takes; the others are the operator's tools over the same inbox, safe to run
-// while the daemon runs (SQLite WAL, BEGIN IMMEDIATE + busy_timeout on writes).
+// while the daemon runs (SQLite WAL, BEGIN IMMEDIATE + a busy handler that retries for up to 5 s).
 //
 // Exit status: 0 success; 1 usage, config or lookup error (unknown endpoint or id);
 // 2 the database cannot be opened.
