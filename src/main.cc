@@ -28,6 +28,7 @@
 #include "ops/fdlimit.h"
 #include "ops/log.h"
 #include "ops/systemd.h"
+#include "ops/terminal.h"
 #include "receive/identify.h"
 #include "receive/receiver.h"
 #include "verify/verify.h"
@@ -421,7 +422,8 @@ json RowJson(const InboxRow& r) {
 // Checks an operator-named endpoint against the config: a typo is an error, not an empty list.
 bool KnownEndpoint(const Config& c, const std::string& name) {
   if (name.empty() || c.FindByName(name)) return true;
-  std::cerr << "hookbox: unknown endpoint \"" << name << "\" (not in " << c.path << ")\n";
+  std::cerr << "hookbox: unknown endpoint \"" << TerminalSafe(name) << "\" (not in " << c.path
+            << ")\n";
   return false;
 }
 
@@ -461,18 +463,22 @@ int InboxList(const std::string& path, ListArgs args) {
     std::cout << Dump(out, 2) << "\n";
     return kExitOk;
   }
+  // The table is for a terminal: every field escaped (ops/terminal.h); --json is exact.
   std::printf("%-24s  %-12s  %-40s  %-24s  %-9s  %s\n", "RECEIVED", "ENDPOINT", "EVENT ID",
               "TYPE", "STATUS", "DUPS");
   for (const InboxRow& r : *rows) {
-    std::printf("%-24s  %-12s  %-40s  %-24s  %-9s  %lld\n", r.received_at.c_str(),
-                r.endpoint.c_str(), r.event_id.c_str(), r.event_type.c_str(), r.status.c_str(),
+    std::printf("%-24s  %-12s  %-40s  %-24s  %-9s  %lld\n", TerminalSafe(r.received_at).c_str(),
+                TerminalSafe(r.endpoint).c_str(), TerminalSafe(r.event_id).c_str(),
+                TerminalSafe(r.event_type).c_str(), TerminalSafe(r.status).c_str(),
                 static_cast<long long>(r.duplicates));
   }
   return kExitOk;
 }
 
+enum class ShowAs { kText, kJson, kRawBody };
+
 int InboxShow(const std::string& path, const std::string& endpoint, const std::string& id,
-              bool as_json) {
+              ShowAs as) {
   std::optional<Config> config = LoadOrReport(path);
   if (!config) return kExitUsage;
   if (!KnownEndpoint(*config, endpoint)) return kExitUsage;
@@ -480,8 +486,15 @@ int InboxShow(const std::string& path, const std::string& endpoint, const std::s
   if (!inbox.ok()) return ReportOpenFailure(inbox.status());
   auto detail = (*inbox)->Show(endpoint, id);
   if (!detail.ok()) {
-    std::cerr << "hookbox: " << detail.status().ToString() << "\n";
+    std::cerr << "hookbox: " << TerminalSafe(detail.status().ToString()) << "\n";
     return detail.status().code() == Status::Code::kNotFound ? kExitUsage : kExitDatabase;
+  }
+  if (as == ShowAs::kRawBody) {  // the exact bytes and nothing else, for a pipe
+    const std::string& body = detail->row.body;
+    return std::fwrite(body.data(), 1, body.size(), stdout) == body.size() &&
+                   std::fflush(stdout) == 0
+               ? kExitOk
+               : kExitUsage;
   }
   json out = RowJson(detail->row);
   out["body"] = detail->row.body;
@@ -498,25 +511,28 @@ int InboxShow(const std::string& path, const std::string& endpoint, const std::s
                            {"lease_owner", j.lease_owner}, {"lease_until", j.lease_until},
                            {"last_error", j.last_error}, {"attempts", attempts}});
   }
-  if (as_json) {
+  if (as == ShowAs::kJson) {
     std::cout << Dump(out, 2) << "\n";
     return kExitOk;
   }
+  // The text is for a terminal: every field escaped (ops/terminal.h), the body keeping its
+  // newlines and tabs; --json and --raw-body are exact.
   json row = out;
   row.erase("body");
   row.erase("jobs");
   row.erase("headers");
   for (auto& [k, v] : row.items()) {
-    std::printf("%-18s %s\n", k.c_str(), v.is_string() ? v.get<std::string>().c_str()
-                                                        : Dump(v).c_str());
+    std::printf("%-18s %s\n", k.c_str(),
+                TerminalSafe(v.is_string() ? v.get<std::string>() : Dump(v)).c_str());
   }
-  std::printf("%-18s %s\n", "headers", Dump(out["headers"]).c_str());
+  // JSON text on one line: its backslashes are its own escapes, not doubled.
+  std::printf("%-18s %s\n", "headers", TerminalSafeText(Dump(out["headers"])).c_str());
   std::printf("%-18s %zu bytes\n", "body", detail->row.body.size());
-  for (const json& j : out["jobs"]) {
-    std::printf("job %-14s %s (%zu attempts)\n", j["handler"].get<std::string>().c_str(),
-                j["status"].get<std::string>().c_str(), j["attempts"].size());
+  for (const JobRow& j : detail->jobs) {
+    std::printf("job %-14s %s (%zu attempts)\n", TerminalSafe(j.handler).c_str(),
+                TerminalSafe(j.status).c_str(), j.attempt_rows.size());
   }
-  std::printf("\n%s\n", detail->row.body.c_str());
+  std::printf("\n%s\n", TerminalSafeText(detail->row.body).c_str());
   return kExitOk;
 }
 
@@ -528,10 +544,10 @@ int InboxClear(const std::string& path, const std::string& endpoint, const std::
   if (!inbox.ok()) return ReportOpenFailure(inbox.status());
   Status s = (*inbox)->Clear(endpoint, id);
   if (!s.ok()) {
-    std::cerr << "hookbox: " << s.ToString() << "\n";
+    std::cerr << "hookbox: " << TerminalSafe(s.ToString()) << "\n";
     return s.code() == Status::Code::kNotFound ? kExitUsage : kExitDatabase;
   }
-  std::cout << "cleared " << endpoint << " " << id
+  std::cout << "cleared " << TerminalSafe(endpoint) << " " << TerminalSafe(id)
             << ": the next delivery of this event will be processed as new\n";
   return kExitOk;
 }
@@ -544,10 +560,11 @@ int InboxRetry(const std::string& path, const std::string& endpoint, const std::
   if (!inbox.ok()) return ReportOpenFailure(inbox.status());
   auto rearmed = (*inbox)->Retry(endpoint, id, std::chrono::system_clock::now());
   if (!rearmed.ok()) {
-    std::cerr << "hookbox: " << rearmed.status().ToString() << "\n";
+    std::cerr << "hookbox: " << TerminalSafe(rearmed.status().ToString()) << "\n";
     return rearmed.status().code() == Status::Code::kUnavailable ? kExitDatabase : kExitUsage;
   }
-  std::cout << "re-armed " << *rearmed << " dead job(s) of " << endpoint << " " << id << "\n";
+  std::cout << "re-armed " << *rearmed << " dead job(s) of " << TerminalSafe(endpoint) << " "
+            << TerminalSafe(id) << "\n";
   return kExitOk;
 }
 
@@ -612,8 +629,8 @@ int Stats(const std::string& path, bool as_json) {
   std::printf("%-16s %-10s %s\n", "ENDPOINT", "STATUS", "COUNT");
   for (const auto& [endpoint, by_status] : *stats) {
     for (const auto& [status, count] : by_status) {
-      std::printf("%-16s %-10s %lld\n", endpoint.c_str(), status.c_str(),
-                  static_cast<long long>(count));
+      std::printf("%-16s %-10s %lld\n", TerminalSafe(endpoint).c_str(),
+                  TerminalSafe(status).c_str(), static_cast<long long>(count));
     }
   }
   return kExitOk;
@@ -694,13 +711,19 @@ int Main(int argc, char** argv) {
   list->callback([&] { rc = InboxList(config_path, list_args); });
 
   std::string endpoint, event_id;
-  bool show_json = false;
+  bool show_json = false, show_raw_body = false;
   auto* show = inbox->add_subcommand("show", "one row with its jobs and attempts");
   add_config(show);
   show->add_option("ENDPOINT", endpoint)->required();
   show->add_option("EVENT_ID", event_id)->required();
-  show->add_flag("--json", show_json, "JSON object for scripts");
-  show->callback([&] { rc = InboxShow(config_path, endpoint, event_id, show_json); });
+  auto* show_json_flag = show->add_flag("--json", show_json, "JSON object for scripts");
+  show->add_flag("--raw-body", show_raw_body,
+                 "write the exact body bytes only (for a pipe; the text form escapes controls)")
+      ->excludes(show_json_flag);
+  show->callback([&] {
+    rc = InboxShow(config_path, endpoint, event_id,
+                   show_raw_body ? ShowAs::kRawBody : show_json ? ShowAs::kJson : ShowAs::kText);
+  });
 
   auto* clear = inbox->add_subcommand("clear", "forget a row: the next delivery runs anew");
   add_config(clear);
