@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
+#include "config/exposure.h"
 #include "handlers/handler.h"
 #include "http/client.h"
 #include "http/server.h"
@@ -203,6 +204,18 @@ StatusOr<std::string> ListenForWebhooks(HttpServer& hooks, const Config& c,
   return listen->host + ":" + std::to_string(*port);
 }
 
+// Logs a warning (and the daemon still starts) when others can read inline secrets in the
+// config file (config/exposure.h).
+void WarnIfSecretsExposed(const Config& c) {
+  if (auto exposed = CheckInlineSecretsExposure(c)) {
+    LogWarn({{"msg", "config file readable by others holds inline secrets"},
+             {"file", exposed->path}, {"mode", exposed->ModeText()}, {"owner", exposed->owner},
+             {"inline_secrets", exposed->places},
+             {"fix", "chmod 600 the file and chown it to the service user, or use file:/env: "
+                     "secrets"}});
+  }
+}
+
 // SIGHUP: re-reads the config and swaps endpoints, secrets and handlers everywhere at once;
 // an invalid config is logged and the old one stays.
 void Reload(const std::string& config_path, const Config& running, Inbox& inbox,
@@ -213,6 +226,7 @@ void Reload(const std::string& config_path, const Config& running, Inbox& inbox,
               {"errors", r.errors}});
     return;
   }
+  WarnIfSecretsExposed(*r.config);
   auto new_config = std::make_shared<const Config>(std::move(*r.config));
   auto new_handlers = BuildAndPrepare(*new_config, inbox);
   if (!new_handlers) {
@@ -267,6 +281,7 @@ int Serve(const std::string& config_path) {
   // Load and check the config; every problem is reported before stopping.
   std::optional<Config> loaded = LoadOrReport(config_path, /*resolve_secrets=*/true);
   if (!loaded) return kExitUsage;
+  WarnIfSecretsExposed(*loaded);
   // Raise the open-file limit; fit max_connections under it.
   if (!FitDescriptors(*loaded)) return kExitUsage;
   auto config = std::make_shared<const Config>(std::move(*loaded));
@@ -377,6 +392,11 @@ int CheckConfig(const std::string& path, bool read_secrets) {
   LoadResult r = LoadConfigFile(path, {.resolve_secrets = read_secrets});
   if (r.config) (void)BuildHandlers(*r.config, &r.errors);  // each kind checks its config
   if (!r.errors.empty()) r.config.reset();
+  if (r.config) {
+    if (auto exposed = CheckInlineSecretsExposure(*r.config)) {
+      std::cerr << "hookbox: warning: " << exposed->Message() << "\n";
+    }
+  }
   for (const std::string& w : r.warnings) std::cout << path << ": warning: " << w << "\n";
   for (const std::string& e : r.errors) std::cout << path << ": error: " << e << "\n";
   if (!r.config) {

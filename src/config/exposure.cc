@@ -1,0 +1,80 @@
+// The inline-secret exposure check (exposure.h): which secrets a loaded config holds inline,
+// and whether stat(2) says the file is readable beyond its owner.
+
+#include "config/exposure.h"
+
+#include <pwd.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+
+namespace hookbox {
+namespace {
+
+// The handler YAML's `sign: {secret: {value: ...}}` (the http handler's re-signing secret).
+bool SignsWithInlineSecret(const YAML::Node& handler) {
+  if (!handler.IsMap()) return false;
+  const YAML::Node sign = handler["sign"];
+  if (!sign.IsMap()) return false;
+  const YAML::Node secret = sign["secret"];
+  return secret.IsMap() && secret["value"].IsDefined();
+}
+
+std::string OwnerName(uid_t uid) {
+  struct passwd pw;
+  struct passwd* found = nullptr;
+  char buf[4096];
+  if (getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr) {
+    return found->pw_name;
+  }
+  return "uid " + std::to_string(uid);
+}
+
+}  // namespace
+
+std::vector<std::string> InlineSecretPlaces(const Config& config) {
+  std::vector<std::string> places;
+  for (const Endpoint& e : config.endpoints) {
+    for (size_t i = 0; i < e.secrets.size(); ++i) {
+      // The loader names an inline secret's source "value" (config.h, Secret).
+      if (e.secrets[i].source == "value") {
+        places.push_back("endpoint " + e.name + " secret " + std::to_string(i + 1));
+      }
+    }
+    for (const Route& r : e.routes) {
+      for (const HandlerSpec& h : r.handlers) {
+        if (SignsWithInlineSecret(h.config)) {
+          places.push_back("endpoint " + e.name + " handler " + h.name + " sign.secret");
+        }
+      }
+    }
+  }
+  return places;
+}
+
+std::string ExposedSecrets::ModeText() const {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%04o", mode & 07777);
+  return buf;
+}
+
+std::string ExposedSecrets::Message() const {
+  std::string where;
+  for (const std::string& p : places) where += (where.empty() ? "" : ", ") + p;
+  return path + " is readable by " + ((mode & S_IROTH) ? "others" : "its group") + " (mode " +
+         ModeText() + ", owner " + owner + ") and holds " + std::to_string(places.size()) +
+         " inline secret(s) (" + where + "): chmod 600 " + path +
+         " and chown it to the service user, or move the secrets to file: or env: sources";
+}
+
+std::optional<ExposedSecrets> CheckInlineSecretsExposure(const Config& config) {
+  struct stat st;
+  if (config.path.empty() || ::stat(config.path.c_str(), &st) != 0) return std::nullopt;
+  if ((st.st_mode & (S_IRGRP | S_IROTH)) == 0) return std::nullopt;
+  std::vector<std::string> places = InlineSecretPlaces(config);
+  if (places.empty()) return std::nullopt;
+  return ExposedSecrets{config.path, static_cast<unsigned>(st.st_mode & 07777),
+                        OwnerName(st.st_uid), std::move(places)};
+}
+
+}  // namespace hookbox
