@@ -7,6 +7,7 @@
 
 #include "ops/clock.h"
 #include "verify/crypto.h"
+#include "verify/verify.h"
 
 namespace hookbox {
 namespace {
@@ -136,6 +137,11 @@ StatusOr<Identity> Identify(const Endpoint& endpoint, const Headers& headers,
   std::vector<FieldRef> id_sources =
       endpoint.event_id.empty() ? DefaultIdSources(endpoint.provider)
                                 : std::vector<FieldRef>{endpoint.event_id};
+  if (endpoint.event_id.empty() && endpoint.provider == Provider::kStandard) {
+    // The id is the one the signature covers: from the header family that was verified,
+    // never the other one (a svix-signed delivery with an added webhook-id is no new event).
+    id_sources = {Header(StandardHeaderPrefix(headers) == "svix-" ? "svix-id" : "webhook-id")};
+  }
   for (const FieldRef& ref : id_sources) {
     auto v = Read(ref, headers, reader);
     if (v && !v->empty()) {

@@ -34,7 +34,9 @@ StatusOr<Identity> Identify(const Endpoint& endpoint, const Headers& headers,
                             std::string_view body);
 
 // The provider's default id and type sources (DESIGN.md, Providers). Several id sources
-// are tried in order (shopify: X-Shopify-Event-Id, then X-Shopify-Webhook-Id).
+// are tried in order (shopify: X-Shopify-Event-Id, then X-Shopify-Webhook-Id). Standard
+// lists both of its ids, but Identify reads only the one of the signed header family
+// (StandardHeaderPrefix in verify.h).
 std::vector<FieldRef> DefaultIdSources(Provider provider);
 FieldRef DefaultTypeSource(Provider provider);
 

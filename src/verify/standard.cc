@@ -31,9 +31,7 @@ std::optional<std::string> ExpectedMac(const Endpoint& endpoint, const Claim& cl
 StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::string_view body,
                       TimePoint now) {
   // The family is chosen by the signature header, and all three must come from it.
-  std::string prefix = HeaderValue(headers, "webhook-signature") ? "webhook-"
-                       : HeaderValue(headers, "svix-signature")  ? "svix-"
-                                                                 : "webhook-";
+  const std::string prefix(StandardHeaderPrefix(headers));
   StatusOr<std::string_view> signature = RequiredHeader(endpoint, headers, prefix + "signature");
   if (!signature.ok()) return signature.status();
   StatusOr<std::string_view> id = RequiredHeader(endpoint, headers, prefix + "id");
@@ -87,3 +85,13 @@ Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view bo
 const Scheme kStandard = {&Parse, &ExpectedMac, &Sign};
 
 }  // namespace hookbox::verify_internal
+
+namespace hookbox {
+
+std::string_view StandardHeaderPrefix(const Headers& headers) {
+  if (HeaderValue(headers, "webhook-signature")) return "webhook-";
+  if (HeaderValue(headers, "svix-signature")) return "svix-";
+  return "webhook-";
+}
+
+}  // namespace hookbox

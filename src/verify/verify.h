@@ -41,4 +41,11 @@ Status Verify(const Endpoint& endpoint, const Headers& headers, std::string_view
 Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view body,
              TimePoint now, std::string_view event_id = {}, std::string_view event_type = {});
 
+// Standard Webhooks: the one header family ("webhook-" or "svix-") a delivery's id,
+// timestamp and signature are read from. The signature header picks it: webhook-signature
+// if present, else svix-signature if present, else "webhook-". Verification and
+// identification both ask this, so the event id is always the one the signature covers
+// (issue 13: a svix-signed delivery with an added, unsigned `webhook-id`).
+std::string_view StandardHeaderPrefix(const Headers& headers);
+
 }  // namespace hookbox

@@ -39,9 +39,29 @@ TEST_CASE("provider defaults for id and type") {
     auto a = Identify(Ep(Provider::kStandard), {{"webhook-id", "msg_1"}}, R"({"type":"t"})");
     CHECK(a->event_id == "msg_1");
     CHECK(a->event_type == "t");
-    auto b = Identify(Ep(Provider::kStandard), {{"svix-id", "msg_2"}}, "{}");
+    auto b = Identify(Ep(Provider::kStandard), {{"svix-id", "msg_2"}, {"svix-signature", "v1,x"}},
+                      "{}");
     CHECK(b->event_id == "msg_2");
     CHECK(b->id_source == "header:svix-id");
+  }
+  SECTION("standard: the id of the signed header family only (issue 13)") {
+    // svix-signed, with an added webhook-id the signature does not cover: the svix-id.
+    Headers replay = {{"svix-id", "msg_signed"},
+                      {"svix-timestamp", "1700000000"},
+                      {"svix-signature", "v1,x"},
+                      {"webhook-id", "anything"}};
+    auto a = Identify(Ep(Provider::kStandard), replay, "{}");
+    REQUIRE(a.ok());
+    CHECK(a->event_id == "msg_signed");
+    CHECK(a->id_source == "header:svix-id");
+    // webhook-signed: the webhook-id, never a svix-id, even when webhook-id is missing.
+    auto b = Identify(Ep(Provider::kStandard),
+                      {{"webhook-signature", "v1,x"}, {"webhook-id", "msg_w"}, {"svix-id", "s"}},
+                      "{}");
+    CHECK(b->event_id == "msg_w");
+    auto c = Identify(Ep(Provider::kStandard), {{"webhook-signature", "v1,x"}, {"svix-id", "s"}},
+                      "{}");
+    CHECK(c->id_source == "sha256");
   }
   SECTION("shopify: X-Shopify-Event-Id, else X-Shopify-Webhook-Id") {
     auto a = Identify(Ep(Provider::kShopify),

@@ -62,6 +62,26 @@ TEST_CASE("standard: svix-* header names", "[standard]") {
 }
 
 TEST_CASE("standard: secret forms", "[standard]") {
+TEST_CASE("standard: the signed family alone; the other family's headers change nothing",
+          "[standard]") {
+  // Issue 13: a svix-signed delivery replayed with added webhook-id / webhook-timestamp
+  // is verified with the svix-* headers, and StandardHeaderPrefix says so, which is what
+  // Identify reads the event id from.
+  Headers replay = Delivery(V1(), "svix-");
+  replay.emplace("webhook-id", "anything");
+  replay.emplace("webhook-timestamp", "1");
+  CHECK(StandardHeaderPrefix(replay) == "svix-");
+  CHECK(Check(replay) == "ok");
+  // A webhook-signature picks webhook-*, whatever svix-* headers come along.
+  Headers both = Delivery(V1());
+  for (const auto& [k, v] : Delivery("v1,AAAA", "svix-")) both.emplace(k, v);
+  CHECK(StandardHeaderPrefix(both) == "webhook-");
+  CHECK(Check(both) == "ok");
+  // Neither signature: webhook-* (verification then answers missing signature).
+  CHECK(StandardHeaderPrefix({{"svix-id", kId}}) == "webhook-");
+  CHECK(Check({{"svix-id", kId}, {"svix-timestamp", std::to_string(kT)}}) == reason::kMissing);
+}
+
   CHECK(Check(Delivery(V1()), At(kT), Base64Encode(kKey)) == "ok");            // no whsec_ prefix
   CHECK(Check(Delivery(V1()), At(kT), "whsec_" + kKey) == reason::kMismatch);  // not base64
   CHECK(Check(Delivery(V1()), At(kT), "whsec_not base64!") == reason::kMismatch);
