@@ -540,6 +540,10 @@ void Loader::ReadEndpoint(const YAML::Node& node, const std::string& where, Endp
 }
 
 void Loader::ReadSecrets(const YAML::Node& node, const std::string& where, Endpoint& endpoint) {
+  // A secret's problem names its endpoint too: secrets often come from files or variables
+  // shared by several endpoints, and the operator fixes them by endpoint.
+  const std::string named =
+      endpoint.name.empty() ? std::string() : " (endpoint " + Quote(endpoint.name) + ")";
   ReadList(node, where, true, [&](auto& item, auto& iw, size_t) {
     if (!item.IsMap() || item.size() != 1 || !item.begin()->first.IsScalar()) {
       // Never echo the item: it may be the secret itself, written inline by mistake.
@@ -568,13 +572,13 @@ void Loader::ReadSecrets(const YAML::Node& node, const std::string& where, Endpo
     }
     auto secret = ResolveSecret(*source, arg.IsNull() ? std::string() : arg.Scalar());
     if (!secret.ok()) {
-      Error(iw, secret.status().what());
+      Error(iw, secret.status().what() + named);
       return;
     }
     if (endpoint.provider == Provider::kStandard &&
         !config_internal::IsStandardWebhooksSecret(secret->value)) {
       Error(iw, "the secret from " + secret->source +
-                    " is not a Standard Webhooks key (whsec_ followed by base64)");
+                    " is not a Standard Webhooks key (whsec_ followed by base64)" + named);
       return;
     }
     endpoint.secrets.push_back(std::move(*secret));

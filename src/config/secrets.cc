@@ -20,6 +20,12 @@ constexpr size_t kMaxSecretFile = 64 * 1024;
 
 constexpr std::string_view kEmpty = " (an empty secret refuses to start)";
 
+// Spaces, tabs and line ends only: a secret no producer signs with, almost always a
+// variable or file filled in by mistake (issue 13).
+bool OnlyWhitespace(std::string_view text) {
+  return text.find_first_not_of(" \t\r\n\v\f") == std::string_view::npos;
+}
+
 }  // namespace
 
 StatusOr<std::string> ReadFile(const std::string& path, size_t limit) {
@@ -58,6 +64,10 @@ StatusOr<Secret> ResolveSecret(SecretSource source, const std::string& arg) {
         return Status::InvalidArgument("environment variable " + arg + " is empty" +
                                        std::string(kEmpty));
       }
+      if (OnlyWhitespace(value)) {
+        return Status::InvalidArgument("environment variable " + arg + " is only whitespace" +
+                                       std::string(kEmpty));
+      }
       return Secret{"env:" + arg, value};
     }
     case SecretSource::kFile: {
@@ -75,16 +85,26 @@ StatusOr<Secret> ResolveSecret(SecretSource source, const std::string& arg) {
       if (content->empty()) {
         return Status::InvalidArgument("file " + arg + " is empty" + std::string(kEmpty));
       }
+      if (OnlyWhitespace(*content)) {
+        return Status::InvalidArgument("file " + arg + " is only whitespace" + std::string(kEmpty));
+      }
       return Secret{"file:" + arg, std::move(*content)};
     }
     case SecretSource::kValue:
       if (arg.empty()) return Status::InvalidArgument("value is empty" + std::string(kEmpty));
+      if (OnlyWhitespace(arg)) {
+        return Status::InvalidArgument("value is only whitespace" + std::string(kEmpty));
+      }
       return Secret{"value", arg};
   }
   return Status::Internal("unknown secret source");
 }
 
 bool IsStandardWebhooksSecret(std::string_view secret) {
+  // Exactly what verification decodes (Base64DecodeOptionalPadding in src/verify/crypto.h,
+  // which this library cannot link; tests/verify/standard_test.cc checks the two agree):
+  // whole or unpadded quanta of the standard alphabet, padding complete or absent, and zero
+  // bits under the padding, so that a secret that loads always verifies.
   if (secret.starts_with("whsec_")) secret.remove_prefix(6);
   size_t padding = 0;
   while (!secret.empty() && secret.back() == '=' && padding < 2) {
@@ -93,11 +113,19 @@ bool IsStandardWebhooksSecret(std::string_view secret) {
   }
   if (secret.empty() || secret.size() % 4 == 1) return false;
   if (padding > 0 && (secret.size() + padding) % 4 != 0) return false;
+  int last = 0;
   for (char c : secret) {
-    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '+' || c == '/';
-    if (!ok) return false;
+    if (c >= 'A' && c <= 'Z') last = c - 'A';
+    else if (c >= 'a' && c <= 'z') last = c - 'a' + 26;
+    else if (c >= '0' && c <= '9') last = c - '0' + 52;
+    else if (c == '+') last = 62;
+    else if (c == '/') last = 63;
+    else return false;
   }
+  // The last character of a partial quantum carries 4 (two characters) or 2 (three) bits
+  // that no byte uses; a canonical encoding leaves them zero ("QR==" is not "QQ==").
+  if (secret.size() % 4 == 2) return (last & 0x0f) == 0;
+  if (secret.size() % 4 == 3) return (last & 0x03) == 0;
   return true;
 }
 

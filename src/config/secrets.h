@@ -20,12 +20,14 @@ enum class SecretSource { kEnv, kFile, kValue };
 StatusOr<std::string> ReadFile(const std::string& path, size_t limit);
 
 // Reads the secret: an environment variable (must be set and non-empty), a file (readable,
-// one trailing "\n" or "\r\n" stripped, then non-empty) or the inline text (non-empty).
+// one trailing "\n" or "\r\n" stripped, then non-empty) or the inline text (non-empty). A
+// secret of whitespace only is refused like an empty one.
 // `arg` is the variable name, the path or the inline text.
 StatusOr<Secret> ResolveSecret(SecretSource source, const std::string& arg);
 
 // True when `secret` is a Standard Webhooks key: optional "whsec_" then non-empty standard
-// base64 (padding optional).
+// base64 (padding optional; the unused bits of the last character zero), i.e. exactly the
+// secrets verification can decode into a key.
 bool IsStandardWebhooksSecret(std::string_view secret);
 
 }  // namespace hookbox::config_internal

@@ -128,6 +128,14 @@ std::optional<std::string> Base64Decode(std::string_view text) {
   return out;
 }
 
+std::optional<std::string> Base64DecodeOptionalPadding(std::string_view text) {
+  if (text.size() % 4 == 0 || text.find('=') != std::string_view::npos) return Base64Decode(text);
+  if (text.size() % 4 == 1) return std::nullopt;
+  std::string padded(text);
+  padded.append(4 - text.size() % 4, '=');
+  return Base64Decode(padded);
+}
+
 bool ConstantTimeEqual(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   if (a.empty()) return true;

@@ -26,6 +26,9 @@ std::string HexEncode(std::string_view bytes);  // lowercase
 std::optional<std::string> HexDecode(std::string_view hex);  // either case; nullopt if bad
 std::string Base64Encode(std::string_view bytes);  // standard alphabet, padded
 std::optional<std::string> Base64Decode(std::string_view text);  // nullopt if bad
+// Base64Decode, also taking the same text without its trailing '=' padding ("Zg" as "Zg==").
+// Partial padding ("Zg=") and non-zero bits under the missing padding are still refused.
+std::optional<std::string> Base64DecodeOptionalPadding(std::string_view text);
 
 // True when a and b are byte-for-byte equal. Length is checked first (lengths of MACs are
 // public); the bytes are compared with CRYPTO_memcmp so timing does not leak where they differ.

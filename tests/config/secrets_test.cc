@@ -47,8 +47,9 @@ TEST_CASE("a secret from the environment", "[config][secrets]") {
 TEST_CASE("a missing or empty environment variable is an error", "[config][secrets]") {
   unsetenv("HOOKBOX_TEST_SECRET_UNSET");
   LoadResult missing = Load(Endpoint("github", "[{env: HOOKBOX_TEST_SECRET_UNSET}]"));
-  CHECK(missing.errors == std::vector<std::string>{"endpoints[0].secrets[0]: environment variable "
-                                                   "HOOKBOX_TEST_SECRET_UNSET is not set"});
+  CHECK(missing.errors ==
+        std::vector<std::string>{"endpoints[0].secrets[0]: environment variable "
+                                 "HOOKBOX_TEST_SECRET_UNSET is not set (endpoint \"e\")"});
   CHECK_FALSE(missing.config);
 
   ScopedEnv env("HOOKBOX_TEST_SECRET_EMPTY", "");
@@ -101,7 +102,8 @@ TEST_CASE("an unreadable or empty secret file is an error", "[config][secrets]")
   LoadResult missing = Load(Endpoint("github", "[{file: /nonexistent/hookbox/secret}]"));
   CHECK(missing.errors ==
         std::vector<std::string>{"endpoints[0].secrets[0]: cannot read file "
-                                 "/nonexistent/hookbox/secret: No such file or directory"});
+                                 "/nonexistent/hookbox/secret: No such file or directory "
+                                 "(endpoint \"e\")"});
 
   // A directory opens but cannot be read (works as root too, unlike chmod 000).
   LoadResult directory = Load(Endpoint("github", "[{file: /}]"));
@@ -147,6 +149,46 @@ TEST_CASE("provider standard needs a base64 secret", "[config][secrets]") {
   }
   // Other providers take any bytes.
   CHECK(Load(Endpoint("github", "[{value: \"not base64!\"}]")).config);
+}
+
+TEST_CASE("a whitespace-only secret is refused at load, naming its endpoint",
+          "[config][secrets]") {
+  // Issue 13: such a secret loaded, and then no delivery ever verified.
+  ScopedEnv env("HOOKBOX_TEST_SECRET_BLANK", " \t ");
+  TempFile file("  \n\n");  // one newline is stripped; what is left is still blank
+  for (const std::string& provider : {"github", "stripe", "hmac", "standard"}) {
+    INFO(provider);
+    LoadResult value = Load(Endpoint(provider, "[{value: \"   \"}]"));
+    CHECK_FALSE(value.config);
+    CHECK(HasLine(value.errors, "endpoints[0].secrets[0]: value is only whitespace (an empty "
+                                "secret refuses to start) (endpoint \"e\")"));
+    LoadResult from_env = Load(Endpoint(provider, "[{env: HOOKBOX_TEST_SECRET_BLANK}]"));
+    CHECK_FALSE(from_env.config);
+    CHECK(HasLine(from_env.errors,
+                  "environment variable HOOKBOX_TEST_SECRET_BLANK is only whitespace"));
+    LoadResult from_file = Load(Endpoint(provider, "[{file: \"" + file.path() + "\"}]"));
+    CHECK_FALSE(from_file.config);
+    CHECK(HasLine(from_file.errors, "file " + file.path() + " is only whitespace"));
+  }
+  // Whitespace inside or around a real secret is the secret's own business.
+  CHECK(Load(Endpoint("github", "[{value: \" s e c r e t \"}]")).config);
+}
+
+TEST_CASE("a whsec_ secret that is not base64 is refused at load, naming its endpoint",
+          "[config][secrets]") {
+  // Padding is optional; anything verification could not decode is refused (issue 13).
+  for (const char* bad : {"whsec_QR", "whsec_QR==", "whsec_QUJ", "whsec_c2VjcmV0C", "whsec_ ",
+                          "whsec_c2VjcmV0Cg= ", " whsec_c2VjcmV0Cg"}) {
+    INFO(bad);
+    LoadResult r = Load(Endpoint("standard", std::string("[{value: \"") + bad + "\"}]"));
+    CHECK_FALSE(r.config);
+    CHECK(HasLine(r.errors, "endpoints[0].secrets[0]: the secret from value is not a Standard "
+                            "Webhooks key (whsec_ followed by base64) (endpoint \"e\")"));
+  }
+  for (const char* good : {"whsec_QQ", "whsec_QQ==", "whsec_QUI", "whsec_QUI="}) {
+    INFO(good);
+    CHECK(Load(Endpoint("standard", std::string("[{value: \"") + good + "\"}]")).config);
+  }
 }
 
 TEST_CASE("the secret itself never appears in errors or warnings", "[config][secrets]") {

@@ -1,7 +1,8 @@
 // End-to-end tests of issue 13: replays (a captured, validly signed delivery sent again with
 // headers the signature does not cover changed or added, answered `duplicate` with nothing
-// new stored). The real daemon on loopback, real HTTP, the real SQLite inbox, checked
-// through the real CLI (daemon.h).
+// new stored) and a Standard Webhooks secret written without its base64 padding. The real
+// daemon on loopback, real HTTP, the real SQLite inbox, checked through the real CLI
+// (daemon.h).
 #include <catch2/catch.hpp>
 
 #include "daemon.h"
@@ -81,4 +82,45 @@ endpoints:
   CHECK(rows[0]["event_id"] == "msg_captured");
   CHECK(rows[0]["id_source"] == "header:svix-id");
   CHECK(rows[0]["duplicates"] == 3);
+}
+
+TEST_CASE("secrets: an unpadded whsec_ secret verifies, and hookbox send signs with it",
+          "[replay]") {
+  // Issue 13: such a secret passed check-config, then every delivery got 401 and
+  // `hookbox send` posted unsigned. A 31-byte key: its base64 has two '=' to leave out.
+  TempDir dir;
+  const std::string padded = "whsec_" + hookbox::Base64Encode(kStandardKey.substr(1));
+  REQUIRE(padded.ends_with("=="));
+  const std::string unpadded = padded.substr(0, padded.size() - 2);
+  Daemon d(dir, R"(
+listen: 127.0.0.1:0
+admin_listen: ""
+database: {DB}
+workers: 0
+endpoints:
+  - name: std
+    path: /hooks/std
+    provider: standard
+    secrets: [{value: ")" + unpadded + R"("}]
+)");
+  // Signed by a producer holding the padded spelling.
+  const std::string body = R"({"type":"user.created"})";
+  hookbox::Endpoint standard;
+  standard.provider = hookbox::Provider::kStandard;
+  auto r = d.Post("/hooks/std",
+                  hookbox::testing::HttplibHeaders(hookbox::Sign(
+                      standard, {"value", padded}, body, std::chrono::system_clock::now(),
+                      "msg_padded")),
+                  body);
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK(Answer(r)["status"] == "ignored");  // no routes
+
+  // hookbox send with the endpoint's (unpadded) secret.
+  hookbox::testing::WriteFile(dir / "event.json", R"({"type":"user.deleted"})");
+  const std::string url = "http://127.0.0.1:" + std::to_string(d.port()) + "/hooks/std";
+  auto sent = d.Cli({"send", "std", dir / "event.json", "--url", url});
+  INFO(sent.out << sent.err);
+  CHECK(sent.exit_code == 0);
+  CHECK(d.Rows().size() == 2);
 }

@@ -12,6 +12,9 @@ import { startDaemon } from './harness.mjs';
 const SECRET = 'whsec_' + Buffer.from('hookbox interop: standard webhooks key 01').toString('base64');
 const OLD_SECRET = 'whsec_' + Buffer.from('hookbox interop: the rotated-out key 002').toString('base64');
 const wh = new Webhook(SECRET);
+// A key whose base64 ends in '=', configured without it (issue 13): padding is not the key.
+const PADDED = 'whsec_' + Buffer.from('hookbox interop: std unpadded key, 31b').toString('base64');
+const UNPADDED = PADDED.replace(/=+$/, '');
 
 let d;
 before(async () => {
@@ -23,6 +26,10 @@ before(async () => {
     routes:
       - events: ["*"]
         handlers: [{file: {dir: ./out}}]
+  - name: std-unpadded
+    path: /hooks/standard-unpadded
+    provider: standard
+    secrets: [{value: "${UNPADDED}"}]
 `);
 });
 after(async () => {
@@ -123,5 +130,17 @@ test('another secret, an old timestamp or a changed body is refused with 401', a
   const ids = new Set(d.rows('std').map((r) => r.event_id));
   for (const id of ['msg_wrong_secret', 'msg_old_timestamp', 'msg_changed_body']) {
     assert.ok(!ids.has(id), `${id} was stored`);
+  }
+});
+
+test('an unpadded whsec_ secret verifies what the library signs with either spelling (issue 13)', async () => {
+  assert.ok(PADDED.endsWith('='));
+  for (const [msgId, secret] of [['msg_std_padded', PADDED], ['msg_std_unpadded', UNPADDED]]) {
+    const lib = new Webhook(secret);
+    const payload = payloadFor('user.updated');
+    const date = new Date();
+    const r = await d.post('/hooks/standard-unpadded', headers(msgId, date, lib.sign(msgId, date, payload)), payload);
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(r.json, { status: 'ignored', event_id: msgId });
   }
 });

@@ -10,6 +10,9 @@ import { startDaemon } from './harness.mjs';
 
 const SECRET = 'whsec_' + Buffer.from('hookbox interop: svix endpoint key 000001').toString('base64');
 const wh = new Webhook(SECRET);
+// A key whose base64 ends in '=', configured without it (issue 13): padding is not the key.
+const PADDED = 'whsec_' + Buffer.from('hookbox interop: svix unpadded key, 31').toString('base64');
+const UNPADDED = PADDED.replace(/=+$/, '');
 
 let d;
 before(async () => {
@@ -21,6 +24,10 @@ before(async () => {
     routes:
       - events: ["invoice.*"]
         handlers: [{file: {dir: ./out}}]
+  - name: svix-unpadded
+    path: /hooks/svix-unpadded
+    provider: standard
+    secrets: [{value: "${UNPADDED}"}]
 `);
 });
 after(async () => {
@@ -87,4 +94,34 @@ test('an svix signature made with another secret is refused with 401', async () 
   const r = await d.post('/hooks/svix', svixHeaders(msgId, date, other.sign(msgId, date, payload)), payload);
   assert.equal(r.status, 401, r.text);
   assert.ok(!d.rows('svix').some((x) => x.event_id === msgId));
+});
+
+test('a captured svix delivery replayed with an added webhook-id is a duplicate (issue 13)', async () => {
+  const msgId = 'msg_replayed_with_webhook_id';
+  const payload = JSON.stringify({ type: 'invoice.paid', data: { id: 'inv_replay' } });
+  const date = new Date();
+  const captured = svixHeaders(msgId, date, wh.sign(msgId, date, payload));
+  const first = await d.post('/hooks/svix', captured, payload);
+  assert.deepEqual(first.json, { status: 'accepted', event_id: msgId });
+  for (const forged of ['anything', 'msg_new_1', 'msg_new_2']) {
+    const r = await d.post('/hooks/svix', { ...captured, 'webhook-id': forged }, payload);
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(r.json, { status: 'duplicate', event_id: msgId });
+  }
+  const rows = d.rows('svix').filter((x) => x.event_id === msgId);
+  assert.equal(rows.length, 1);
+  assert.equal(rows[0].duplicates, 3);
+  assert.ok(!d.rows('svix').some((x) => x.event_id.startsWith('msg_new') || x.event_id === 'anything'));
+});
+
+test('an unpadded whsec_ secret verifies what the SDK signs with either spelling (issue 13)', async () => {
+  assert.ok(PADDED.endsWith('='));
+  for (const [msgId, secret] of [['msg_signed_padded', PADDED], ['msg_signed_unpadded', UNPADDED]]) {
+    const sdk = new Webhook(secret);
+    const payload = JSON.stringify({ type: 'invoice.paid', data: { id: msgId } });
+    const date = new Date();
+    const r = await d.post('/hooks/svix-unpadded', svixHeaders(msgId, date, sdk.sign(msgId, date, payload)), payload);
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(r.json, { status: 'ignored', event_id: msgId });
+  }
 });

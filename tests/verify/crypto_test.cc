@@ -98,6 +98,25 @@ TEST_CASE("Base64Decode rejects everything but canonical padded base64", "[crypt
   CHECK(Base64Decode("") == std::string());
 }
 
+TEST_CASE("Base64DecodeOptionalPadding: with or without the padding, nothing else",
+          "[crypto]") {
+  std::string data;
+  for (int i = 0; i < 40; ++i) {
+    std::string encoded = Base64Encode(data);
+    CHECK(Base64DecodeOptionalPadding(encoded) == data);
+    while (!encoded.empty() && encoded.back() == '=') encoded.pop_back();
+    CHECK(Base64DecodeOptionalPadding(encoded) == data);
+    data.push_back(static_cast<char>(i * 53 + 7));
+  }
+  CHECK(Base64DecodeOptionalPadding("Zg") == std::string("f"));
+  CHECK(Base64DecodeOptionalPadding("Zm8") == std::string("fo"));
+  for (const char* bad : {"Zg=", "Zm9", "Z", "Zm9vZ", "QR", "Zg =", "Zg\n", "Zm9v-_8",
+                          "=", "Z=g"}) {
+    INFO(bad);
+    CHECK_FALSE(Base64DecodeOptionalPadding(bad));
+  }
+}
+
 TEST_CASE("ConstantTimeEqual", "[crypto]") {
   CHECK(ConstantTimeEqual("", ""));
   CHECK(ConstantTimeEqual("abc", "abc"));

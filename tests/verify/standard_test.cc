@@ -1,6 +1,7 @@
 // Tests for standard.cc (Standard Webhooks and Svix).
 #include <catch2/catch.hpp>
 
+#include "config/secrets.h"
 #include "tests/verify/testing.h"
 #include "verify/crypto.h"
 #include "verify/verify.h"
@@ -61,7 +62,6 @@ TEST_CASE("standard: svix-* header names", "[standard]") {
   CHECK(Check(mixed) == reason::kMissing);
 }
 
-TEST_CASE("standard: secret forms", "[standard]") {
 TEST_CASE("standard: the signed family alone; the other family's headers change nothing",
           "[standard]") {
   // Issue 13: a svix-signed delivery replayed with added webhook-id / webhook-timestamp
@@ -82,6 +82,7 @@ TEST_CASE("standard: the signed family alone; the other family's headers change 
   CHECK(Check({{"svix-id", kId}, {"svix-timestamp", std::to_string(kT)}}) == reason::kMissing);
 }
 
+TEST_CASE("standard: secret forms", "[standard]") {
   CHECK(Check(Delivery(V1()), At(kT), Base64Encode(kKey)) == "ok");            // no whsec_ prefix
   CHECK(Check(Delivery(V1()), At(kT), "whsec_" + kKey) == reason::kMismatch);  // not base64
   CHECK(Check(Delivery(V1()), At(kT), "whsec_not base64!") == reason::kMismatch);
@@ -96,6 +97,59 @@ TEST_CASE("standard: the signed family alone; the other family's headers change 
   Headers headers = Sign(endpoint, endpoint.secrets[0], kBody, At(kT), kId);
   CHECK(headers.count("webhook-signature") == 0);
   CHECK(Outcome(Verify(endpoint, headers, kBody, At(kT))) == reason::kMissing);
+}
+
+TEST_CASE("standard: padding is not part of the key (issue 13)", "[standard]") {
+  // A 32-byte key: its base64 ends in one '='. Signed with either spelling, verified
+  // against the other, and `hookbox send` (Sign) signs with the unpadded one.
+  const std::string key = kKey;
+  const std::string padded = "whsec_" + Base64Encode(key);
+  REQUIRE(padded.ends_with("="));
+  REQUIRE_FALSE(padded.ends_with("=="));
+  const std::string unpadded = padded.substr(0, padded.size() - 1);
+  for (const auto& [signer, config] :
+       {std::pair{padded, unpadded}, std::pair{unpadded, padded}, std::pair{unpadded, unpadded}}) {
+    INFO(signer << " -> " << config);
+    Endpoint sending = testing::MakeEndpoint(Provider::kStandard, {signer});
+    Headers headers = Sign(sending, sending.secrets[0], kBody, At(kT), kId);
+    REQUIRE(headers.count("webhook-signature") == 1);
+    CHECK(testing::First(headers, "webhook-signature") == V1(key));
+    CHECK(Check(headers, At(kT), config) == "ok");
+  }
+  // Two '=' (a 31-byte key), and no prefix.
+  const std::string key2 = kKey.substr(1);
+  std::string b64 = Base64Encode(key2);
+  REQUIRE(b64.ends_with("=="));
+  CHECK(Check(Delivery(V1(key2)), At(kT), b64.substr(0, b64.size() - 2)) == "ok");
+  CHECK(Check(Delivery(V1(key2)), At(kT), "whsec_" + b64.substr(0, b64.size() - 1)) ==
+        reason::kMismatch);  // half the padding is not base64
+}
+
+TEST_CASE("standard: the config accepts exactly the secrets verification can use",
+          "[standard]") {
+  // Issue 13: a secret that passed check-config and could then never verify. Every short
+  // text over an alphabet with the corner cases (padding, bad bits, other characters).
+  const std::string alphabet = "AQgw=+/-_ ";
+  std::vector<std::string> texts = {""};
+  for (int len = 1; len <= 5; ++len) {
+    std::vector<std::string> longer;
+    for (const std::string& t : texts) {
+      if (t.size() + 1 != static_cast<size_t>(len)) continue;
+      for (char c : alphabet) longer.push_back(t + c);
+    }
+    texts.insert(texts.end(), longer.begin(), longer.end());
+  }
+  int usable = 0;
+  for (const std::string& text : texts) {
+    const std::string secret = "whsec_" + text;
+    INFO(secret);
+    Endpoint endpoint = testing::MakeEndpoint(Provider::kStandard, {secret});
+    const bool signs = Sign(endpoint, endpoint.secrets[0], kBody, At(kT), kId).count(
+                           "webhook-signature") == 1;
+    CHECK(config_internal::IsStandardWebhooksSecret(secret) == signs);
+    usable += signs;
+  }
+  CHECK(usable > 100);
 }
 
 TEST_CASE("standard: rotation and several signatures", "[standard]") {
