@@ -167,6 +167,7 @@ class Loader final {
   void ReadEndpoint(const YAML::Node& node, const std::string& where, Endpoint& endpoint);
   void ReadSecrets(const YAML::Node& node, const std::string& where, Endpoint& endpoint);
   void ReadHmac(const YAML::Node& node, const std::string& where, HmacScheme& hmac);
+  void ReadDedupe(const YAML::Node& node, const std::string& where, Endpoint& endpoint);
   void ReadRetry(const YAML::Node& node, const std::string& where, RetryPolicy& retry);
   void ReadRoutes(const YAML::Node& node, const std::string& where, std::vector<Route>& routes);
   void ReadHandler(const YAML::Node& node, const std::string& where, size_t route, size_t index,
@@ -502,6 +503,7 @@ void Loader::ReadEndpoint(const YAML::Node& node, const std::string& where, Endp
           {"resource", [&](auto& n, auto& w) { Set(endpoint.resource, Source(n, w)); }},
           {"sequence", [&](auto& n, auto& w) { Set(endpoint.sequence, Source(n, w)); }},
           {"strict_body", [&](auto& n, auto& w) { Set(endpoint.strict_body, Bool(n, w)); }},
+          {"dedupe", [&](auto& n, auto& w) { ReadDedupe(n, w, endpoint); }},
           {"mode", [&](auto& n, auto& w) { Set(endpoint.mode, OneOf<Mode>(n, w, kModes)); }},
           {"sync_wait", [&](auto& n, auto& w) { Set(endpoint.sync_wait, DurationValue(n, w)); }},
           {"retry", [&](auto& n, auto& w) { ReadRetry(n, w, endpoint.retry); }},
@@ -583,6 +585,24 @@ void Loader::ReadSecrets(const YAML::Node& node, const std::string& where, Endpo
     }
     endpoint.secrets.push_back(std::move(*secret));
   });
+}
+
+// `dedupe: [id]` (the default) or `[id, body]`: what makes a delivery a duplicate. The id
+// is always a key (it cannot be turned off); `body` adds the body's SHA-256.
+void Loader::ReadDedupe(const YAML::Node& node, const std::string& where, Endpoint& endpoint) {
+  std::set<std::string> keys;
+  ReadList(node, where, true, [&](auto& item, auto& iw, size_t) {
+    auto key = Text(item, iw);
+    if (!key) return;
+    if (*key != "id" && *key != "body") {
+      Error(iw, Quote(*key) + " is not one of id, body");
+    } else if (!keys.insert(*key).second) {
+      Error(iw, Quote(*key) + " appears twice");
+    }
+  });
+  if (!node.IsSequence() || node.size() == 0) return;  // reported by ReadList
+  if (!keys.count("id")) Error(where, "must include id (the event id is always a dedupe key)");
+  endpoint.dedupe_body = keys.count("body") > 0;
 }
 
 void Loader::ReadHmac(const YAML::Node& node, const std::string& where, HmacScheme& hmac) {

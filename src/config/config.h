@@ -77,6 +77,10 @@ struct Endpoint {
   // event_id and event_type, and "no ordering" for resource and sequence.
   FieldRef event_id, event_type, resource, sequence;
   bool strict_body = false;
+  // `dedupe: [id, body]`: a delivery whose body is byte-identical to a stored event's of
+  // this endpoint is that event's duplicate, whatever its id (`dedupe: [id]`, the default,
+  // keys on the event id alone).
+  bool dedupe_body = false;
   Mode mode = Mode::kAsync;
   Duration sync_wait = std::chrono::seconds(10);
   RetryPolicy retry;

@@ -37,6 +37,10 @@ struct Event {
   std::string body;
   std::vector<std::string> handlers;  // one job each; empty -> stored as `ignored`
   bool strict_body = false;           // same id, other body -> Conflict instead of duplicate
+  // dedupe: [id, body]. A new id whose body_sha256 equals a stored row's of this endpoint is
+  // that row's duplicate (AcceptResult::duplicate_of): no row, no jobs. Checked inside the
+  // accept transaction, so two such deliveries at once store one row.
+  bool dedupe_body = false;
   TimePoint received_at;
 
   // mode: sync. The jobs are created already claimed by `sync_owner` (the request), with a
@@ -122,6 +126,9 @@ struct ClaimedJob {
 struct AcceptResult {
   Verdict verdict;
   bool body_changed = false;       // duplicate whose body differs from the stored one
+  // A duplicate by body (Event::dedupe_body): the event id of the stored row it repeats,
+  // on which it was counted. "" for every other verdict, and for duplicates by id.
+  std::string duplicate_of;
   std::vector<ClaimedJob> claimed;  // mode: sync, accepted: the jobs the request now runs
 };
 

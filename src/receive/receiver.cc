@@ -299,6 +299,7 @@ Answer Receiver::Receive(const Delivery& d) const {
   e.body = d.body;
   e.handlers = MatchHandlers(*ep, e.event_type);
   e.strict_body = ep->strict_body;
+  e.dedupe_body = ep->dedupe_body;
   e.received_at = clock_.Now();
   const bool sync = ep->mode == Mode::kSync;
   if (sync) {
@@ -325,14 +326,18 @@ Answer Receiver::Receive(const Delivery& d) const {
   stored = true;
   const char* verdict = VerdictName(result->verdict);
   if (result->body_changed) log["body_changed"] = true;
+  // A duplicate by body (dedupe: [id, body]) is the stored event's: its id is the answer's.
+  const std::string& event_id =
+      result->duplicate_of.empty() ? id->event_id : result->duplicate_of;
+  if (!result->duplicate_of.empty()) log["duplicate_of"] = result->duplicate_of;
   if (sync && result->verdict == Verdict::kAccepted) {
-    return finish(RunSync(*setup, result->claimed, verdict, id->event_id), verdict);
+    return finish(RunSync(*setup, result->claimed, verdict, event_id), verdict);
   }
   if (sync && result->verdict == Verdict::kDuplicate) {
-    return finish(TakeOver(*setup, *ep, id->event_id, e.sync_owner), verdict);
+    return finish(TakeOver(*setup, *ep, event_id, e.sync_owner), verdict);
   }
   if (result->verdict == Verdict::kAccepted && on_jobs_) on_jobs_();
-  return finish(Ok(verdict, id->event_id), verdict);
+  return finish(Ok(verdict, event_id), verdict);
 }
 
 }  // namespace hookbox

@@ -464,6 +464,39 @@ TEST_CASE("booleans are read the YAML way", "[config]") {
   }
 }
 
+TEST_CASE("dedupe: [id] by default, [id, body] on request, nothing else", "[config]") {
+  LoadResult by_default = Load(WithEndpoint("verify: none"));
+  REQUIRE(by_default.config);
+  CHECK_FALSE(by_default.config->endpoints[0].dedupe_body);
+  for (const char* id_only : {"[id]", "[\"id\"]"}) {
+    LoadResult r = Load(WithEndpoint(std::string("verify: none, dedupe: ") + id_only));
+    INFO(Dump(r));
+    REQUIRE(r.config);
+    CHECK_FALSE(r.config->endpoints[0].dedupe_body);
+  }
+  for (const char* with_body : {"[id, body]", "[body, id]"}) {
+    LoadResult r = Load(WithEndpoint(std::string("verify: none, dedupe: ") + with_body));
+    INFO(Dump(r));
+    REQUIRE(r.config);
+    CHECK(r.config->endpoints[0].dedupe_body);
+  }
+  const std::pair<const char*, const char*> bad[] = {
+      {"[body]", "endpoints[0].dedupe: must include id"},
+      {"[id, headers]", "endpoints[0].dedupe[1]: \"headers\" is not one of id, body"},
+      {"[id, body, body]", "endpoints[0].dedupe[2]: \"body\" appears twice"},
+      {"[]", "endpoints[0].dedupe: expected a non-empty list"},
+      {"body", "endpoints[0].dedupe: expected a list"},
+      {"[id, [body]]", "endpoints[0].dedupe[1]: expected a single value, found a list"},
+  };
+  for (const auto& [value, error] : bad) {
+    INFO(value);
+    LoadResult r = Load(WithEndpoint(std::string("verify: none, dedupe: ") + value));
+    INFO(Dump(r));
+    CHECK_FALSE(r.config);
+    CHECK(HasLine(r.errors, error));
+  }
+}
+
 TEST_CASE("admin_listen may be empty to disable it", "[config]") {
   LoadResult r = Load("admin_listen: \"\"\n" + std::string(kOpen));
   REQUIRE(r.config);

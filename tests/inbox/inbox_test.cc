@@ -142,6 +142,60 @@ TEST_CASE("strict_body: same id, other body is a Conflict and changes nothing") 
   CHECK(Accept(t, e) == Verdict::kDuplicate);  // the same body still is a duplicate
 }
 
+TEST_CASE("dedupe body: a new id with a stored body is the stored event's duplicate") {
+  TestInbox t;
+  auto with_body_dedupe = [](Event e) {
+    e.dedupe_body = true;
+    return e;
+  };
+  const std::string body = R"({"action":"opened"})";
+  auto first = t->Accept(with_body_dedupe(MakeEvent("d-1", {"h1", "h2"}, "", std::nullopt, body)));
+  REQUIRE(first.ok());
+  CHECK(first->verdict == Verdict::kAccepted);
+  CHECK(first->duplicate_of.empty());
+
+  // The same body under fresh ids: duplicates of d-1, counted there, nothing stored.
+  for (const char* fresh : {"d-2", "d-3"}) {
+    auto r = t->Accept(with_body_dedupe(MakeEvent(fresh, {"h1", "h2"}, "", std::nullopt, body)));
+    REQUIRE(r.ok());
+    CHECK(r->verdict == Verdict::kDuplicate);
+    CHECK(r->duplicate_of == "d-1");
+    CHECK_FALSE(r->body_changed);
+  }
+  // Also with a resource and a lower sequence: a duplicate is never stale, and moves no gate.
+  auto gated = t->Accept(with_body_dedupe(MakeEvent("d-4", {"h1"}, "r", 1, body)));
+  REQUIRE(gated.ok());
+  CHECK(gated->verdict == Verdict::kDuplicate);
+  CHECK(gated->duplicate_of == "d-1");
+  CHECK(t.Count("SELECT count(*) FROM inbox") == 1);
+  CHECK(t.Count("SELECT count(*) FROM jobs") == 2);
+  CHECK(t.Count("SELECT duplicates FROM inbox WHERE event_id = 'd-1'") == 3);
+  CHECK(t.Count("SELECT count(*) FROM sequences") == 0);
+
+  // A stored id is a duplicate by id (no duplicate_of), even when its body matches.
+  auto by_id = t->Accept(with_body_dedupe(MakeEvent("d-1", {"h1", "h2"}, "", std::nullopt, body)));
+  REQUIRE(by_id.ok());
+  CHECK(by_id->verdict == Verdict::kDuplicate);
+  CHECK(by_id->duplicate_of.empty());
+  CHECK(t.Count("SELECT duplicates FROM inbox WHERE event_id = 'd-1'") == 4);
+
+  // Another body is a new event; another endpoint's identical body is not looked at.
+  CHECK(Accept(t, with_body_dedupe(MakeEvent("d-5", {"h1"}, "", std::nullopt, "{}"))) ==
+        Verdict::kAccepted);
+  Event elsewhere = with_body_dedupe(MakeEvent("d-6", {"h1"}, "", std::nullopt, body));
+  elsewhere.endpoint = "other";
+  CHECK(Accept(t, elsewhere) == Verdict::kAccepted);
+
+  // Without dedupe_body (the default, dedupe: [id]) the body is not a key.
+  CHECK(Accept(t, MakeEvent("d-7", {"h1"}, "", std::nullopt, body)) == Verdict::kAccepted);
+
+  // Within retention only: once the stored rows are gone, the body is new again.
+  REQUIRE(t->Clear("ep", "d-1").ok());
+  REQUIRE(t->Clear("ep", "d-7").ok());
+  CHECK(Accept(t, with_body_dedupe(MakeEvent("d-8", {"h1"}, "", std::nullopt, body))) ==
+        Verdict::kAccepted);
+}
+
 TEST_CASE("sequence gate: lower is stale with no jobs, equal is accepted") {
   TestInbox t;
   CHECK(Accept(t, MakeEvent("e5", {"h"}, "r", 5)) == Verdict::kAccepted);
@@ -591,6 +645,59 @@ TEST_CASE("replicas: concurrent accepts of the same new id give exactly one acce
   CHECK(t.Count("SELECT count(*) FROM inbox") == kIds);
   CHECK(t.Count("SELECT count(*) FROM jobs") == 2 * kIds);
   CHECK(t.Count("SELECT sum(duplicates) FROM inbox") == kIds * (kThreads - 1));
+}
+
+TEST_CASE("replicas: concurrent identical bodies under distinct ids give one accepted") {
+  // dedupe: [id, body], race-free: every thread sends every body under its own id, at
+  // once, over two replicas (two processes' worth of connections on PostgreSQL).
+  TestInbox t;
+  auto other = t.OpenAnother();
+  Inbox* inboxes[] = {t.inbox.get(), other.get()};
+  constexpr int kBodies = 30, kThreads = 8;
+  std::atomic<int> accepted{0}, duplicate{0}, failed{0}, wrong_original{0};
+  std::mutex mu;
+  std::map<int, std::string> accepted_id;  // body -> the id that was accepted
+  std::vector<std::pair<int, std::string>> duplicates_of;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      std::vector<int> bodies(kBodies);
+      for (int n = 0; n < kBodies; ++n) bodies[n] = n;
+      std::shuffle(bodies.begin(), bodies.end(), std::mt19937(i));
+      for (int n : bodies) {
+        const std::string id = "b" + std::to_string(n) + "-t" + std::to_string(i);
+        // Half the bodies have a resource (the transaction with the resource's lock).
+        Event e = MakeEvent(id, {"h1", "h2"}, n % 2 ? "res-" + std::to_string(n) : "",
+                            n % 2 ? std::optional<int64_t>(i) : std::nullopt,
+                            "{\"body\":" + std::to_string(n) + "}");
+        e.dedupe_body = true;
+        auto r = inboxes[i % 2]->Accept(e);
+        std::lock_guard lock(mu);
+        if (!r.ok()) {
+          ++failed;
+        } else if (r->verdict == Verdict::kDuplicate) {
+          ++duplicate;
+          duplicates_of.emplace_back(n, r->duplicate_of);
+        } else {
+          // Accepted, or stale when a lower sequence of its resource came after a higher:
+          // either way the one row stored for this body.
+          ++accepted;
+          accepted_id[n] = id;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(failed == 0);
+  CHECK(accepted == kBodies);
+  CHECK(duplicate == kBodies * (kThreads - 1));
+  for (const auto& [n, original] : duplicates_of) {
+    if (accepted_id[n] != original) ++wrong_original;
+  }
+  CHECK(wrong_original == 0);
+  CHECK(t.Count("SELECT count(*) FROM inbox") == kBodies);
+  CHECK(t.Count("SELECT sum(duplicates) FROM inbox") == kBodies * (kThreads - 1));
+  CHECK(t.Count("SELECT count(*) FROM jobs") == 2 * kBodies);
 }
 
 TEST_CASE("replicas: concurrent accepts of one resource serialize on its sequence") {

@@ -84,6 +84,69 @@ endpoints:
   CHECK(rows[0]["duplicates"] == 3);
 }
 
+TEST_CASE("replay: a GitHub delivery with a fresh delivery id and a forged event type is a "
+          "duplicate with dedupe [id, body], a new event without",
+          "[replay]") {
+  TempDir dir;
+  const std::string secret = "gh-replay-secret";
+  Daemon d(dir, R"(
+listen: 127.0.0.1:0
+admin_listen: ""
+database: {DB}
+workers: 0
+endpoints:
+  - name: gh-body
+    path: /hooks/gh-body
+    provider: github
+    secrets: [{value: ")" + secret + R"("}]
+    dedupe: [id, body]
+    routes:
+      - events: ["*"]
+        handlers: [{file: {dir: "{DIR}/out"}}]
+  - name: gh-id
+    path: /hooks/gh-id
+    provider: github
+    secrets: [{value: ")" + secret + R"("}]
+    routes:
+      - events: ["*"]
+        handlers: [{file: {dir: "{DIR}/out"}}]
+)");
+  const std::string body = R"({"action":"opened","pull_request":{"number":7}})";
+  using hookbox::testing::GithubSigned;
+
+  for (const std::string endpoint : {"gh-body", "gh-id"}) {
+    const std::string path = "/hooks/" + endpoint;
+    auto first = d.Post(path, GithubSigned(secret, body, "delivery-1", "pull_request"), body);
+    REQUIRE(first);
+    CHECK(Answer(first) == json{{"status", "accepted"}, {"event_id", "delivery-1"}});
+  }
+
+  // The signature covers the body only: the replay keeps it and invents the rest.
+  const httplib::Headers replay = GithubSigned(secret, body, "delivery-2-fresh", "deployment");
+
+  auto deduped = d.Post("/hooks/gh-body", replay, body);
+  REQUIRE(deduped);
+  CHECK(deduped->status == 200);
+  CHECK(Answer(deduped) == json{{"status", "duplicate"}, {"event_id", "delivery-1"}});
+
+  auto without = d.Post("/hooks/gh-id", replay, body);
+  REQUIRE(without);
+  CHECK(without->status == 200);
+  CHECK(Answer(without) == json{{"status", "accepted"}, {"event_id", "delivery-2-fresh"}});
+
+  json body_rows = json::parse(d.Cli({"inbox", "list", "--json", "--endpoint", "gh-body"}).out);
+  REQUIRE(body_rows.size() == 1);
+  CHECK(body_rows[0]["event_id"] == "delivery-1");
+  CHECK(body_rows[0]["event_type"] == "pull_request");
+  CHECK(body_rows[0]["duplicates"] == 1);
+  auto show = d.Cli({"inbox", "show", "gh-body", "delivery-1", "--json"});
+  REQUIRE(show.exit_code == 0);
+  CHECK(json::parse(show.out)["jobs"].size() == 1);  // the replay made no job
+
+  json id_rows = json::parse(d.Cli({"inbox", "list", "--json", "--endpoint", "gh-id"}).out);
+  CHECK(id_rows.size() == 2);
+}
+
 TEST_CASE("secrets: an unpadded whsec_ secret verifies, and hookbox send signs with it",
           "[replay]") {
   // Issue 13: such a secret passed check-config, then every delivery got 401 and

@@ -7,7 +7,9 @@
 // (A claim takes the advisory lock after its jobs rows, but only with a try-lock: it never
 // waits for it.)
 // - accept: the resource's accept lock (so inbox ids of one resource ascend in commit order,
-//   which is the order its jobs run in), the unique index on (endpoint, event_id) (a
+//   which is the order its jobs run in), with dedupe: [id, body] the body's lock (each
+//   transaction takes at most one resource lock and then at most one body lock, so the two
+//   never wait on each other in a cycle), the unique index on (endpoint, event_id) (a
 //   concurrent delivery of the same event waits for the first to commit or roll back), the
 //   sequences row (upsert with a conditional update: the gate only moves forward).
 // - claim: FOR UPDATE SKIP LOCKED on due jobs, then for a job with a resource a try-lock on
@@ -54,6 +56,9 @@ constexpr int kHoldPoolSize = 16;
 constexpr int64_t kMigrationLock = 0x686f6f6b626f78;  // "hookbox"
 constexpr int kAcceptSeed = 1;
 constexpr int kClaimSeed = 2;
+// dedupe: [id, body]: a hash of "endpoint \x1f body_sha256", so that accepts of one body
+// (under any ids, on any replica) look for a stored copy one at a time.
+constexpr int kBodySeed = 3;
 
 // An RFC 3339 UTC text with milliseconds, as FormatTime writes and the SQLite inbox stores.
 std::string T(const std::string& column) {
@@ -334,7 +339,7 @@ class PostgresInbox final : public Inbox {
 
   StatusOr<AcceptResult> Accept(const Event& event) override {
     AcceptResult result{};
-    if (event.resource_id.empty() && event.sync_owner.empty()) {
+    if (event.resource_id.empty() && event.sync_owner.empty() && !event.dedupe_body) {
       // No gate, no sync claim: the row and its jobs in one statement, one round trip.
       Status s = Once([&](Conn& c) { return AcceptSimple(c, event, &result); });
       if (!s.ok()) return s;
@@ -765,6 +770,30 @@ class PostgresInbox final : public Inbox {
     return Status::Conflict("event id already stored with another body", e.event_id);
   }
 
+  // dedupe: [id, body]. Under the body's advisory lock, held to the end of the transaction
+  // (a concurrent accept of the same body, under another id or on another replica, waits
+  // here until this one has committed its row, then finds it): the first stored row of the
+  // endpoint with this body, unless a row with this event's id exists (that one is a
+  // duplicate by id, counted by the insert's path). Found: counted there, *duplicate.
+  // READ COMMITTED: the SELECT's snapshot is taken after the lock is granted.
+  Status BodyDuplicate(Conn& c, const Event& e, const std::string& now, AcceptResult* out,
+                       bool* duplicate) {
+    Status s = Exec(c, "SELECT pg_advisory_xact_lock(hashtextextended($1::text, $2::bigint))",
+                    Params().Add(ResourceKey(e.endpoint, e.body_sha256)).Add(kBodySeed));
+    if (!s.ok()) return s;
+    HOOKBOX_EXEC(up, c.Exec("UPDATE inbox SET duplicates = duplicates + 1, last_duplicate_at = $4"
+                            " WHERE id = (SELECT id FROM inbox WHERE endpoint = $1"
+                            " AND body_sha256 = $2 AND NOT EXISTS (SELECT 1 FROM inbox"
+                            " WHERE endpoint = $1 AND event_id = $3) ORDER BY id LIMIT 1)"
+                            " RETURNING event_id",
+                            Params().Add(e.endpoint).Add(e.body_sha256).Add(e.event_id).Add(now)));
+    if (up.rows() == 0) return Status::Ok();
+    *duplicate = true;
+    out->verdict = Verdict::kDuplicate;
+    out->duplicate_of = up.Text(0, 0);
+    return Status::Ok();
+  }
+
   // An event with no resource and no sync claim: the row and its jobs in one statement (its
   // own transaction), so an accept costs one round trip.
   Status AcceptSimple(Conn& c, const Event& e, AcceptResult* out) {
@@ -792,6 +821,10 @@ class PostgresInbox final : public Inbox {
       s = Exec(c, "SELECT pg_advisory_xact_lock(hashtextextended($1::text, $2::bigint))",
                Params().Add(ResourceKey(e.endpoint, e.resource_id)).Add(kAcceptSeed));
       if (!s.ok()) return s;
+    }
+    if (e.dedupe_body) {
+      bool duplicate = false;
+      if (s = BodyDuplicate(c, e, now, out, &duplicate); !s.ok() || duplicate) return s;
     }
     HOOKBOX_EXEC(ins, c.Exec(std::string(kInsertRow) + " RETURNING id", RowParams(e, now)));
     if (ins.rows() == 0) return CountDuplicate(c, e, now, out);

@@ -375,6 +375,30 @@ Status AcceptInto(Db& db, const Event& e, AcceptResult* out) {
   }
   const char* status = stale ? "stale" : e.handlers.empty() ? "ignored" : "pending";
 
+  if (e.dedupe_body) {
+    // dedupe: [id, body]. A stored row with this id makes it that row's duplicate (below);
+    // else the first stored row with the same body does, and nothing is inserted. The one
+    // writer runs accepts one after another (each sees the ones before it in its group), so
+    // no other accept comes between this read and the insert.
+    HOOKBOX_PREPARE(q, db,
+                    "SELECT event_id FROM inbox WHERE endpoint = ?1 AND body_sha256 = ?2"
+                    " AND NOT EXISTS (SELECT 1 FROM inbox WHERE endpoint = ?1 AND event_id = ?3)"
+                    " ORDER BY id LIMIT 1");
+    q.Bind(1, e.endpoint).Bind(2, e.body_sha256).Bind(3, e.event_id);
+    std::optional<std::string> original;
+    if (q.Step(&s)) original = q.Text(0);
+    if (!s.ok()) return s;
+    if (original) {
+      out->verdict = Verdict::kDuplicate;
+      out->duplicate_of = *original;
+      HOOKBOX_PREPARE(up, db,
+                      "UPDATE inbox SET duplicates = duplicates + 1, last_duplicate_at = ?"
+                      " WHERE endpoint = ? AND event_id = ?");
+      up.Bind(1, now).Bind(2, e.endpoint).Bind(3, *original);
+      return up.Run();
+    }
+  }
+
   {
     HOOKBOX_PREPARE(ins, db,
                     "INSERT INTO inbox (endpoint, event_id, id_source, event_type, resource_id,"
