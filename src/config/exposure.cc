@@ -13,11 +13,13 @@ namespace {
 
 // The handler YAML's `sign: {secret: {value: ...}}` (the http handler's re-signing secret).
 bool SignsWithInlineSecret(const YAML::Node& handler) {
-  if (!handler.IsMap()) return false;
+  // A missing key yields an invalid node: test it (operator bool) before asking its type,
+  // which throws on an invalid node.
+  if (!handler || !handler.IsMap()) return false;
   const YAML::Node sign = handler["sign"];
-  if (!sign.IsMap()) return false;
+  if (!sign || !sign.IsMap()) return false;
   const YAML::Node secret = sign["secret"];
-  return secret.IsMap() && secret["value"].IsDefined();
+  return secret && secret.IsMap() && secret["value"];
 }
 
 std::string OwnerName(uid_t uid) {

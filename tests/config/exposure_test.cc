@@ -44,6 +44,20 @@ endpoints:
           - http: {url: "http://127.0.0.1:9/y", sign: {secret: {env: DOWNSTREAM}}}
 )";
 
+// Handlers that do not sign (no `sign:` key at all) beside an inline endpoint secret.
+constexpr const char* kInlineWithPlainHandlers = R"(
+endpoints:
+  - name: gh
+    path: /hooks/github
+    provider: github
+    secrets: [{value: "inline-secret-text"}]
+    routes:
+      - events: ["*"]
+        handlers:
+          - exec: {command: [/bin/true]}
+          - http: {url: "http://127.0.0.1:9/x"}
+)";
+
 // The config as check-config reads it without the service's secrets (no env needed).
 Config LoadFrom(const testing::TempFile& file) {
   LoadResult r = LoadConfigFile(file.path(), {.resolve_secrets = false});
@@ -58,6 +72,11 @@ TEST_CASE("inline secrets are found in endpoints and in handlers' signing secret
   CHECK(InlineSecretPlaces(LoadFrom(b)).empty());
   CHECK(InlineSecretPlaces(LoadFrom(c)) ==
         std::vector<std::string>{"endpoint open handler relay sign.secret"});
+}
+
+TEST_CASE("handlers without a sign: key are looked at without an exception", "[config]") {
+  testing::TempFile f(kInlineWithPlainHandlers);
+  CHECK(InlineSecretPlaces(LoadFrom(f)) == std::vector<std::string>{"endpoint gh secret 1"});
 }
 
 TEST_CASE("a group- or world-readable config with an inline secret is reported", "[config]") {
