@@ -4,7 +4,10 @@
 //   - every delivery answered 200 is in the inbox;
 //   - every accepted event ends processed (or stale: an older sequence of its resource);
 //   - no two jobs of one resource ever ran at once (the handler holds a non-blocking flock
-//     per resource while it runs and records any overlap it sees);
+//     per resource while it runs and records any overlap it sees; it execs its sleep, so
+//     the lock is held by hookbox's own child, which dies with the daemon, and not by a
+//     grandchild, which would outlive it: this test restarts at once, without systemd,
+//     which waits for the unit's whole control group to be gone before a restart);
 //   - `sql` side effects happened exactly once per event;
 //   - PRAGMA integrity_check is ok.
 // HOOKBOX_CRASH_ROUNDS sets the number of kills (default 3 in `make test`; `make crash-test`
@@ -71,7 +74,7 @@ endpoints:
       - events: ["*"]
         handlers:
           - exec:
-              command: [/bin/sh, -c, 'exec 9>>{DIR}/lock-$HOOKBOX_RESOURCE; flock -n 9 || echo "$HOOKBOX_EVENT_ID" >> {DIR}/overlaps; sleep 0.02']
+              command: [/bin/sh, -c, 'exec 9>>{DIR}/lock-$HOOKBOX_RESOURCE; flock -n 9 || echo "$HOOKBOX_EVENT_ID" >> {DIR}/overlaps; exec sleep 0.02']
               timeout: 10s
           - sql:
               setup: ["CREATE TABLE IF NOT EXISTS effects (event_id TEXT NOT NULL)"]
