@@ -15,7 +15,7 @@ JOBS ?= $(shell nproc)
 
 FUZZ_SECONDS ?= 300
 CRASH_ROUNDS ?= 100
-FUZZ_TARGETS = verify identify config receive
+FUZZ_TARGETS = verify identify config receive http
 
 .PHONY: all deps build run test interop-deps install clean test-asan test-tsan fuzz fuzz-smoke \
         fuzz-build crash-test bench bench-scale
