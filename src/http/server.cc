@@ -458,9 +458,9 @@ struct HttpServer::Impl {
   const HeadCheck head_check;
   const int epoll;
   const int wake;
-  int listen_fd = -1;
+  std::atomic<int> listen_fd{-1};
   std::atomic<bool> stopping{false};
-  std::atomic<bool> running{false};
+  std::atomic<bool> ended{false};  // Run() returned
   std::atomic<Steady::time_point> last_sweep{Steady::now()};
 
   std::mutex mu;  // guards everything below
@@ -544,14 +544,17 @@ StatusOr<std::string> HttpServer::Adopt(int fd) {
   return host + ":" + std::to_string(port);
 }
 
-bool HttpServer::Serving() const { return impl_->running && !impl_->stopping; }
+// From Bind/Adopt (the kernel queues connections from then on, and Run() is about to take
+// them) until Stop() or the end of Run().
+bool HttpServer::Serving() const {
+  return impl_->listen_fd >= 0 && !impl_->stopping && !impl_->ended;
+}
 
 void HttpServer::Run() {
   Impl& s = *impl_;
   if (s.stopping || s.listen_fd < 0) return;
   SetNonBlocking(s.listen_fd);
   s.ArmListener(EPOLL_CTL_ADD);
-  s.running = true;
   std::vector<std::thread> threads;
   for (int i = 1; i < std::max(1, s.limits.threads); ++i) threads.emplace_back([&s] { s.Loop(); });
   s.Loop();
@@ -562,7 +565,7 @@ void HttpServer::Run() {
     s.listen_fd = -1;
   }
   s.Drain();
-  s.running = false;
+  s.ended = true;
 }
 
 void HttpServer::Stop() {

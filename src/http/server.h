@@ -66,7 +66,8 @@ class HttpServer final {
   StatusOr<std::string> Adopt(int fd);
   // Serves until Stop(); in-flight requests finish before it returns.
   void Run();
-  // True while Run() is accepting connections (for the watchdog and /readyz).
+  // True from a successful Bind/Adopt (connections queue from then on) until Stop() or the
+  // end of Run(): for the watchdog and /readyz.
   bool Serving() const;
   // Stops accepting; safe from any thread, and before or after Run() started.
   void Stop();
