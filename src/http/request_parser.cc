@@ -32,6 +32,27 @@ enum class Ours {
   kVersion,
 };
 
+// Whether a Connection header lists the `close` option.
+bool HasCloseOption(const std::vector<std::pair<std::string, std::string>>& headers) {
+  for (const auto& [name, value] : headers) {
+    if (!IEquals(name, "Connection")) continue;
+    std::string_view rest = value;
+    while (!rest.empty()) {
+      const size_t comma = rest.find(',');
+      std::string_view option = rest.substr(0, comma);
+      while (!option.empty() && (option.front() == ' ' || option.front() == '\t')) {
+        option.remove_prefix(1);
+      }
+      while (!option.empty() && (option.back() == ' ' || option.back() == '\t')) {
+        option.remove_suffix(1);
+      }
+      if (IEquals(option, "close")) return true;
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 class RequestParser::Beast final : public http::basic_parser<true> {
@@ -83,7 +104,9 @@ class RequestParser::Beast final : public http::basic_parser<true> {
     }
     request_.chunked = chunked();
     if (has_te && !request_.chunked) return Fail(Ours::kTransferCoding, ec);
-    request_.keep_alive = keep_alive();
+    // RFC 9112 §9.3: `close` among the Connection options wins (Beast's keep_alive() lets
+    // `keep-alive` win in an HTTP/1.0 request that has both).
+    request_.keep_alive = keep_alive() && !HasCloseOption(request_.headers);
     request_.expect_continue = expect && request_.version == 11;
     auto length = content_length();
     request_.content_length = length ? static_cast<size_t>(*length) : 0;
@@ -132,17 +155,33 @@ namespace {
 //   one header hides inside another);
 // - a bare LF: Beast refuses one inside a header line, but waits forever for the CRLF CRLF
 //   of a head whose lines all end in LF.
-// Looks at the line ends in head[from, end).
-Ours LineEndingError(std::string_view head, size_t from, size_t end) {
+// Looks at the line ends in head[from, end); `prev` is the byte before head[0] (0: none).
+Ours LineEndingError(std::string_view head, size_t from, size_t end, char prev) {
   head = head.substr(0, end);
+  auto blank = [](char c) { return c == ' ' || c == '\t'; };
+  if (from == 0 && prev == '\n' && !head.empty() && blank(head[0])) return Ours::kObsFold;
   for (size_t at = head.find('\n', from); at != std::string_view::npos;
        at = head.find('\n', at + 1)) {
-    if (at == 0 || head[at - 1] != '\r') return Ours::kBareLf;
-    if (at + 1 < head.size() && (head[at + 1] == ' ' || head[at + 1] == '\t')) {
-      return Ours::kObsFold;
-    }
+    if ((at == 0 ? prev : head[at - 1]) != '\r') return Ours::kBareLf;
+    if (at + 1 < head.size() && blank(head[at + 1])) return Ours::kObsFold;
   }
   return Ours::kNone;
+}
+
+// Where the head ends in `rest` (just after its last line's CRLF; rest.size() when its end
+// has not arrived), given the last bytes of the head Beast already took: the CRLF CRLF
+// that ends a head may straddle the two reads.
+size_t HeadEnd(std::string_view taken_tail, std::string_view rest, size_t from) {
+  if (!taken_tail.empty()) {
+    std::string edge(taken_tail);
+    edge.append(rest.substr(0, 3));
+    const size_t at = edge.find("\r\n\r\n");
+    if (at != std::string::npos && at < taken_tail.size()) {
+      return at + 2 > taken_tail.size() ? at + 2 - taken_tail.size() : 0;
+    }
+  }
+  const size_t at = rest.find("\r\n\r\n", from);
+  return at == std::string_view::npos ? rest.size() : at + 2;
 }
 
 HttpRefusal RefusalFor(const error_code& ec, int ours, const ParserLimits& limits) {
@@ -192,17 +231,26 @@ size_t RequestParser::Feed(std::string_view bytes) {
     if (!head_done()) {
       // Checked from where the last call stopped (a head trickling in is scanned once).
       const size_t from = fold_checked_ > 3 ? fold_checked_ - 3 : 0;
-      size_t end = rest.find("\r\n\r\n", from);
-      end = end == std::string_view::npos ? rest.size() : end + 2;
-      if (Ours why = LineEndingError(rest, from, end); why != Ours::kNone) {
+      const std::string_view tail(tail_, tail_size_);
+      const size_t end = HeadEnd(tail, rest, from);
+      const char prev = tail.empty() ? '\0' : tail.back();
+      if (Ours why = LineEndingError(rest, std::min(from, end), end, prev); why != Ours::kNone) {
         refusal_ = RefusalFor({}, static_cast<int>(why), limits_);
         return taken;
       }
       fold_checked_ = end;
     }
     error_code ec;
+    const bool in_head = !head_done();
     const size_t n = beast_->put(boost::asio::const_buffer(rest.data(), rest.size()), ec);
     taken += n;
+    if (in_head && n > 0) {  // the last (up to 3) bytes of the head taken so far
+      std::string last(tail_, tail_size_);
+      last.append(rest.substr(n > 3 ? n - 3 : 0, std::min<size_t>(n, 3)));
+      last = last.substr(last.size() > 3 ? last.size() - 3 : 0);
+      tail_size_ = last.size();
+      std::memcpy(tail_, last.data(), tail_size_);
+    }
     fold_checked_ = fold_checked_ > n ? fold_checked_ - n : 0;
     if (ec == http::error::need_more) {
       if (rest.size() - n > limits_.max_head + 4) {

@@ -82,6 +82,8 @@ class RequestParser final {
   HttpRefusal refusal_{0, ""};
   ParserLimits limits_;
   size_t fold_checked_ = 0;  // bytes of the unread head already checked for obs-fold
+  char tail_[3] = {};        // the last bytes of the head Beast took (its end may straddle)
+  size_t tail_size_ = 0;
 };
 
 // The request's path: the target without its query, and without scheme and authority when

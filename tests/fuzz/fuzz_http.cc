@@ -223,16 +223,6 @@ void CheckSplit(std::string_view bytes, size_t at, const Ours& whole, const Ours
   if (whole.state == State::kRefused && split.state == State::kIncomplete && !split.head_done) {
     return;
   }
-  // KNOWN BUG in RequestParser (reported; src/http is not this harness's to change: remove
-  // this once fixed). When a read ends inside the blank line that ends the head (after its
-  // last line's CRLF), Beast takes the head but that blank line, and the next Feed() looks
-  // for the head's end (CRLF CRLF) in "\r\n" + body: it scans the body, or the next request,
-  // for bare LFs and obs-folds, and refuses a good request with 400 if it has one (a JSON
-  // body pretty-printed with LF or indented lines does).
-  if (whole.state != State::kRefused && split.state == State::kRefused &&
-      IsLineRule(split.refusal) && split.taken == bytes.find("\r\n\r\n") + 2) {
-    return;
-  }
   // KNOWN BUG in RequestParser (reported; remove this once fixed). Its max_head limit
   // counts the bytes Beast leaves waiting (Feed: `rest.size() - n > max_head + 4`), and in
   // a chunked body Beast leaves a chunk line, or the trailers, until their end is in: a
@@ -566,19 +556,7 @@ void CheckSameReading(std::string_view bytes, const Ours& ours, const Rewritten&
     fail("another Content-Length");
   }
   if (r.body != t.body) fail("another body");
-  // KNOWN DEVIATION in RequestParser (reported): an HTTP/1.0 request with both `keep-alive`
-  // and `close` is kept alive (Beast's keep_alive() looks only for `keep-alive` in 1.0, as
-  // http-parser does), where RFC 9112 §9.3 has `close` win. Remove this once fixed.
-  const bool both_options = t.version == 10 && !PersistsPerRfc(t) && [&] {
-    Theirs without_close = t;
-    for (auto& [name, value] : without_close.headers) {
-      if (IEquals(name, "Connection")) value = "keep-alive";
-    }
-    return PersistsPerRfc(without_close);
-  }();
-  if (r.keep_alive != PersistsPerRfc(t) && !(both_options && r.keep_alive)) {
-    fail("keep-alive read differently");
-  }
+  if (r.keep_alive != PersistsPerRfc(t)) fail("keep-alive read differently");
   if (r.expect_continue != (expect && t.version == 11)) fail("Expect read differently");
 }
 

@@ -185,6 +185,39 @@ TEST_CASE("keep-alive follows the version and Connection") {
   CHECK(Parse("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").request.keep_alive);
   CHECK_FALSE(Parse("GET / HTTP/1.1\r\nConnection: close\r\n\r\n").request.keep_alive);
   CHECK(Parse("GET / HTTP/1.1\r\n\r\n").request.keep_alive);
+  // RFC 9112 §9.3: close wins over keep-alive.
+  CHECK_FALSE(Parse("GET / HTTP/1.0\r\nConnection: keep-alive, close\r\n\r\n").request.keep_alive);
+  CHECK_FALSE(Parse("GET / HTTP/1.1\r\nConnection: x,Close\r\n\r\n").request.keep_alive);
+}
+
+TEST_CASE("a read that ends inside the head's last CRLF CRLF: the body is not the head") {
+  // Bodies with LF line ends and indented lines, which a head may not have.
+  const std::string body = "{\n  \"a\": 1\n}";
+  const std::string request =
+      kPost + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  const size_t head_end = request.find("\r\n\r\n");
+  for (size_t cut = head_end; cut <= head_end + 4; ++cut) {
+    RequestParser p(Small());
+    std::string pending = request.substr(0, cut);
+    pending.erase(0, p.Feed(pending));
+    pending += request.substr(cut);
+    pending.erase(0, p.Feed(pending));
+    INFO("cut at " << cut << ": " << p.refusal().message);
+    REQUIRE(p.done());
+    CHECK(p.request().body == body);
+    CHECK(pending.empty());
+  }
+  // The same with no header at all after the request line.
+  const std::string bare = "GET / HTTP/1.1\r\n\r\nGET /next\n HTTP/1.1\r\n\r\n";
+  for (size_t cut = 14; cut <= 19; ++cut) {
+    RequestParser p(Small());
+    std::string pending = bare.substr(0, cut);
+    pending.erase(0, p.Feed(pending));
+    pending += bare.substr(cut);
+    p.Feed(pending);
+    INFO("cut at " << cut << ": " << p.refusal().message);
+    CHECK(p.done());
+  }
 }
 
 TEST_CASE("the path: no query, no scheme and authority, not decoded") {
