@@ -7,7 +7,13 @@
 // (often credentials) never reach a detail or a log.
 #include "handlers/http/http.h"
 
+#include <netinet/in.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <charconv>
 #include <ctime>
@@ -69,6 +75,17 @@ std::string_view Prefix(std::string_view text, size_t limit) {
   return text.substr(0, end);
 }
 
+// After a failed POST: EMFILE or ENFILE when this process cannot open a socket now (the
+// client library does not say why it could not connect), else 0.
+int OutOfDescriptors() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd >= 0) {
+    ::close(fd);
+    return 0;
+  }
+  return errno == EMFILE || errno == ENFILE ? errno : 0;
+}
+
 HandlerResult Classify(const HttpReply& reply) {
   HandlerResult result;
   result.detail = "HTTP " + std::to_string(reply.status);
@@ -110,6 +127,13 @@ class HttpHandler final : public Handler {
     StatusOr<HttpReply> reply = HttpPost(spec_.url, headers, event.body,
                                          ContentTypeOf(event.headers_json), spec_.timeout);
     if (!reply.ok()) {
+      if (const int err = OutOfDescriptors(); err != 0) {
+        // The daemon cannot open a socket at all: its problem, not the downstream's.
+        HandlerResult r{Outcome::kFailed, "cannot open a socket: " + std::string(strerror(err)),
+                        {}};
+        r.infrastructure = true;
+        return r;
+      }
       // what() only: about() is the URL, whose query may hold a token.
       return {Outcome::kFailed,
               "POST failed: " + reply.status().what() + " (timeout " +

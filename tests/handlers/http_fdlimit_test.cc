@@ -1,0 +1,37 @@
+// Tests for handlers/http when the daemon is out of file descriptors: a POST that cannot
+// even open its socket is an infrastructure failure (retried without spending the job's
+// attempt budget), while a downstream that refuses the connection is the handler's
+// ordinary failure. Each case runs in a forked child with its descriptor table filled
+// (tests/handlers/fdlimit.h).
+#include <catch2/catch.hpp>
+
+#include "tests/handlers/fdlimit.h"
+#include "tests/handlers/testing.h"
+
+namespace hookbox {
+namespace {
+
+using testing::Build;
+using testing::ChildReport;
+using testing::RunWithFreeDescriptors;
+
+TEST_CASE("http: no descriptor for the socket is an infrastructure failure") {
+  // Port 9 on loopback: nothing listens, so a socket that opens is refused at once.
+  auto built = Build("http", R"({url: "http://127.0.0.1:9/hook", timeout: 2s})");
+  INFO(built.Errors());
+  REQUIRE(built.handler != nullptr);
+  ChildReport none = RunWithFreeDescriptors(*built.handler, 0);
+  REQUIRE(none.setup_ok);
+  CHECK(none.infrastructure);
+  CHECK(none.outcome == "failed");
+  CHECK(none.detail == "cannot open a socket: Too many open files");
+
+  ChildReport some = RunWithFreeDescriptors(*built.handler, 16);
+  REQUIRE(some.setup_ok);
+  CHECK_FALSE(some.infrastructure);
+  CHECK(some.outcome == "failed");
+  CHECK(some.detail.rfind("POST failed: cannot connect", 0) == 0);
+}
+
+}  // namespace
+}  // namespace hookbox
