@@ -244,12 +244,13 @@ size_t RequestParser::Feed(std::string_view bytes) {
     const bool in_head = !head_done();
     const size_t n = beast_->put(boost::asio::const_buffer(rest.data(), rest.size()), ec);
     taken += n;
-    if (in_head && n > 0) {  // the last (up to 3) bytes of the head taken so far
-      std::string last(tail_, tail_size_);
-      last.append(rest.substr(n > 3 ? n - 3 : 0, std::min<size_t>(n, 3)));
-      last = last.substr(last.size() > 3 ? last.size() - 3 : 0);
-      tail_size_ = last.size();
-      std::memcpy(tail_, last.data(), tail_size_);
+    for (size_t i = n > 3 ? n - 3 : 0; in_head && i < n; ++i) {  // the head's last 3 bytes
+      if (tail_size_ == sizeof tail_) {
+        tail_[0] = tail_[1];
+        tail_[1] = tail_[2];
+        tail_size_ = 2;
+      }
+      tail_[tail_size_++] = rest[i];
     }
     fold_checked_ = fold_checked_ > n ? fold_checked_ - n : 0;
     if (ec == http::error::need_more) {
