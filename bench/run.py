@@ -646,10 +646,12 @@ def table(args):
     notes = []
     for s in servers:
         for r in runs[s.name]:
-            if r["non2xx"] or r["connect_errors"] or r["read_errors"] or r["timeouts"]:
-                notes.append("- %s: %d non-2xx, %d connect / %d read errors, %d timeouts in one "
-                             "round" % (s.name, r["non2xx"], r["connect_errors"],
-                                        r["read_errors"], r["timeouts"]))
+            if (r["non2xx"] or r["connect_errors"] or r["read_errors"] or r["write_errors"]
+                    or r["timeouts"]):
+                notes.append("- %s: %d non-2xx, %d connect / %d read / %d write errors, "
+                             "%d timeouts in one round" % (
+                                 s.name, r["non2xx"], r["connect_errors"], r["read_errors"],
+                                 r["write_errors"], r["timeouts"]))
             if r.get("start_skew_s", 0) > 0.02 * r["duration_s"]:
                 notes.append("- %s: its wrk processes started their timed runs %.2f s apart "
                              "(of %.0f s)" % (s.name, r["start_skew_s"], r["duration_s"]))
