@@ -58,7 +58,9 @@ bool HasCloseOption(const std::vector<std::pair<std::string, std::string>>& head
 class RequestParser::Beast final : public http::basic_parser<true> {
  public:
   Beast(HttpRequest& request, ParserLimits limits) : request_(request), limits_(limits) {
-    header_limit(static_cast<std::uint32_t>(std::min<size_t>(limits.max_head, UINT32_MAX)));
+    // max_head is enforced by Feed() on the whole head, however its bytes arrive; Beast's
+    // own limit applies to what is left after the lines it took, so it is only a backstop.
+    header_limit(static_cast<std::uint32_t>(std::min<size_t>(2 * limits.max_head + 64, UINT32_MAX)));
     body_limit(static_cast<std::uint64_t>(limits.max_body));
     eager(true);
   }
@@ -238,12 +240,20 @@ size_t RequestParser::Feed(std::string_view bytes) {
         refusal_ = RefusalFor({}, static_cast<int>(why), limits_);
         return taken;
       }
+      // The head's size, blank line included, against max_head: once its end is in, or as
+      // soon as what has arrived of it is already longer.
+      const bool ended = end < rest.size();
+      if (head_taken_ + (ended ? end + 2 : rest.size()) > limits_.max_head) {
+        refusal_ = RefusalFor(http::error::header_limit, 0, limits_);
+        return taken;
+      }
       fold_checked_ = end;
     }
     error_code ec;
     const bool in_head = !head_done();
     const size_t n = beast_->put(boost::asio::const_buffer(rest.data(), rest.size()), ec);
     taken += n;
+    if (in_head) head_taken_ += n;
     for (size_t i = n > 3 ? n - 3 : 0; in_head && i < n; ++i) {  // the head's last 3 bytes
       if (tail_size_ == sizeof tail_) {
         tail_[0] = tail_[1];

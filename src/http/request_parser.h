@@ -84,6 +84,7 @@ class RequestParser final {
   size_t fold_checked_ = 0;  // bytes of the unread head already checked for obs-fold
   char tail_[3] = {};        // the last bytes of the head Beast took (its end may straddle)
   size_t tail_size_ = 0;
+  size_t head_taken_ = 0;    // bytes of the head Beast took so far
 };
 
 // The request's path: the target without its query, and without scheme and authority when

@@ -227,3 +227,21 @@ TEST_CASE("the path: no query, no scheme and authority, not decoded") {
   CHECK(TargetPath("https://example.com") == "/");
   CHECK(TargetPath("*") == "*");
 }
+
+TEST_CASE("max_head counts the whole head, however its bytes arrive") {
+  // A head of exactly max_head bytes (blank line included) is taken; one byte more is 431,
+  // whole, byte by byte, or cut after its request line.
+  auto head_of = [](size_t size) {
+    std::string head = "GET / HTTP/1.1\r\nX-Pad: ";
+    head += std::string(size - head.size() - 4, 'a');
+    return head + "\r\n\r\n";
+  };
+  for (size_t step : {0, 1, 16, 17}) {
+    INFO("step " << step);
+    Parsed fits = Parse(head_of(1024), step);
+    CHECK(fits.done);
+    CHECK(fits.taken == 1024);
+    Parsed over = Parse(head_of(1025), step);
+    CHECK(over.refused == 431);
+  }
+}
