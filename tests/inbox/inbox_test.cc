@@ -479,14 +479,24 @@ TEST_CASE("migrations are applied once when several replicas start at once") {
   std::vector<std::thread> openers;
   std::atomic<int> opened{0};
   std::atomic<size_t> applied_total{0};
+  std::mutex errors_mu;
+  std::vector<std::string> errors;
   for (int i = 0; i < 4; ++i) {
     openers.emplace_back([&] {
       std::vector<std::string> applied;
-      if (OpenInbox({fresh, true, true}, &applied).ok()) ++opened;
+      auto inbox = OpenInbox({fresh, true, true}, &applied);
+      if (inbox.ok()) {
+        ++opened;
+      } else {
+        std::lock_guard lock(errors_mu);
+        errors.push_back(inbox.status().ToString());
+      }
       applied_total += applied.size();
     });
   }
   for (auto& th : openers) th.join();
+  for (const std::string& e : errors) INFO(e);
+  INFO((errors.empty() ? "" : errors.front()));
   CHECK(opened == 4);
   CHECK(applied_total == static_cast<size_t>(recorded));  // each migration by one opener
 }

@@ -1,6 +1,9 @@
 // SQLite connection, statement cache and error mapping (see db.h).
 #include "inbox/sqlite/db.h"
 
+#include <chrono>
+#include <thread>
+
 namespace hookbox::sqlite {
 
 bool Stmt::Step(Status* status) {
@@ -56,7 +59,17 @@ StatusOr<std::unique_ptr<Db>> Db::Open(const std::string& path, bool create, boo
   // every commit, so a 200 survives power loss; NORMAL may lose the last commits.
   const char* sync = durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL";
   for (const char* pragma : {"PRAGMA journal_mode=WAL", sync, "PRAGMA foreign_keys=ON"}) {
+    // Switching a new file to WAL needs an exclusive lock, and SQLite answers BUSY without
+    // calling the busy handler when it cannot wait without risking a deadlock (several
+    // processes opening one new database at once): retried here, for as long as the busy
+    // timeout would have waited.
     Status s = db->Exec(pragma);
+    for (int waited_ms = 0; !s.ok() && waited_ms < 5000 &&
+                            (sqlite3_errcode(raw) & 0xff) == SQLITE_BUSY;
+         waited_ms += 5) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      s = db->Exec(pragma);
+    }
     if (!s.ok()) return Status::Unavailable("cannot open database", path + ": " + s.ToString());
   }
   return db;
