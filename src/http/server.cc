@@ -320,6 +320,21 @@ struct HttpServer::Impl {
     Close(c);
   }
 
+  // Runs the handler on the request c's parser completed and writes its answer; the parser
+  // is done with. True when the connection stays open for the next request (the client
+  // wants it, `may_keep`, not stopping, keep_alive_max not reached) and the write went out.
+  bool AnswerRequest(Conn* c, bool may_keep) {
+    HttpRequest& r = c->parser->request();
+    const bool head_only = r.method == "HEAD";
+    const bool client_keeps = r.keep_alive;
+    const Delivery d = ToDelivery(r, c->remote);
+    c->parser.reset();
+    const Answer a = handler(d);
+    // After the handler: a Stop() while it ran makes this answer the connection's last.
+    const bool keep = client_keeps && may_keep && !stopping && ++c->served < limits.keep_alive_max;
+    return Send(c, FormatAnswer(a, keep, limits.keep_alive_timeout_s, head_only)) && keep;
+  }
+
   // Serves what `c` has sent, then re-arms or closes it; `c` is not touched after.
   void Serve(Conn* c) {
     for (;;) {
@@ -339,17 +354,7 @@ struct HttpServer::Impl {
                         "malformed or over a limit");
         }
         if (p.done()) {
-          HttpRequest& r = p.request();
-          const bool head_only = r.method == "HEAD";
-          const bool client_keeps = r.keep_alive;
-          Delivery d = ToDelivery(r, c->remote);
-          c->parser.reset();
-          Answer a = handler(d);
-          const bool keep = client_keeps && !eof && !stopping &&
-                            ++c->served < limits.keep_alive_max;
-          if (!Send(c, FormatAnswer(a, keep, limits.keep_alive_timeout_s, head_only)) || !keep) {
-            return Close(c);
-          }
+          if (!AnswerRequest(c, /*may_keep=*/!eof)) return Close(c);
           answered = true;
           continue;
         }
@@ -443,11 +448,7 @@ struct HttpServer::Impl {
       if (Receive(c, eof) && !c->in.empty()) {
         if (!c->parser) c->parser = std::make_unique<RequestParser>(ParserLimitsFor());
         c->in.erase(0, c->parser->Feed(c->in));
-        if (c->parser->done()) {
-          const bool head_only = c->parser->request().method == "HEAD";
-          Answer a = handler(ToDelivery(c->parser->request(), c->remote));
-          Send(c, FormatAnswer(a, false, limits.keep_alive_timeout_s, head_only));
-        }
+        if (c->parser->done()) AnswerRequest(c, /*may_keep=*/false);
       }
       Close(c);
     }

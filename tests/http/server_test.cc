@@ -187,3 +187,24 @@ TEST_CASE("each request on a keep-alive connection carries the client's address 
   }
   close(fd);
 }
+
+TEST_CASE("an idle keep-alive connection is closed after keep_alive_timeout") {
+  HttpLimits limits;
+  limits.keep_alive_timeout_s = 1;
+  Running r(limits, Hello);
+  auto port = r.server.Bind("127.0.0.1", 0);
+  REQUIRE(port.ok());
+  r.Start();
+  int fd = ConnectTo(*port);
+  const std::string request = "GET /idle HTTP/1.1\r\nHost: x\r\n\r\n";
+  REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(request.size()));
+  CHECK(ReadResponse(fd).find("Keep-Alive: timeout=1") != std::string::npos);
+  const auto idle_from = std::chrono::steady_clock::now();
+  char byte;
+  CHECK(recv(fd, &byte, 1, 0) == 0);  // closed by the server's sweep, not the test's bound
+  const auto idle = std::chrono::steady_clock::now() - idle_from;
+  CHECK(idle >= std::chrono::milliseconds(900));
+  CHECK(idle < std::chrono::seconds(5));
+  close(fd);
+}
