@@ -346,7 +346,9 @@ TEST_CASE("/metrics parses as Prometheus text and counts what was sent") {
     if (!r || r->status != 200) return false;
     content_type = r->get_header_value("Content-Type");
     m = ParsePrometheusText(r->body);
-    return m.Get(R"(hookbox_jobs{status="done"})") == 3;
+    // The attempt counters are bumped just after the finish commits: wait for both.
+    return m.Get(R"(hookbox_jobs{status="done"})") == 3 &&
+           m.Sum("hookbox_attempts_total", {{"endpoint", "gh"}, {"outcome", "ok"}}) == 3;
   }));
   INFO([&] { std::string e; for (auto& s : m.errors) e += s + "\n"; return e; }());
   CHECK(m.errors.empty());
