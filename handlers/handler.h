@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -83,7 +84,26 @@ class Handler {
   virtual std::chrono::milliseconds timeout() const = 0;
   // Non-null for the `sql` kind: its work runs in the inbox transaction instead of Run().
   virtual const SqlWork* sql() const { return nullptr; }
+
+  // How many attempts of this handler the dispatcher runs at once (the kind's
+  // `concurrency`). Per handler, not per daemon: a handler that waits on a slow downstream
+  // holds its own slots only.
+  virtual int concurrency() const { return kDefaultConcurrency; }
+  // Event-driven kinds (exec) start an attempt and return at once, without a thread that
+  // waits for it: `done` is called exactly once, on another thread, with the result. `event`
+  // need not outlive the call. False when the kind has no such path: the dispatcher then
+  // calls Run() on a thread of its own.
+  using Done = std::function<void(HandlerResult)>;
+  virtual bool Start(const HandlerEvent& /*event*/, Done /*done*/) { return false; }
+
+  static constexpr int kDefaultConcurrency = 4;
+  static constexpr int kMaxConcurrency = 1024;
 };
+
+// Reads a kind's `concurrency` key: a whole number in 1..Handler::kMaxConcurrency. False
+// (with the problem appended to *errors as "where: what") when it is not.
+bool ReadConcurrency(const YAML::Node& node, const std::string& where, int* concurrency,
+                     std::vector<std::string>* errors);
 
 // Builds the handler of `kind` from its YAML (`config` is the node under the kind key).
 // Every problem is appended to *errors as "where: what"; nullptr when there were any.
@@ -95,6 +115,7 @@ using HandlerFactory = std::unique_ptr<Handler> (*)(const YAML::Node& config,
 struct HandlerSet {
   std::map<std::string, std::map<std::string, std::shared_ptr<Handler>>> by_endpoint;
   std::chrono::milliseconds longest_timeout{0};
+  int total_concurrency = 0;  // the sum of every handler's concurrency()
   Handler* Find(const std::string& endpoint, const std::string& handler) const;
 };
 

@@ -2,6 +2,7 @@
 // self-registering static initialisers; a table cannot be dropped, and a duplicate name is
 // a compile-time-visible mistake.
 #include <algorithm>
+#include <charconv>
 #include <utility>
 
 #include "handlers/exec/exec.h"
@@ -42,6 +43,21 @@ Handler* HandlerSet::Find(const std::string& endpoint, const std::string& handle
   return h == e->second.end() ? nullptr : h->second.get();
 }
 
+bool ReadConcurrency(const YAML::Node& node, const std::string& where, int* concurrency,
+                     std::vector<std::string>* errors) {
+  const std::string text = node.IsScalar() ? node.Scalar() : std::string();
+  int value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 1 ||
+      value > Handler::kMaxConcurrency) {
+    errors->push_back(where + ": expected a whole number of attempts at once, 1 to " +
+                      std::to_string(Handler::kMaxConcurrency));
+    return false;
+  }
+  *concurrency = value;
+  return true;
+}
+
 HandlerSet BuildHandlers(const Config& config, std::vector<std::string>* errors) {
   HandlerSet set;
   for (size_t i = 0; i < config.endpoints.size(); ++i) {
@@ -60,6 +76,7 @@ HandlerSet BuildHandlers(const Config& config, std::vector<std::string>* errors)
         std::unique_ptr<Handler> handler = factory(spec.config, where, errors);
         if (!handler) continue;
         set.longest_timeout = std::max(set.longest_timeout, handler->timeout());
+        set.total_concurrency += handler->concurrency();
         set.by_endpoint[ep.name][spec.name] = std::move(handler);
       }
     }

@@ -34,7 +34,7 @@
 #include "receive/receiver.h"
 #include "verify/verify.h"
 #include "work/purge.h"
-#include "work/workers.h"
+#include "work/dispatcher.h"
 
 namespace hookbox {
 namespace {
@@ -219,7 +219,7 @@ void WarnIfSecretsExposed(const Config& c) {
 // SIGHUP: re-reads the config and swaps endpoints, secrets and handlers everywhere at once;
 // an invalid config is logged and the old one stays.
 void Reload(const std::string& config_path, const Config& running, Inbox& inbox,
-            Workers& workers, Receiver& receiver, PurgeSchedule& purge) {
+            Dispatcher& dispatcher, Receiver& receiver, PurgeSchedule& purge) {
   LoadResult r = LoadConfigFile(config_path);
   if (!r.config) {
     LogError({{"msg", "reload refused: the config has errors; the old one stays"},
@@ -237,7 +237,7 @@ void Reload(const std::string& config_path, const Config& running, Inbox& inbox,
       new_config->admin_listen != running.admin_listen) {
     LogWarn({{"msg", "listen, admin_listen and database changes take effect at the next restart"}});
   }
-  workers.Swap(new_config, new_handlers);
+  dispatcher.Swap(new_config, new_handlers);
   receiver.Swap({new_config, new_handlers});
   purge.Swap(new_config);
   LogInfo({{"msg", "reloaded"}, {"endpoints", new_config->endpoints.size()}});
@@ -255,7 +255,11 @@ bool FitDescriptors(Config& c) {
   if (limit->soft != limit->before) {
     LogInfo({{"msg", "raised the open-file limit"}, {"from", limit->before}, {"to", limit->soft}});
   }
-  const DescriptorNeeds needs{c.workers, c.limits.threads, pg::IsPostgresUrl(c.database)};
+  // The handlers are built here only to count their slots (each kind's concurrency); serve
+  // builds them again once the inbox is open, for the sql kind's setup.
+  std::vector<std::string> ignored;
+  const int slots = c.workers == 0 ? 0 : BuildHandlers(c, &ignored).total_concurrency;
+  const DescriptorNeeds needs{slots, c.limits.threads, pg::IsPostgresUrl(c.database)};
   auto fit = FitConnections(limit->soft, c.limits.max_connections, needs);
   if (!fit.ok()) {
     std::cerr << "hookbox: " << fit.status().ToString() << "\n";
@@ -294,11 +298,11 @@ int Serve(const std::string& config_path) {
   // Build the handlers; run the sql handlers' setup.
   auto handlers = BuildAndPrepare(c, **inbox);
   if (!handlers) return kExitUsage;
-  // Start the workers, then the receive pipeline that feeds them, and the daily purge.
+  // Start the dispatcher, then the receive pipeline that feeds it, and the daily purge.
   SystemClock clock;
-  Workers workers(**inbox, config, handlers, clock);
-  workers.Start(c.workers);
-  Receiver receiver({config, handlers}, **inbox, clock, [&] { workers.Wake(); });
+  Dispatcher dispatcher(**inbox, config, handlers, clock);
+  dispatcher.Start(c.workers != 0);
+  Receiver receiver({config, handlers}, **inbox, clock, [&] { dispatcher.Wake(); });
   PurgeSchedule purge(**inbox, config, clock);
   purge.Start();
   std::atomic<bool> draining{false};
@@ -359,7 +363,7 @@ int Serve(const std::string& config_path) {
       break;
     }
     NotifySystemd("RELOADING=1\n" + MonotonicUsec());
-    Reload(config_path, c, **inbox, workers, receiver, purge);
+    Reload(config_path, c, **inbox, dispatcher, receiver, purge);
     NotifySystemd("READY=1\nSTATUS=listening on " + *hooks_address);
   }
   // Drain: tell systemd, stop accepting and finish in-flight requests; let running jobs
@@ -372,7 +376,7 @@ int Serve(const std::string& config_path) {
   hooks_thread.join();
   admin_thread.join();
   purge.Stop();
-  if (!workers.Stop(c.shutdown_grace)) {
+  if (!dispatcher.Stop(c.shutdown_grace)) {
     // Everything committed is on disk; the unfinished attempts' leases will expire and
     // their jobs run again after the restart.
     LogWarn({{"msg", "stopped with attempts still running; they will be retried"},

@@ -77,16 +77,18 @@ void SweepAbandonedTemps(const std::string& dir) {
 
 class FileHandler final : public Handler {
  public:
-  explicit FileHandler(std::string dir) : dir_(std::move(dir)) {}
+  FileHandler(std::string dir, int concurrency) : dir_(std::move(dir)), concurrency_(concurrency) {}
 
   HandlerResult Run(const HandlerEvent& event) override;
   std::chrono::milliseconds timeout() const override { return kTimeout; }
+  int concurrency() const override { return concurrency_; }
 
  private:
   // Opens <dir>/<endpoint>/, creating it (and making its entry durable) the first time.
   int OpenFolder(const std::string& folder) const;
 
   const std::string dir_;  // absolute, exists since load
+  const int concurrency_;
 };
 
 int FileHandler::OpenFolder(const std::string& folder) const {
@@ -208,6 +210,7 @@ std::unique_ptr<Handler> MakeFileHandler(const YAML::Node& config, const std::st
                                          std::vector<std::string>* errors) {
   const size_t before = errors->size();
   std::optional<std::string> dir;
+  int concurrency = Handler::kDefaultConcurrency;
   try {
     if (!config.IsMap()) {
       errors->push_back(where + ": expected a mapping");
@@ -220,8 +223,10 @@ std::unique_ptr<Handler> MakeFileHandler(const YAML::Node& config, const std::st
         errors->push_back(where + "." + key + ": appears twice");
       } else if (key == "dir") {
         dir = PrepareDir(entry.second, where + ".dir", errors);
+      } else if (key == "concurrency") {
+        ReadConcurrency(entry.second, where + ".concurrency", &concurrency, errors);
       } else {
-        errors->push_back(where + ": unknown key \"" + key + "\" (expected dir)");
+        errors->push_back(where + ": unknown key \"" + key + "\" (expected dir, concurrency)");
       }
     }
     if (!seen.count("dir")) errors->push_back(where + ": dir is required");
@@ -230,7 +235,7 @@ std::unique_ptr<Handler> MakeFileHandler(const YAML::Node& config, const std::st
   }
   if (errors->size() != before || !dir) return nullptr;
   SweepAbandonedTemps(*dir);
-  return std::make_unique<FileHandler>(std::move(*dir));
+  return std::make_unique<FileHandler>(std::move(*dir), concurrency);
 }
 
 }  // namespace hookbox

@@ -46,6 +46,7 @@ struct HttpSpec {
   Duration timeout = kDefaultTimeout;
   Headers headers;              // configured extra headers
   std::optional<Secret> sign;   // a Standard Webhooks key
+  int concurrency = Handler::kDefaultConcurrency;  // http waits on a thread each (client.h)
 };
 
 bool IsHeaderValue(std::string_view value) {
@@ -143,6 +144,7 @@ class HttpHandler final : public Handler {
     return Classify(*reply);
   }
   std::chrono::milliseconds timeout() const override { return spec_.timeout; }
+  int concurrency() const override { return spec_.concurrency; }
 
  private:
   const HttpSpec spec_;
@@ -193,8 +195,11 @@ void SpecReader::Read(const YAML::Node& config, const std::string& where, HttpSp
       ReadHeaders(value, at, spec.headers);
     } else if (key == "sign") {
       ReadSign(value, at, spec.sign);
+    } else if (key == "concurrency") {
+      ReadConcurrency(value, at, &spec.concurrency, errors_);
     } else {
-      Error(where, "unknown key \"" + key + "\" (expected url, timeout, headers, sign)");
+      Error(where, "unknown key \"" + key + "\" (expected url, timeout, headers, sign, "
+                   "concurrency)");
     }
   }
   if (!seen.count("url")) Error(where, "url is required");

@@ -155,6 +155,15 @@ struct JobOutcome {
   bool refund_try = false;
 };
 
+// One finish of a batch (Inbox::FinishJobs): what FinishJob() takes. `sql_failed` is
+// recorded instead of `outcome` when the sql handler's statements fail.
+struct FinishRequest {
+  const ClaimedJob* job = nullptr;
+  JobOutcome outcome;
+  const SqlWork* sql = nullptr;
+  JobOutcome sql_failed;
+};
+
 // A lock a sync request holds on the jobs it runs (see Inbox::HoldJobs); dropping it
 // releases the lock.
 class JobsHold {
@@ -188,6 +197,19 @@ class Inbox {
   virtual StatusOr<Outcome> FinishJob(const ClaimedJob& job, const JobOutcome& outcome,
                                       const SqlWork* sql = nullptr,
                                       const JobOutcome* sql_failed = nullptr) = 0;
+
+  // Many FinishJob()s in one transaction and one commit (the dispatcher's batch): each
+  // finish is still its own compare-and-swap, so one lost lease or failed sql handler
+  // changes nothing of the others. One result per finish, in order; a storage failure
+  // fails them all. The default runs FinishJob() for each.
+  virtual std::vector<StatusOr<Outcome>> FinishJobs(const std::vector<FinishRequest>& finishes) {
+    std::vector<StatusOr<Outcome>> results;
+    results.reserve(finishes.size());
+    for (const FinishRequest& f : finishes) {
+      results.push_back(FinishJob(*f.job, f.outcome, f.sql, f.sql ? &f.sql_failed : nullptr));
+    }
+    return results;
+  }
 
   // mode: sync. Claims the unfinished jobs of one event for the caller (a redelivery
   // taking over after a failed or crashed first request), unless one is leased to someone

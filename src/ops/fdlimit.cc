@@ -11,7 +11,7 @@
 namespace hookbox {
 
 uint64_t DescriptorReserve(const DescriptorNeeds& needs) {
-  const uint64_t threads = static_cast<uint64_t>(std::max(needs.workers, 0)) +
+  const uint64_t threads = static_cast<uint64_t>(std::max(needs.handler_slots, 0)) +
                            static_cast<uint64_t>(std::max(needs.http_threads, 0));
   return kFdBase + kFdPerHandlerThread * threads + (needs.postgres ? kFdPostgres : 0);
 }
@@ -29,9 +29,9 @@ StatusOr<ConnectionFit> FitConnections(uint64_t soft_limit, size_t configured,
     return Status::InvalidArgument(
         "the open-file limit (" + std::to_string(soft_limit) + ") leaves room for " +
         std::to_string(room) + " connections after the " + std::to_string(fit.reserve) +
-        " descriptors kept for the database, listeners, workers and handlers; at least " +
+        " descriptors kept for the database, listeners and handlers; at least " +
         std::to_string(kMinConnections) +
-        " are needed: raise LimitNOFILE (ulimit -n), or lower workers or limits.threads");
+        " are needed: raise LimitNOFILE (ulimit -n), or lower the handlers' concurrency or limits.threads");
   }
   fit.max_connections = static_cast<size_t>(std::min<uint64_t>(configured, room));
   fit.lowered = fit.max_connections < configured;

@@ -3,7 +3,7 @@
 // keeps is a descriptor, and so is everything else the daemon opens while it runs: the
 // database, the listening sockets, and each handler attempt's pipes, child and sockets. A
 // max_connections the limit cannot hold would let a flood of idle connections take the
-// descriptors the workers need to start handlers, so serve lowers it to what fits (with a
+// descriptors the dispatcher needs to start handlers, so serve lowers it to what fits (with a
 // warning) and refuses to start when not even kMinConnections fit.
 //
 // FitConnections is pure (numbers in, numbers out) so the reserve can be tested without
@@ -19,7 +19,7 @@ namespace hookbox {
 
 // What the daemon needs descriptors for, beside the webhook connections.
 struct DescriptorNeeds {
-  int workers = 0;        // worker threads: each runs one handler attempt at a time
+  int handler_slots = 0;  // attempts that may run at once: every handler's concurrency, summed
   int http_threads = 0;   // webhook threads: each may run a sync endpoint's handlers
   bool postgres = false;  // the inbox is PostgreSQL (a pool of connections) rather than SQLite
 };
@@ -28,7 +28,7 @@ struct DescriptorNeeds {
 //   kFdBase (64): stdio, the webhook and admin listeners and the admin's own connections,
 //     the listener's epoll/event descriptors, SQLite's database, WAL and shared-memory files
 //     (a few per connection), the systemd notify socket, the log, and a margin;
-//   + kFdPerHandlerThread (8) for each worker and each webhook thread: an `exec` attempt
+//   + kFdPerHandlerThread (8) for each handler slot and each webhook thread: an `exec` attempt
 //     holds three pipes (6 descriptors) and a pidfd at its peak, an `http` attempt a socket,
 //     a `file` attempt a file and its folder, and a webhook thread also its connection;
 //   + kFdPostgres (26) with PostgreSQL: its connection pool (10) and the sync endpoints'

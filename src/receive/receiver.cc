@@ -16,7 +16,7 @@
 #include "receive/identify.h"
 #include "verify/verify.h"
 #include "work/attempt.h"
-#include "work/workers.h"
+#include "work/dispatcher.h"
 
 namespace hookbox {
 namespace {

@@ -34,38 +34,34 @@ JobOutcome Decide(const HandlerResult& result, const ClaimedJob& job, const Retr
 
 }  // namespace
 
-StatusOr<JobOutcome> RunAttempt(Inbox& inbox, const ClaimedJob& job, const Config& config,
-                                const HandlerSet& handlers, const Clock& clock,
-                                AttemptMode mode) {
+HandlerResult NoHandlerResult(const ClaimedJob& job) {
+  // Nothing can run the job until an operator fixes the config and re-arms it (`inbox retry`).
+  return {Outcome::kPermanent, "handler " + job.handler + " is no longer configured", {}};
+}
+
+FinishRequest Conclude(const ClaimedJob& job, const HandlerResult& result, const Handler* handler,
+                       const Config& config, const Clock& clock, AttemptMode mode) {
   const Endpoint* endpoint = config.FindByName(job.event.endpoint);
-  Handler* handler = handlers.Find(job.event.endpoint, job.handler);
   const RetryPolicy policy = endpoint ? endpoint->retry : RetryPolicy{};
-  const auto started = std::chrono::steady_clock::now();
-
-  HandlerResult result;
-  if (!handler) {
-    // The config no longer has this handler: nothing can run it until an operator fixes
-    // the config and re-arms the job (`inbox retry`).
-    result = {Outcome::kPermanent, "handler " + job.handler + " is no longer configured", {}};
-  } else if (!handler->sql()) {
-    result = handler->Run(job.event);
-  }
   const TimePoint now = clock.Now();
-  JobOutcome outcome = Decide(result, job, policy, now, mode);
-  StatusOr<Outcome> recorded = Status::Ok();
+  FinishRequest f;
+  f.job = &job;
+  f.outcome = Decide(result, job, policy, now, mode);
   if (handler && handler->sql()) {
-    JobOutcome if_failed = Decide({Outcome::kFailed, "", {}}, job, policy, now, mode);
-    recorded = inbox.FinishJob(job, outcome, handler->sql(), &if_failed);
-    if (recorded.ok() && *recorded != Outcome::kOk) {
-      if_failed.detail = "sql statements failed (see the attempt's detail)";
-      outcome = if_failed;
-    }
-  } else {
-    recorded = inbox.FinishJob(job, outcome);
+    f.sql = handler->sql();
+    f.sql_failed = Decide({Outcome::kFailed, "", {}}, job, policy, now, mode);
   }
+  return f;
+}
 
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+StatusOr<JobOutcome> Report(const FinishRequest& finish, const StatusOr<Outcome>& recorded,
+                            double seconds, AttemptMode mode) {
+  const ClaimedJob& job = *finish.job;
+  JobOutcome outcome = finish.outcome;
+  if (finish.sql && recorded.ok() && *recorded != Outcome::kOk) {
+    outcome = finish.sql_failed;
+    outcome.detail = "sql statements failed (see the attempt's detail)";
+  }
   nlohmann::json log = {{"msg", "attempt"},
                         {"endpoint", job.event.endpoint},
                         {"event_id", job.event.event_id},
@@ -97,6 +93,22 @@ StatusOr<JobOutcome> RunAttempt(Inbox& inbox, const ClaimedJob& job, const Confi
   if (outcome.outcome == Outcome::kOk) LogInfo(std::move(log));
   else LogWarn(std::move(log));
   return outcome;
+}
+
+StatusOr<JobOutcome> RunAttempt(Inbox& inbox, const ClaimedJob& job, const Config& config,
+                                const HandlerSet& handlers, const Clock& clock,
+                                AttemptMode mode) {
+  Handler* handler = handlers.Find(job.event.endpoint, job.handler);
+  const auto started = std::chrono::steady_clock::now();
+  HandlerResult result;
+  if (!handler) result = NoHandlerResult(job);
+  else if (!handler->sql()) result = handler->Run(job.event);
+  FinishRequest finish = Conclude(job, result, handler, config, clock, mode);
+  StatusOr<Outcome> recorded =
+      inbox.FinishJob(job, finish.outcome, finish.sql, finish.sql ? &finish.sql_failed : nullptr);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return Report(finish, recorded, seconds, mode);
 }
 
 }  // namespace hookbox

@@ -21,4 +21,18 @@ enum class AttemptMode {
 StatusOr<JobOutcome> RunAttempt(Inbox& inbox, const ClaimedJob& job, const Config& config,
                                 const HandlerSet& handlers, const Clock& clock, AttemptMode mode);
 
+// The pieces of RunAttempt, for the dispatcher, which runs many attempts at once and
+// finishes them in batches (Inbox::FinishJobs).
+//
+// The result of a job whose handler is gone from the config (`handler` null): permanent.
+HandlerResult NoHandlerResult(const ClaimedJob& job);
+// What the handler's result means for the job: the finish to record (`sql`: the handler's
+// statements, which run in the finishing transaction). `request.job` is &job.
+FinishRequest Conclude(const ClaimedJob& job, const HandlerResult& result, const Handler* handler,
+                       const Config& config, const Clock& clock, AttemptMode mode);
+// Logs the attempt's line and counts it in the metrics, whether or not `recorded` (what the
+// inbox said to the finish) is ok; returns the outcome that stands, or why none was recorded.
+StatusOr<JobOutcome> Report(const FinishRequest& finish, const StatusOr<Outcome>& recorded,
+                            double seconds, AttemptMode mode);
+
 }  // namespace hookbox

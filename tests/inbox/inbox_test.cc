@@ -417,6 +417,49 @@ TEST_CASE("sql handler statements commit with the job, or not at all") {
   CHECK_FALSE(t->PrepareSql(broken).ok());
 }
 
+TEST_CASE("FinishJobs: one batch, each finish its own compare-and-swap and sql savepoint") {
+  TestInbox t;
+  SqlWork sql;
+  sql.setup = {"CREATE TABLE IF NOT EXISTS batch_effects (event_id TEXT PRIMARY KEY)"};
+  sql.statements = {"INSERT INTO batch_effects (event_id) VALUES (:event_id)"};
+  REQUIRE(t->PrepareSql(sql).ok());
+  SqlWork clash;  // fails: b1's row is already there when it runs
+  clash.statements = {"INSERT INTO batch_effects (event_id) VALUES ('b1')"};
+  for (const char* id : {"b1", "b2", "b3", "b4"}) Accept(t, MakeEvent(id));
+  auto jobs = Claim(t, kT0);
+  REQUIRE(jobs.size() == 4);
+  // b3's lease is lost: it ran out and another worker took the job over.
+  ClaimedJob stale = jobs[2];
+  stale.lease_token = "not-the-token";
+
+  JobOutcome if_failed;
+  if_failed.outcome = Outcome::kFailed;
+  if_failed.next = JobOutcome::Next::kRetry;
+  if_failed.next_attempt_at = kT0 + 1s;
+  std::vector<FinishRequest> batch(4);
+  batch[0] = {&jobs[0], Done(kT0), &sql, if_failed};    // ok, its statement commits
+  batch[1] = {&jobs[1], Done(kT0), &clash, if_failed};  // its statement fails
+  batch[2] = {&stale, Done(kT0), &sql, if_failed};      // lease lost
+  batch[3] = {&jobs[3], Done(kT0), nullptr, {}};        // plain ok
+  auto results = t->FinishJobs(batch);
+  REQUIRE(results.size() == 4);
+  REQUIRE(results[0].ok());
+  CHECK(*results[0] == Outcome::kOk);
+  REQUIRE(results[1].ok());
+  CHECK(*results[1] == Outcome::kFailed);
+  CHECK(results[2].status().code() == Status::Code::kConflict);
+  REQUIRE(results[3].ok());
+  CHECK(*results[3] == Outcome::kOk);
+
+  // Only b1's statement stayed; the lost lease changed nothing of b3's job.
+  CHECK(t.Count("SELECT count(*) FROM batch_effects") == 1);
+  CHECK(t.Count("SELECT count(*) FROM jobs WHERE status = 'done'") == 2);
+  CHECK(t.Count("SELECT count(*) FROM jobs WHERE status = 'pending'") == 1);
+  CHECK(t.Count("SELECT count(*) FROM jobs WHERE status = 'processing'") == 1);
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == 2);
+  CHECK(t.Count("SELECT count(*) FROM attempts WHERE finished_at IS NULL") == 1);
+}
+
 TEST_CASE("List, Show and Stats read what was stored") {
   TestInbox t;
   Accept(t, MakeEvent("a"));

@@ -1,7 +1,7 @@
 // End-to-end tests of `serve` under a small open-file limit: the real daemon started through
 // util-linux `prlimit --nofile=SOFT:HARD`, the way a unit's LimitNOFILE= or a shell's
 // `ulimit -n` would start it. hookbox raises its soft limit to the hard one, lowers
-// limits.max_connections to what fits beside the descriptors its database, workers and
+// limits.max_connections to what fits beside the descriptors its database, handlers and
 // handlers need (with a warning naming both numbers), and refuses to start when not even 16
 // connections fit. Under 128 descriptors a flood of 150 idle connections is shed, and once it
 // is gone deliveries are accepted and an exec handler runs. Loopback only; each case takes a
@@ -37,7 +37,7 @@ std::string Prlimit() {
 }
 
 // One endpoint without signatures whose events run an exec handler that appends their id to
-// {DIR}/runs. 1 worker and 2 webhook threads: a reserve of 64 + 8 * 3 = 88 descriptors.
+// {DIR}/runs. 1 handler slot and 2 webhook threads: a reserve of 64 + 8 * 3 = 88 descriptors.
 std::string Config(const TempDir& dir, int max_connections) {
   std::string yaml = R"(
 listen: 127.0.0.1:0
@@ -56,7 +56,8 @@ endpoints:
     routes:
       - events: ["*"]
         handlers:
-          - exec: {command: [/bin/sh, -c, 'echo "$HOOKBOX_EVENT_ID" >> {DIR}/runs'], timeout: 10s}
+          - exec: {command: [/bin/sh, -c, 'echo "$HOOKBOX_EVENT_ID" >> {DIR}/runs'], timeout: 10s,
+                  concurrency: 1}
 )";
   const std::string dir_text = dir.path().string();
   for (auto at = yaml.find("{DIR}"); at != std::string::npos; at = yaml.find("{DIR}")) {

@@ -69,8 +69,11 @@ std::string Endpoint(const std::string& name, const std::string& handlers,
          "    routes:\n      - events: [\"*\"]\n        handlers:\n" + handlers;
 }
 
-std::string Exec(const std::string& command, const std::string& timeout = "10s") {
-  return "          - exec: {command: " + command + ", timeout: " + timeout + "}\n";
+// concurrency 0: the kind's default.
+std::string Exec(const std::string& command, const std::string& timeout = "10s",
+                 int concurrency = 0) {
+  return "          - exec: {command: " + command + ", timeout: " + timeout +
+         (concurrency > 0 ? ", concurrency: " + std::to_string(concurrency) : "") + "}\n";
 }
 
 // A sql handler with one setup and one per-event statement (each in double quotes).
@@ -362,8 +365,9 @@ TEST_CASE("replicas: the CLI reads and changes the shared inbox", "[.postgres]")
 
 TEST_CASE("replicas: kill -9 one mid-job; the other finishes its jobs when the lease ends",
           "[.postgres]") {
-  // Each run takes 5 s; the lease is the handler timeout (6 s) + 30 s.
-  const std::string endpoints = Endpoint("open", Exec(Recorder("runs", "sleep 5"), "6s"));
+  // Each run takes 5 s, two at a time per replica; the lease is the handler timeout (6 s)
+  // + 30 s.
+  const std::string endpoints = Endpoint("open", Exec(Recorder("runs", "sleep 5"), "6s", 2));
   TempDir shared, a_dir, b_dir;
   TestDatabase db;
   Daemon a(a_dir, ReplicaConfig(shared, 2, endpoints), db.url());

@@ -377,6 +377,38 @@ class PostgresInbox final : public Inbox {
     return recorded;
   }
 
+  // One transaction for the batch, a savepoint per finish. The finishes lock their jobs and
+  // inbox rows in (inbox_id, job_id) order, so two replicas' batches cannot deadlock.
+  std::vector<StatusOr<Outcome>> FinishJobs(const std::vector<FinishRequest>& finishes) override {
+    std::vector<size_t> order(finishes.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return std::tie(finishes[a].job->inbox_id, finishes[a].job->job_id) <
+             std::tie(finishes[b].job->inbox_id, finishes[b].job->job_id);
+    });
+    std::vector<StatusOr<Outcome>> results(finishes.size(), Status::Internal("not finished"));
+    Status s = Transact([&](Conn& c) -> Status {
+      for (size_t i : order) {
+        const FinishRequest& f = finishes[i];
+        Outcome recorded = f.outcome.outcome;
+        if (Status sp = c.Run("SAVEPOINT finish"); !sp.ok()) return sp;
+        Status one = FinishInto(c, *f.job, f.outcome, f.sql, f.sql ? &f.sql_failed : nullptr,
+                                &recorded);
+        if (!one.ok()) {
+          if (c.broken()) return one;
+          if (Status rb = c.Run("ROLLBACK TO SAVEPOINT finish"); !rb.ok()) return rb;
+          results[i] = one;
+        } else {
+          results[i] = recorded;
+        }
+        if (Status rel = c.Run("RELEASE SAVEPOINT finish"); !rel.ok()) return rel;
+      }
+      return Status::Ok();
+    });
+    if (!s.ok()) std::fill(results.begin(), results.end(), StatusOr<Outcome>(s));
+    return results;
+  }
+
   StatusOr<EventClaim> ClaimEvent(const std::string& endpoint, const std::string& event_id,
                                   const std::string& owner, TimePoint now,
                                   std::chrono::milliseconds lease) override {

@@ -557,6 +557,27 @@ class SqliteInbox final : public Inbox {
     return recorded;
   }
 
+  std::vector<StatusOr<Outcome>> FinishJobs(const std::vector<FinishRequest>& finishes) override {
+    std::vector<StatusOr<Outcome>> results(finishes.size(), Status::Internal("not finished"));
+    Status s = Write([&](Db& db) -> Status {
+      for (size_t i = 0; i < finishes.size(); ++i) {
+        const FinishRequest& f = finishes[i];
+        Outcome recorded = f.outcome.outcome;
+        (void)RunCached(db, kFinishSavepoint);
+        Status one = FinishInto(db, *f.job, f.outcome, f.sql, f.sql ? &f.sql_failed : nullptr,
+                                &recorded);
+        if (!one.ok() && !db.InTransaction()) return one;  // the whole group is lost
+        if (!one.ok()) (void)RunCached(db, kFinishRollbackTo);
+        (void)RunCached(db, kFinishRelease);
+        if (one.ok()) results[i] = recorded;
+        else results[i] = one;
+      }
+      return Status::Ok();
+    });
+    if (!s.ok()) std::fill(results.begin(), results.end(), StatusOr<Outcome>(s));
+    return results;
+  }
+
   StatusOr<EventClaim> ClaimEvent(const std::string& endpoint, const std::string& event_id,
                                   const std::string& owner, TimePoint now,
                                   std::chrono::milliseconds lease) override {
@@ -969,6 +990,9 @@ class SqliteInbox final : public Inbox {
   inline static const std::string kSavepoint = "SAVEPOINT w";
   inline static const std::string kRelease = "RELEASE w";
   inline static const std::string kRollbackTo = "ROLLBACK TO w";
+  inline static const std::string kFinishSavepoint = "SAVEPOINT f";
+  inline static const std::string kFinishRelease = "RELEASE f";
+  inline static const std::string kFinishRollbackTo = "ROLLBACK TO f";
 
   std::unique_ptr<Db> writer_db_;  // used by the leading write only (see Write)
   std::mutex mu_;                  // guards queue_ and each queued write's result

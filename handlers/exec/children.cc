@@ -1,0 +1,297 @@
+// The watch over running `exec` children (see children.h): one thread, one epoll set. Only
+// that thread touches a child once it is watched; Add() only inserts it under the lock.
+#include "handlers/exec/children.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace hookbox {
+
+void Fd::Reset(int fd) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+namespace {
+
+using std::chrono::steady_clock;
+
+constexpr size_t kChunk = 64 * 1024;
+// Without pidfd_open (seccomp), exits are looked for this often.
+constexpr int kExitPollMs = 10;
+constexpr int kMaxWaitMs = 1000;
+
+// The last kTailBytes of everything appended, in bounded memory.
+class OutputTail final {
+ public:
+  void Append(const char* data, size_t n) {
+    total_ += n;
+    if (n >= kTailBytes) {
+      tail_.assign(data + n - kTailBytes, kTailBytes);
+      return;
+    }
+    tail_.append(data, n);
+    if (tail_.size() > 2 * kTailBytes) tail_.erase(0, tail_.size() - kTailBytes);
+  }
+  // The tail, "..." first when earlier output was dropped (cut at a UTF-8 character start).
+  std::string Text() const {
+    std::string_view t = tail_;
+    if (t.size() > kTailBytes) t.remove_prefix(t.size() - kTailBytes);
+    bool cut = total_ > t.size();
+    for (int i = 0; cut && i < 3 && !t.empty() && (t.front() & 0xC0) == 0x80; ++i) {
+      t.remove_prefix(1);
+    }
+    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.remove_suffix(1);
+    if (t.empty()) return {};
+    return (cut ? "..." : "") + std::string(t);
+  }
+
+ private:
+  std::string tail_;
+  size_t total_ = 0;
+};
+
+struct Child {
+  WatchedChild w;
+  Fd exited;  // the pidfd: readable once the child has exited
+  size_t written = 0;
+  OutputTail out;
+};
+
+// What an epoll event is about: the child's id times four, plus the slot.
+enum Slot : uint64_t { kStdin = 0, kOutput = 1, kExited = 2 };
+
+class Watch final {
+ public:
+  // The watch and its thread; nullptr with *error set when its descriptors cannot be had.
+  static Watch* Create(int* error) {
+    auto watch = std::unique_ptr<Watch>(new Watch());
+    watch->epoll_.Reset(::epoll_create1(EPOLL_CLOEXEC));
+    if (!watch->epoll_.is_open()) return *error = errno, nullptr;
+    watch->wake_.Reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!watch->wake_.is_open()) return *error = errno, nullptr;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = 0;  // ids start at 1
+    if (::epoll_ctl(watch->epoll_.get(), EPOLL_CTL_ADD, watch->wake_.get(), &ev) != 0) {
+      return *error = errno, nullptr;
+    }
+    Watch* w = watch.release();
+    std::thread([w] { w->Loop(); }).detach();
+    return w;
+  }
+
+  void Add(WatchedChild w) {
+    auto child = std::make_unique<Child>();
+    child->w = std::move(w);
+    child->exited.Reset(static_cast<int>(::syscall(SYS_pidfd_open, child->w.pid, 0)));
+    for (Fd* fd : {&child->w.stdin_write, &child->w.output}) {
+      if (fd->is_open()) ::fcntl(fd->get(), F_SETFL, ::fcntl(fd->get(), F_GETFL) | O_NONBLOCK);
+    }
+    if (child->w.input.empty()) child->w.stdin_write.Close();
+    {
+      std::lock_guard lock(mu_);
+      const uint64_t id = next_id_++;
+      Register(id, kStdin, child->w.stdin_write, EPOLLOUT);
+      Register(id, kOutput, child->w.output, EPOLLIN);
+      Register(id, kExited, child->exited, EPOLLIN);
+      children_.emplace(id, std::move(child));
+    }
+    const uint64_t one = 1;
+    (void)!::write(wake_.get(), &one, sizeof one);  // its deadline may be the nearest now
+  }
+
+ private:
+  Watch() = default;
+
+  void Register(uint64_t id, Slot slot, const Fd& fd, uint32_t events) {
+    if (!fd.is_open()) return;
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = id * 4 + slot;
+    ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd.get(), &ev);
+  }
+
+  void Unregister(Fd& fd) {
+    if (!fd.is_open()) return;
+    ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd.get(), nullptr);
+    fd.Close();
+  }
+
+  // Reads what the child's output has now; closes it at end of file or on error.
+  void Drain(Child& c) {
+    char buffer[kChunk];
+    while (c.w.output.is_open()) {
+      ssize_t n = ::read(c.w.output.get(), buffer, sizeof buffer);
+      if (n > 0) {
+        c.out.Append(buffer, static_cast<size_t>(n));
+      } else if (n < 0 && errno == EINTR) {
+        continue;
+      } else if (n < 0 && errno == EAGAIN) {
+        return;
+      } else {
+        Unregister(c.w.output);
+      }
+    }
+  }
+
+  void Feed(Child& c) {
+    std::string_view rest = std::string_view(c.w.input).substr(c.written);
+    ssize_t n = ::write(c.w.stdin_write.get(), rest.data(), std::min(rest.size(), kChunk));
+    if (n > 0) c.written += static_cast<size_t>(n);
+    // The child closed its stdin (EPIPE) or has everything: either way it is told EOF.
+    if (c.written == c.w.input.size() || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+      Unregister(c.w.stdin_write);
+    }
+  }
+
+  // The child's exit, if it has exited; its end then goes to *ended.
+  bool Reap(Child& c, std::vector<std::pair<WatchedChild, ChildEnd>>* ended) {
+    int status = 0;
+    pid_t r;
+    do {
+      r = ::waitpid(c.w.pid, &status, WNOHANG);
+    } while (r < 0 && errno == EINTR);
+    if (r == 0) return false;
+    Drain(c);  // everything it wrote is in the pipe by now
+    ChildEnd end;
+    end.status_lost = r < 0;
+    end.wait_status = status;
+    End(c, std::move(end), ended);
+    return true;
+  }
+
+  // Timed out, not reaped yet, so its pid (= the group id) cannot have been reused.
+  void Kill(Child& c, std::vector<std::pair<WatchedChild, ChildEnd>>* ended) {
+    ::kill(-c.w.pid, SIGKILL);
+    int status = 0;
+    while (::waitpid(c.w.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    Drain(c);
+    ChildEnd end;
+    end.timed_out = true;
+    End(c, std::move(end), ended);
+  }
+
+  void End(Child& c, ChildEnd end, std::vector<std::pair<WatchedChild, ChildEnd>>* ended) {
+    end.output = c.out.Text();
+    Unregister(c.w.stdin_write);
+    Unregister(c.w.output);
+    Unregister(c.exited);
+    ended->emplace_back(std::move(c.w), std::move(end));
+  }
+
+  void Loop() {
+    // A child that exits without reading gives EPIPE here instead of killing the daemon.
+    sigset_t sigpipe;
+    sigemptyset(&sigpipe);
+    sigaddset(&sigpipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &sigpipe, nullptr);
+    epoll_event events[64];
+    std::vector<std::pair<WatchedChild, ChildEnd>> ended;
+    int wait_ms = kMaxWaitMs;
+    for (;;) {
+      int n = ::epoll_wait(epoll_.get(), events, 64, wait_ms);
+      std::unique_lock lock(mu_);
+      for (int i = 0; i < n; ++i) {
+        const uint64_t id = events[i].data.u64 / 4;
+        if (id == 0) {
+          uint64_t count;
+          (void)!::read(wake_.get(), &count, sizeof count);
+          continue;
+        }
+        auto it = children_.find(id);
+        if (it == children_.end()) continue;  // ended by an earlier event of this round
+        Child& c = *it->second;
+        switch (static_cast<Slot>(events[i].data.u64 % 4)) {
+          case kStdin: Feed(c); break;
+          case kOutput: Drain(c); break;
+          case kExited:
+            if (Reap(c, &ended)) children_.erase(it);
+            break;
+        }
+      }
+      wait_ms = Sweep(&ended);
+      lock.unlock();
+      for (auto& [w, end] : ended) w.done(std::move(end));
+      ended.clear();
+    }
+  }
+
+  // Kills the children past their deadline, reaps those without a pidfd; returns how long
+  // the next wait may be.
+  int Sweep(std::vector<std::pair<WatchedChild, ChildEnd>>* ended) {
+    const auto now = steady_clock::now();
+    auto next = now + std::chrono::milliseconds(kMaxWaitMs);
+    for (auto it = children_.begin(); it != children_.end();) {
+      Child& c = *it->second;
+      if (!c.exited.is_open() && Reap(c, ended)) {
+        it = children_.erase(it);
+        continue;
+      }
+      if (c.w.deadline <= now) {
+        Kill(c, ended);
+        it = children_.erase(it);
+        continue;
+      }
+      next = std::min(next, c.w.deadline);
+      if (!c.exited.is_open()) next = std::min(next, now + std::chrono::milliseconds(kExitPollMs));
+      ++it;
+    }
+    auto ms = std::chrono::ceil<std::chrono::milliseconds>(next - now).count();
+    return static_cast<int>(std::clamp<int64_t>(ms, 1, kMaxWaitMs));
+  }
+
+  Fd epoll_;
+  Fd wake_;
+  std::mutex mu_;  // guards children_ and next_id_
+  std::map<uint64_t, std::unique_ptr<Child>> children_;
+  uint64_t next_id_ = 1;
+};
+
+// The process's watch: made on first use, never destroyed (its thread runs to the end). A
+// process forked from this one (tests do) has no copy of the thread: it makes its own.
+std::mutex watch_mu;
+Watch* the_watch = nullptr;
+pid_t watch_pid = 0;
+
+Watch* TheWatch(int* error) {
+  std::lock_guard lock(watch_mu);
+  if (the_watch == nullptr || watch_pid != ::getpid()) {
+    Watch* made = Watch::Create(error);
+    if (made == nullptr) return nullptr;
+    the_watch = made;
+    watch_pid = ::getpid();
+  }
+  return the_watch;
+}
+
+}  // namespace
+
+int PrepareWatch() {
+  int error = 0;
+  return TheWatch(&error) == nullptr ? error : 0;
+}
+
+void WatchChild(WatchedChild child) {
+  int error = 0;
+  TheWatch(&error)->Add(std::move(child));
+}
+
+}  // namespace hookbox

@@ -1,0 +1,282 @@
+// The dispatcher: claim in batches, run with per-handler concurrency, finish in batches
+// (see dispatcher.h).
+#include "work/dispatcher.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+
+#include "ops/log.h"
+#include "work/attempt.h"
+
+namespace hookbox {
+namespace {
+
+constexpr std::chrono::milliseconds kPoll{250};           // an idle dispatcher looks this often
+constexpr std::chrono::milliseconds kLeaseMargin{30000};  // beyond the longest timeout
+constexpr std::chrono::milliseconds kStorageBackoff{1000};
+// A claimed job that waited for a slot starts only if its lease outlasts its timeout by this.
+constexpr std::chrono::milliseconds kStartMargin{5000};
+
+std::string HostName() {
+  char host[256] = "host";
+  gethostname(host, sizeof host - 1);
+  return host;
+}
+
+// Ends the leases of this host's processes that are gone.
+void ReleaseDeadLeases(Inbox& inbox, TimePoint now) {
+  auto owners = inbox.LeaseOwners();
+  if (!owners.ok()) return;
+  const std::string host = HostName() + ":";
+  for (const std::string& owner : *owners) {
+    if (owner.rfind(host, 0) != 0) continue;  // another host's: wait for its lease to end
+    size_t end = owner.find(':', host.size());
+    if (end == std::string::npos) continue;
+    pid_t pid = static_cast<pid_t>(std::atoi(owner.substr(host.size(), end - host.size()).c_str()));
+    if (pid <= 0 || pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH) continue;
+    const std::string prefix = owner.substr(0, end + 1);
+    if (inbox.ExpireLeases(prefix, now).ok()) {
+      LogInfo({{"msg", "released the leases of a process that is gone"}, {"owner", prefix}});
+    }
+  }
+}
+
+}  // namespace
+
+// One claimed job, from its claim until its finish is recorded. The config and handlers it
+// was claimed under stay alive with it, whatever a reload swaps in meanwhile.
+struct Dispatcher::Attempt {
+  ClaimedJob job;
+  std::shared_ptr<const Config> config;
+  std::shared_ptr<const HandlerSet> handlers;
+  Handler* handler = nullptr;  // null: no longer configured
+  std::string key;             // "<endpoint>\n<handler>"
+  int limit = 1;               // the handler's concurrency
+  TimePoint lease_until;
+  std::chrono::steady_clock::time_point started;
+  HandlerResult result;
+};
+
+const std::string& LeaseOwnerPrefix() {
+  static const std::string prefix = HostName() + ":" + std::to_string(getpid()) + ":";
+  return prefix;
+}
+
+Dispatcher::Dispatcher(Inbox& inbox, std::shared_ptr<const Config> config,
+                       std::shared_ptr<const HandlerSet> handlers, const Clock& clock)
+    : inbox_(inbox),
+      clock_(clock),
+      owner_(LeaseOwnerPrefix() + "dispatcher"),
+      config_(std::move(config)),
+      handlers_(std::move(handlers)) {}
+
+Dispatcher::~Dispatcher() {
+  Stop(std::chrono::hours(1));
+}
+
+void Dispatcher::Start(bool enabled) {
+  ReleaseDeadLeases(inbox_, clock_.Now());
+  if (enabled) thread_ = std::thread([this] { Loop(); });
+}
+
+void Dispatcher::Wake() {
+  {
+    std::lock_guard lock(mu_);
+    ++wake_seq_;
+  }
+  cv_.notify_all();
+}
+
+bool Dispatcher::Stop(std::chrono::milliseconds grace) {
+  std::unique_lock lock(mu_);
+  stopping_ = true;
+  // Claimed jobs that never started are left to their leases, which the next start of the
+  // daemon on this host ends at once (ReleaseDeadLeases).
+  for (auto& [key, queue] : waiting_) {
+    for (Attempt* a : queue) attempts_.erase(a);
+  }
+  waiting_.clear();
+  waiting_count_ = 0;
+  cv_.notify_all();
+  blocking_cv_.notify_all();
+  if (!stopped_cv_.wait_for(lock, grace, [this] { return attempts_.empty(); })) return false;
+  lock.unlock();
+  if (thread_.joinable()) thread_.join();
+  for (std::thread& t : blocking_threads_) {
+    if (t.joinable()) t.join();
+  }
+  blocking_threads_.clear();
+  return true;
+}
+
+void Dispatcher::Swap(std::shared_ptr<const Config> config,
+                      std::shared_ptr<const HandlerSet> handlers) {
+  std::lock_guard lock(mu_);
+  config_ = std::move(config);
+  handlers_ = std::move(handlers);
+}
+
+void Dispatcher::Loop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    if (stopping_ && attempts_.empty()) break;
+    const uint64_t seen = wake_seq_;
+    std::vector<Attempt*> batch;
+    batch.swap(ended_);
+    lock.unlock();
+    bool progress = !batch.empty();
+    if (!batch.empty()) FinishBatch(batch);
+    progress = Claim() || progress;
+    lock.lock();
+    if (!progress && ended_.empty()) {
+      cv_.wait_for(lock, kPoll,
+                   [&] { return stopping_ || !ended_.empty() || wake_seq_ != seen; });
+    }
+  }
+  lock.unlock();
+  stopped_cv_.notify_all();
+}
+
+bool Dispatcher::Claim() {
+  std::shared_ptr<const Config> config;
+  std::shared_ptr<const HandlerSet> handlers;
+  int free = 0;
+  {
+    std::lock_guard lock(mu_);
+    // While claimed jobs wait for a busy handler, claim nothing more: a backlog of one
+    // handler's jobs must not grow in memory, holding leases.
+    if (stopping_ || waiting_count_ > 0) return false;
+    config = config_;
+    handlers = handlers_;
+    free = handlers->total_concurrency - static_cast<int>(attempts_.size());
+  }
+  if (free <= 0) return false;
+  const std::chrono::milliseconds lease = handlers->longest_timeout + kLeaseMargin;
+  const TimePoint now = clock_.Now();
+  auto claimed = inbox_.ClaimJobs(owner_, std::min(free, kMaxClaim), now, lease);
+  if (!claimed.ok()) {
+    LogError({{"msg", "cannot claim jobs"}, {"error", claimed.status().ToString()}});
+    std::this_thread::sleep_for(kStorageBackoff);  // storage is down: don't spin
+    return false;
+  }
+  for (ClaimedJob& job : *claimed) {
+    auto a = std::make_unique<Attempt>();
+    a->handler = handlers->Find(job.event.endpoint, job.handler);
+    a->key = job.event.endpoint + "\n" + job.handler;
+    a->limit = a->handler ? a->handler->concurrency() : 1;
+    a->job = std::move(job);
+    a->config = config;
+    a->handlers = handlers;
+    a->lease_until = now + lease;
+    Launch(std::move(a));
+  }
+  return !claimed->empty();
+}
+
+void Dispatcher::Launch(std::unique_ptr<Attempt> owned) {
+  Attempt* a = owned.get();
+  {
+    std::lock_guard lock(mu_);
+    attempts_.emplace(a, std::move(owned));
+    if (running_[a->key] >= a->limit) {
+      waiting_[a->key].push_back(a);
+      ++waiting_count_;
+      return;
+    }
+    ++running_[a->key];
+  }
+  Begin(a);
+}
+
+void Dispatcher::Begin(Attempt* a) {
+  a->started = std::chrono::steady_clock::now();
+  if (!a->handler) return Ended(a, NoHandlerResult(a->job));
+  if (a->handler->sql()) return Ended(a, {});  // its statements run in the finish
+  if (clock_.Now() + a->handler->timeout() + kStartMargin > a->lease_until) {
+    // It waited for a slot so long that its lease could run out while it runs: leave it to
+    // the lease, whose end makes it claimable again.
+    LogWarn({{"msg", "claimed job not started: its lease is nearly over"},
+             {"endpoint", a->job.event.endpoint},
+             {"event_id", a->job.event.event_id},
+             {"handler", a->job.handler}});
+    std::lock_guard lock(mu_);
+    --running_[a->key];
+    attempts_.erase(a);
+    if (attempts_.empty()) stopped_cv_.notify_all();
+    return;
+  }
+  if (a->handler->Start(a->job.event, [this, a](HandlerResult r) { Ended(a, std::move(r)); })) {
+    return;
+  }
+  std::lock_guard lock(mu_);
+  blocking_.push_back(a);
+  if (blocking_idle_ > 0) {
+    blocking_cv_.notify_one();
+  } else {
+    blocking_threads_.emplace_back([this] { BlockingThread(); });
+  }
+}
+
+void Dispatcher::Ended(Attempt* a, HandlerResult result) {
+  std::vector<Attempt*> next;
+  {
+    std::lock_guard lock(mu_);
+    a->result = std::move(result);
+    ended_.push_back(a);
+    auto w = waiting_.find(a->key);
+    if (w != waiting_.end() && !w->second.empty() && !stopping_) {
+      next.push_back(w->second.front());  // takes over the slot
+      w->second.pop_front();
+      --waiting_count_;
+    } else {
+      --running_[a->key];
+    }
+  }
+  cv_.notify_all();
+  for (Attempt* n : next) Begin(n);
+}
+
+void Dispatcher::FinishBatch(std::vector<Attempt*>& batch) {
+  std::vector<FinishRequest> finishes;
+  finishes.reserve(batch.size());
+  for (Attempt* a : batch) {
+    finishes.push_back(
+        Conclude(a->job, a->result, a->handler, *a->config, clock_, AttemptMode::kPool));
+  }
+  std::vector<StatusOr<Outcome>> recorded = inbox_.FinishJobs(finishes);
+  const auto now = std::chrono::steady_clock::now();
+  bool storage_down = false;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const double seconds = std::chrono::duration<double>(now - batch[i]->started).count();
+    auto done = Report(finishes[i], recorded[i], seconds, AttemptMode::kPool);
+    storage_down |= !done.ok() && done.status().code() == Status::Code::kUnavailable;
+  }
+  {
+    std::lock_guard lock(mu_);
+    for (Attempt* a : batch) attempts_.erase(a);
+    if (attempts_.empty()) stopped_cv_.notify_all();
+  }
+  if (storage_down) std::this_thread::sleep_for(kStorageBackoff);  // don't spin
+}
+
+void Dispatcher::BlockingThread() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    ++blocking_idle_;
+    blocking_cv_.wait(lock, [this] { return stopping_ || !blocking_.empty(); });
+    --blocking_idle_;
+    if (blocking_.empty()) return;  // stopping
+    Attempt* a = blocking_.front();
+    blocking_.pop_front();
+    lock.unlock();
+    HandlerResult result = a->handler->Run(a->job.event);
+    Ended(a, std::move(result));
+    lock.lock();
+  }
+}
+
+}  // namespace hookbox

@@ -1,0 +1,103 @@
+// The dispatcher: runs the handlers of stored events. One thread claims due jobs from the
+// inbox in batches (one transaction claims as many as there are free slots, up to
+// kMaxClaim, still one job at a time per resource), starts each job's attempt, and
+// finishes the attempts that ended in batches too (Inbox::FinishJobs: one transaction and
+// one commit for all of them, each still a compare-and-swap on its lease token). A worker
+// whose lease ran out and was taken over loses: its result is logged and never written.
+// Failures are retried with backoff (backoff.h); a job whose tries are used up, or that
+// failed permanently, is dead.
+//
+// How many attempts run at once is set per handler (`concurrency:` of its kind), not per
+// daemon. `exec` attempts wait on their child through the child watch (no thread each);
+// `http` and `file` attempts run on threads the dispatcher starts as they are needed, one per
+// attempt in flight; `sql` work runs inside the finishing transaction itself.
+//
+// Leases last the longest handler timeout plus a margin, so no other process starts a job
+// while an attempt may still run; a job left `processing` by a crash becomes claimable when
+// its lease ends (at once, on this host, once its process is known dead).
+//
+// Thread-safe: Wake(), Swap() and Stop() may be called from any thread.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/config.h"
+#include "handlers/handler.h"
+#include "inbox/inbox.h"
+#include "ops/clock.h"
+
+namespace hookbox {
+
+// "<host>:<pid>:": the start of every lease owner name of this process (the dispatcher and
+// sync requests), so a restarted daemon can tell which leases died with a previous process.
+const std::string& LeaseOwnerPrefix();
+
+class Dispatcher final {
+ public:
+  Dispatcher(Inbox& inbox, std::shared_ptr<const Config> config,
+             std::shared_ptr<const HandlerSet> handlers, const Clock& clock);
+  ~Dispatcher();
+
+  // Ends the leases held by processes of this host that no longer run (a crash, kill -9),
+  // then starts dispatching (`enabled` false, `workers: 0`: nothing runs; jobs wait).
+  void Start(bool enabled);
+  // New work may be due (an accept created jobs): look now, not at the next poll.
+  void Wake();
+  // Stops claiming and waits up to `grace` for the attempts under way to finish and be
+  // recorded. False when some still run then: their leases will expire and the jobs will be
+  // retried.
+  bool Stop(std::chrono::milliseconds grace);
+
+  // Swaps the config and handlers (SIGHUP); attempts under way finish with the old ones.
+  void Swap(std::shared_ptr<const Config> config, std::shared_ptr<const HandlerSet> handlers);
+
+  // Most jobs one claim takes.
+  static constexpr int kMaxClaim = 64;
+
+ private:
+  struct Attempt;  // one job claimed and running (dispatcher.cc)
+
+  void Loop();
+  // Claims up to the free slots; false when nothing was claimed.
+  bool Claim();
+  // Starts `a` now if its handler has a free slot, else queues it behind the handler's.
+  void Launch(std::unique_ptr<Attempt> a);
+  void Begin(Attempt* a);
+  void Ended(Attempt* a, HandlerResult result);
+  void FinishBatch(std::vector<Attempt*>& batch);
+  void BlockingThread();
+
+  Inbox& inbox_;
+  const Clock& clock_;
+  const std::string owner_;
+
+  std::mutex mu_;  // guards everything below
+  std::condition_variable cv_;           // the dispatcher's: completions, wake, stop
+  std::condition_variable blocking_cv_;  // the blocking threads': work, stop
+  std::condition_variable stopped_cv_;   // Stop()'s: nothing in flight
+  std::shared_ptr<const Config> config_;
+  std::shared_ptr<const HandlerSet> handlers_;
+  uint64_t wake_seq_ = 0;
+  bool stopping_ = false;
+  // Every attempt claimed and not yet finished in the inbox, by address.
+  std::map<Attempt*, std::unique_ptr<Attempt>> attempts_;
+  std::vector<Attempt*> ended_;  // ran, to be finished in the next batch
+  // Per handler ("<endpoint>\n<handler>"): attempts running, and claimed ones waiting.
+  std::map<std::string, int> running_;
+  std::map<std::string, std::deque<Attempt*>> waiting_;
+  size_t waiting_count_ = 0;
+  // Blocking kinds (http, file): attempts for the threads, and the threads.
+  std::deque<Attempt*> blocking_;
+  int blocking_idle_ = 0;
+  std::vector<std::thread> blocking_threads_;
+  std::thread thread_;
+};
+
+}  // namespace hookbox
