@@ -10,6 +10,7 @@
 #                    FUZZ_SECONDS (default 3600) each
 #   make crash-test  the crash test with CRASH_ROUNDS kills (default 100)
 #   make bench       the benchmark (bench/bench.sh): ceiling, hookbox, adnanh/webhook
+#   make bench-handlers  hookbox's exec/file/http handlers end to end, adnanh/webhook's
 #   make bench-scale accept latency at 10 k vs 1 M rows, RSS, the purge of 1 M rows
 BUILD ?= build
 JOBS ?= $(shell nproc)
@@ -25,7 +26,7 @@ CRASH_ROUNDS ?= 100
 FUZZ_TARGETS = verify identify config receive http
 
 .PHONY: all deps build run test interop-deps install clean test-asan test-tsan fuzz fuzz-smoke \
-        fuzz-build crash-test bench bench-scale
+        fuzz-build crash-test bench bench-handlers bench-scale
 
 all: build
 
@@ -93,6 +94,9 @@ crash-test: build
 # Release builds in build-bench/, deliveries in bench/out/; results into bench/RESULTS.md.
 bench: deps
 	@bench/bench.sh table
+
+bench-handlers: deps
+	@bench/bench.sh handlers
 
 bench-scale: deps
 	@bench/bench.sh scale

@@ -2,6 +2,9 @@
 # One command for the benchmark (see bench/run.py for what it measures):
 #   bench/bench.sh table     `make bench`: ceiling, hookbox full/normal, hookbox on
 #                            PostgreSQL (1 and 2 replicas), adnanh/webhook
+#   bench/bench.sh handlers  `make bench-handlers`: hookbox full with the exec, file and http
+#                            handlers, accepted req/s and handled end to end events/s, beside
+#                            its accept-only rate and adnanh/webhook's end to end
 #   bench/bench.sh scale     `make bench-scale`: 10 k vs 1 M rows, RSS, purge under load
 # On a fresh Debian 12 it installs what it needs (the build dependencies, wrk, webhook, a
 # PostgreSQL server: run.py starts a throwaway cluster with tests/pg/cluster.sh for its rows),
@@ -9,9 +12,12 @@
 # build-bench/tools/, generates the signed deliveries into bench/out/ (git-ignored) and runs
 # bench/run.py, which prints the table and writes it into bench/RESULTS.md.
 #
-# Knobs (environment): BENCH_DURATION (s per run, 10), BENCH_ROUNDS (3), BENCH_CONNECTIONS
-# (16), BENCH_EVENTS (pre-generated requests, 200000), BENCH_ONLY (regex of server names),
-# BENCH_RESULTS (file to update, bench/RESULTS.md; "" = none).
+# Knobs (environment): BENCH_DURATION (s per run, 10; handlers: 3), BENCH_ROUNDS (3),
+# BENCH_CONNECTIONS (16), BENCH_EVENTS (pre-generated requests, 200000), BENCH_ONLY (regex of
+# server names), BENCH_RESULTS (file to update, bench/RESULTS.md; "" = none). handlers only:
+# BENCH_HANDLER_CONCURRENCY (writes `concurrency: N` into each handler; unset: not written),
+# BENCH_HANDLER_WORKERS (writes `workers: N`; unset: not written), BENCH_DRAIN_MAX (longest
+# wait for a run's jobs after its load, s, 120).
 set -euo pipefail
 mode=${1:-table}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -58,16 +64,44 @@ gen() {  # gen FILE COUNT SEED
 gen "$out/deliveries.tsv" "$events" 1
 gen "$out/warmup.tsv" 20000 2
 
+data=$out/deliveries.tsv
+warmup=$out/warmup.tsv
+duration=${BENCH_DURATION:-10}
+if [ "$mode" = handlers ]; then
+  # Short loads, since each run then waits until its events are handled (the whole mode
+  # stays within a few minutes). The first lines of the same files: wrk loads only what
+  # the run can send (15,000 req/s at most, at least 45,000 lines), and the warm-up stores
+  # 500 events (the rest of its second are redeliveries of them), so that the wait for the
+  # warm-up's jobs to be done stays short.
+  duration=${BENCH_DURATION:-3}
+  lines=$((duration * 15000))
+  [ "$lines" -lt 45000 ] && lines=45000
+  cut_file() {  # cut_file SRC LINES DST
+    if [ ! -s "$3" ] || [ "$(cat "$3.params" 2>/dev/null)" != "$2 $(cat "$1.params")" ]; then
+      head -n "$2" "$1" > "$3"
+      echo "$2 $(cat "$1.params")" > "$3.params"
+    fi
+  }
+  cut_file "$data" "$lines" "$out/handlers.tsv"
+  cut_file "$warmup" 500 "$out/handlers-warmup.tsv"
+  data=$out/handlers.tsv
+  warmup=$out/handlers-warmup.tsv
+fi
 args=(--hookbox "$build/hookbox" --ceiling "$build/tools/ceiling" --webhook "$(command -v webhook)"
-      --data "$out/deliveries.tsv" --warmup-data "$out/warmup.tsv" --out "$out"
-      --duration "${BENCH_DURATION:-10}" --rounds "${BENCH_ROUNDS:-3}"
+      --data "$data" --warmup-data "$warmup" --out "$out"
+      --duration "$duration" --rounds "${BENCH_ROUNDS:-3}"
       --connections "${BENCH_CONNECTIONS:-16}")
 [ -n "${BENCH_ONLY:-}" ] && args+=(--only "$BENCH_ONLY")
+[ -n "${BENCH_HANDLER_CONCURRENCY:-}" ] && args+=(--handler-concurrency "$BENCH_HANDLER_CONCURRENCY")
+[ -n "${BENCH_HANDLER_WORKERS:-}" ] && args+=(--handler-workers "$BENCH_HANDLER_WORKERS")
+[ -n "${BENCH_DRAIN_MAX:-}" ] && args+=(--drain-max "$BENCH_DRAIN_MAX")
 results=${BENCH_RESULTS-$root/bench/RESULTS.md}
 [ -n "$results" ] && args+=(--results "$results")
 command="make bench"
 [ "$mode" = scale ] && command="make bench-scale"
-for v in BENCH_DURATION BENCH_ROUNDS BENCH_CONNECTIONS BENCH_EVENTS BENCH_ONLY; do
+[ "$mode" = handlers ] && command="make bench-handlers"
+for v in BENCH_DURATION BENCH_ROUNDS BENCH_CONNECTIONS BENCH_EVENTS BENCH_ONLY \
+         BENCH_HANDLER_CONCURRENCY BENCH_HANDLER_WORKERS BENCH_DRAIN_MAX; do
   [ -n "${!v:-}" ] && command="$v=${!v} $command"
 done
 exec python3 "$root/bench/run.py" "$mode" "${args[@]}" --command "$command"
