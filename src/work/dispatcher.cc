@@ -125,16 +125,19 @@ void Dispatcher::Loop() {
   for (;;) {
     if (stopping_ && attempts_.empty()) break;
     const uint64_t seen = wake_seq_;
-    std::vector<Attempt*> batch;
+    std::vector<Attempt*> batch, ready;
     batch.swap(ended_);
+    ready.swap(ready_);
     lock.unlock();
-    bool progress = !batch.empty();
+    for (Attempt* a : ready) Begin(a);
+    bool progress = !batch.empty() || !ready.empty();
     if (!batch.empty()) FinishBatch(batch);
     progress = Claim() || progress;
     lock.lock();
-    if (!progress && ended_.empty()) {
-      cv_.wait_for(lock, kPoll,
-                   [&] { return stopping_ || !ended_.empty() || wake_seq_ != seen; });
+    if (!progress && ended_.empty() && ready_.empty()) {
+      cv_.wait_for(lock, kPoll, [&] {
+        return stopping_ || !ended_.empty() || !ready_.empty() || wake_seq_ != seen;
+      });
     }
   }
   lock.unlock();
@@ -221,15 +224,16 @@ void Dispatcher::Begin(Attempt* a) {
   }
 }
 
+// Called on whichever thread the attempt ended on (the child watch's, a blocking thread,
+// the dispatcher's): it only hands over, so that children are started by the dispatcher.
 void Dispatcher::Ended(Attempt* a, HandlerResult result) {
-  std::vector<Attempt*> next;
   {
     std::lock_guard lock(mu_);
     a->result = std::move(result);
     ended_.push_back(a);
     auto w = waiting_.find(a->key);
     if (w != waiting_.end() && !w->second.empty() && !stopping_) {
-      next.push_back(w->second.front());  // takes over the slot
+      ready_.push_back(w->second.front());  // takes over the slot
       w->second.pop_front();
       --waiting_count_;
     } else {
@@ -237,7 +241,6 @@ void Dispatcher::Ended(Attempt* a, HandlerResult result) {
     }
   }
   cv_.notify_all();
-  for (Attempt* n : next) Begin(n);
 }
 
 void Dispatcher::FinishBatch(std::vector<Attempt*>& batch) {

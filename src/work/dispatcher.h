@@ -89,6 +89,7 @@ class Dispatcher final {
   // Every attempt claimed and not yet finished in the inbox, by address.
   std::map<Attempt*, std::unique_ptr<Attempt>> attempts_;
   std::vector<Attempt*> ended_;  // ran, to be finished in the next batch
+  std::vector<Attempt*> ready_;  // given a slot that an attempt ended freed: to begin
   // Per handler ("<endpoint>\n<handler>"): attempts running, and claimed ones waiting.
   std::map<std::string, int> running_;
   std::map<std::string, std::deque<Attempt*>> waiting_;
