@@ -38,6 +38,17 @@ namespace {
   __attribute__((noinline, no_sanitize("address", "thread", "undefined")))
 #endif
 
+// glibc's clone(3) by its strong name: ThreadSanitizer interposes `clone` and, taking every
+// clone for a fork, resets its runtime's state in the child, which with CLONE_VM is the
+// parent's own (the next thread the daemon starts then dies: "starting new threads after
+// multi-threaded fork"). The child here runs no instrumented code, so TSan need not know.
+#if defined(__GLIBC__)
+extern "C" int __clone(int (*fn)(void*), void* stack, int flags, void* arg, ...);
+#define HOOKBOX_CLONE __clone
+#else
+#define HOOKBOX_CLONE clone
+#endif
+
 #if defined(__hppa__)
 #error "the child stack below assumes a stack that grows down"
 #endif
@@ -146,8 +157,8 @@ Spawned Spawn(const SpawnRequest& request) {
   const uint64_t all = ~uint64_t{0};
   uint64_t saved = 0;
   syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &saved, kKernelSigsetBytes);
-  const pid_t pid = clone(ChildMain, static_cast<char*>(stack) + mapped,
-                          CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+  const pid_t pid = HOOKBOX_CLONE(ChildMain, static_cast<char*>(stack) + mapped,
+                                  CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
   const int clone_error = errno;
   syscall(SYS_rt_sigprocmask, SIG_SETMASK, &saved, nullptr, kKernelSigsetBytes);
   // The child has called execve (its own memory now) or exited: the stack is free.

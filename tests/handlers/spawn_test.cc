@@ -312,9 +312,8 @@ TEST_CASE("spawn: EMFILE in the child comes back unchanged") {
 }
 
 TEST_CASE("spawn: the child is SIGKILLed when the process that spawned it dies") {
-  // R (a subreaper, so the orphan comes back to it) forks P; a thread of P spawns
-  // /bin/sleep 30 and tells R its pid; R kills P with -9 and waits for the orphan, which
-  // must die of SIGKILL (which nobody but PR_SET_PDEATHSIG sent it) within 5 s.
+  // R (a subreaper, so the orphan comes back to it) forks P; P spawns /bin/sleep 30 and
+  // tells R its pid; R kills P with -9 and waits for the orphan, which must die of SIGKILL (which nobody but PR_SET_PDEATHSIG sent it) within 5 s.
   // R's exit code: 0 proven, 1 setup, 2 no pid from P, 3 child not alive before,
   // 4 still running after 5 s (killed by R then), 5 died of something else.
   const pid_t reaper = ::fork();
@@ -326,17 +325,16 @@ TEST_CASE("spawn: the child is SIGKILLed when the process that spawned it dies")
     const pid_t parent = ::fork();
     if (parent < 0) ::_exit(1);
     if (parent == 0) {
+      // From P's main thread: TSan forbids new threads in a forked child of a threaded
+      // process (the concurrent case is the last test's).
       ::close(channel[0]);
-      std::thread spawner([&] {
-        char program[] = "/bin/sleep";
-        char thirty[] = "30";
-        char* argv[] = {program, thirty, nullptr};
-        char* envp[] = {nullptr};
-        const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-        Spawned child = Spawn({program, argv, envp, null, null});
-        (void)!::write(channel[1], &child.pid, sizeof child.pid);
-        for (;;) ::pause();
-      });
+      char program[] = "/bin/sleep";
+      char thirty[] = "30";
+      char* argv[] = {program, thirty, nullptr};
+      char* envp[] = {nullptr};
+      const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+      Spawned child = Spawn({program, argv, envp, null, null});
+      (void)!::write(channel[1], &child.pid, sizeof child.pid);
       for (;;) ::pause();
     }
     ::close(channel[1]);
