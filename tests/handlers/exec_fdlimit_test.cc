@@ -35,7 +35,8 @@ std::unique_ptr<Handler> EchoHandler() {
   return std::move(built.handler);
 }
 
-TEST_CASE("exec: no descriptor for the pipes is an infrastructure failure, not the handler's") {
+TEST_CASE("exec: no descriptor for the pipes is an infrastructure failure, not the handler's",
+          "[fork]") {
   auto handler = EchoHandler();
   // 0 and 1 free: the child watch's epoll set and eventfd (made on first use, in the forked
   // test process); 2: the stdin pipe; 4: the output pipe.
@@ -50,7 +51,8 @@ TEST_CASE("exec: no descriptor for the pipes is an infrastructure failure, not t
   }
 }
 
-TEST_CASE("exec: with just the descriptors for its pipes, the child runs with its output") {
+TEST_CASE("exec: with just the descriptors for its pipes, the child runs with its output",
+          "[fork]") {
   auto handler = EchoHandler();
   // 6: the watch's two descriptors and the two pipes, and nothing more (the pidfd must do
   // without: the watch then looks for the child's exit every 10 ms).

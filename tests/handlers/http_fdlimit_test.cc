@@ -15,7 +15,7 @@ using testing::Build;
 using testing::ChildReport;
 using testing::RunWithFreeDescriptors;
 
-TEST_CASE("http: no descriptor for the socket is an infrastructure failure") {
+TEST_CASE("http: no descriptor for the socket is an infrastructure failure", "[fork]") {
   // Port 9 on loopback: nothing listens, so a socket that opens is refused at once.
   auto built = Build("http", R"({url: "http://127.0.0.1:9/hook", timeout: 2s})");
   INFO(built.Errors());
