@@ -58,6 +58,7 @@ import math
 import os
 import platform
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -166,6 +167,13 @@ def tool_versions(args):
 
 # ------------------------------------------------------------------------------- servers
 
+def raise_nofile():
+    """Every server runs with the open-file limit hookbox's unit sets (LimitNOFILE=65536),
+    whatever the shell's: adnanh/webhook starts a process with pipes per request, without
+    bound, and silently drops runs when it runs out of descriptors."""
+    resource.setrlimit(resource.RLIMIT_NOFILE, (65536, 65536))
+
+
 class Server:
     """A server under test: started, measured, stopped."""
     name = "?"
@@ -190,7 +198,7 @@ class Server:
         self.port = self.port or free_port()
         self.log = open(os.path.join(self.workdir, "server.log"), "wb")
         self.proc = subprocess.Popen(self.argv(), stdout=self.log, stderr=subprocess.STDOUT,
-                                     cwd=self.workdir)
+                                     cwd=self.workdir, preexec_fn=raise_nofile)
         wait_port(self.port, self.proc)
 
     def stop(self):
