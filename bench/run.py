@@ -168,10 +168,17 @@ def tool_versions(args):
 # ------------------------------------------------------------------------------- servers
 
 def raise_nofile():
-    """Every server runs with the open-file limit hookbox's unit sets (LimitNOFILE=65536),
-    whatever the shell's: adnanh/webhook starts a process with pipes per request, without
-    bound, and silently drops runs when it runs out of descriptors."""
-    resource.setrlimit(resource.RLIMIT_NOFILE, (65536, 65536))
+    """Every server runs with its soft open-file limit raised to the hard one (as hookbox
+    does for itself at start; its unit sets LimitNOFILE=65536), whatever the shell's soft
+    limit: adnanh/webhook starts a process with pipes per request, without bound, and
+    silently drops runs when it runs out of descriptors. Raising the hard limit itself
+    needs CAP_SYS_RESOURCE, which a sandbox may not grant."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 65536 if hard == resource.RLIM_INFINITY else min(65536, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, want))
+    except (ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 class Server:
