@@ -1,0 +1,68 @@
+// What every verb of the command line shares (cli.h): the exit code of a Status, the report
+// of a failure, and the one path from a config file to an open inbox.
+#include "cli/cli.h"
+
+#include <iostream>
+
+#include "ops/terminal.h"
+
+namespace hookbox::cli {
+
+using nlohmann::json;
+
+int ExitCodeFor(const Status& s) {
+  switch (s.code()) {
+    case Status::Code::kOk:
+      return kExitOk;
+    case Status::Code::kNotFound:
+    case Status::Code::kInvalidArgument:
+      return kExitUsage;
+    default:
+      return kExitDatabase;
+  }
+}
+
+int ReportFailure(const Status& s) {
+  std::cerr << "hookbox: " << s.ToString() << "\n";
+  return ExitCodeFor(s);
+}
+
+std::string Dump(const json& j, int indent) {
+  return j.dump(indent, ' ', false, json::error_handler_t::replace);
+}
+
+std::optional<Config> LoadOrReport(const std::string& path, bool resolve_secrets) {
+  LoadResult r = LoadConfigFile(path, {.resolve_secrets = resolve_secrets});
+  for (const std::string& w : r.warnings) std::cerr << path << ": warning: " << w << "\n";
+  for (const std::string& e : r.errors) std::cerr << path << ": error: " << e << "\n";
+  return std::move(r.config);
+}
+
+bool KnownEndpoint(const Config& c, const std::string& name) {
+  if (name.empty() || c.FindByName(name)) return true;
+  std::cerr << "hookbox: unknown endpoint \"" << TerminalSafe(name) << "\" (not in " << c.path
+            << ")\n";
+  return false;
+}
+
+Opened LoadAndOpen(const std::string& path, const OpenRequest& request) {
+  Opened out;
+  out.config = LoadOrReport(path, request.resolve_secrets);
+  if (!out.config || !KnownEndpoint(*out.config, request.endpoint) ||
+      (request.check && !request.check(*out.config))) {
+    out.exit_code = kExitUsage;
+    return out;
+  }
+  const Config& c = *out.config;
+  auto inbox = OpenInbox({c.database, c.durability == Durability::kFull, request.create},
+                         request.applied);
+  // Both backends fail to open with Unavailable or Internal only: exit 2.
+  if (!inbox.ok()) {
+    out.exit_code = ReportFailure(inbox.status());
+    return out;
+  }
+  out.inbox = std::move(*inbox);
+  return out;
+}
+
+}  // namespace hookbox::cli

@@ -1,0 +1,94 @@
+// The hookbox command line, shared by its verbs: the exit codes and the one mapping from a
+// Status to them, the one way a verb loads its config and opens the inbox (or says why it
+// cannot), and the verbs themselves, one file per family (serve.cc; inbox.cc; send.cc;
+// purge.cc for purge and stats; config.cc for check-config and migrate). src/main.cc is the
+// table that maps the command line onto them.
+//
+// Exit status: 0 success; 1 usage, config or lookup error (unknown endpoint or id, a row
+// with no dead job); 2 the database cannot be opened or fails.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "config/config.h"
+#include "inbox/inbox.h"
+
+namespace hookbox::cli {
+
+constexpr int kExitOk = 0;
+constexpr int kExitUsage = 1;
+constexpr int kExitDatabase = 2;
+
+// 0 for ok; 1 when the operator named something that is not there or not in a state for
+// the verb (NotFound, InvalidArgument); 2 for everything else, which is the database's.
+int ExitCodeFor(const Status& s);
+
+// Prints "hookbox: <s>" on stderr and returns ExitCodeFor(s).
+int ReportFailure(const Status& s);
+
+// JSON text for the operator; bytes that are not UTF-8 are replaced, never thrown on.
+std::string Dump(const nlohmann::json& j, int indent = -1);
+
+// Loads the config, printing every problem; nullopt when it has errors. Only `serve`,
+// `check-config` and `send` read secrets: the operator's verbs work from a shell without them.
+std::optional<Config> LoadOrReport(const std::string& path, bool resolve_secrets = false);
+
+// Checks an operator-named endpoint against the config: a typo is an error, not an empty
+// list. True for "" (no endpoint named).
+bool KnownEndpoint(const Config& c, const std::string& name);
+
+// What a verb needs of LoadAndOpen.
+struct OpenRequest {
+  bool resolve_secrets = false;
+  // Create the database or schema if missing, and migrate it (serve, migrate); the
+  // operator's verbs never create one, so a wrong `database` is exit 2.
+  bool create = false;
+  // An endpoint the operator named, which must be in the config ("" = none named).
+  std::string endpoint = {};
+  // Runs once the config has loaded, before the inbox opens: the verb's own checks (and
+  // serve's fitting of its limits). False, having said why, is exit 1.
+  std::function<bool(Config&)> check = {};
+  std::vector<std::string>* applied = nullptr;  // with `create`: the migrations applied
+};
+
+struct Opened {
+  std::optional<Config> config;
+  std::unique_ptr<Inbox> inbox;  // null when it could not be opened
+  int exit_code = kExitOk;       // why not, when inbox is null
+};
+
+// Loads the config, checks the request against it and opens the inbox; every problem is
+// reported on stderr, in that order, and the first one ends it.
+Opened LoadAndOpen(const std::string& path, const OpenRequest& request);
+
+// ---- the verbs: each returns the process's exit status
+
+int Serve(const std::string& config_path);                   // serve.cc
+int CheckConfig(const std::string& path, bool read_secrets);  // config.cc
+int Migrate(const std::string& path);                         // config.cc
+
+struct ListArgs {
+  ListFilter filter;
+  bool json = false;
+};
+enum class ShowAs { kText, kJson, kRawBody };
+int InboxList(const std::string& path, ListArgs args);  // inbox.cc
+int InboxShow(const std::string& path, const std::string& endpoint, const std::string& id,
+              ShowAs as);
+int InboxClear(const std::string& path, const std::string& endpoint, const std::string& id);
+int InboxRetry(const std::string& path, const std::string& endpoint, const std::string& id);
+
+int Send(const std::string& path, const std::string& endpoint_name, const std::string& file,
+         std::string url_text);  // send.cc
+
+int Stats(const std::string& path, bool as_json);                // purge.cc
+int Purge(const std::string& path, bool dry_run, bool as_json);  // purge.cc
+
+}  // namespace hookbox::cli

@@ -1,0 +1,175 @@
+// `hookbox inbox list|show|clear|retry`: the operator's look at the inbox's rows, safe to
+// run while the daemon runs. Tables and text are for a terminal, so every field is escaped
+// (ops/terminal.h); `--json` and `--raw-body` are exact.
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "cli/cli.h"
+#include "ops/clock.h"
+#include "ops/terminal.h"
+
+namespace hookbox::cli {
+namespace {
+
+using nlohmann::json;
+
+json RowJson(const InboxRow& r) {
+  auto or_null = [](const std::string& s) { return s.empty() ? json(nullptr) : json(s); };
+  json headers = json::parse(r.headers_json, nullptr, /*allow_exceptions=*/false);
+  return json{{"id", r.id},
+              {"endpoint", r.endpoint},
+              {"event_id", r.event_id},
+              {"id_source", r.id_source},
+              {"event_type", r.event_type},
+              {"resource_id", r.resource_id},
+              {"sequence", r.sequence},
+              {"body_sha256", r.body_sha256},
+              {"headers", headers.is_discarded() ? json(r.headers_json) : headers},
+              {"status", r.status},
+              {"received_at", r.received_at},
+              {"processed_at", or_null(r.processed_at)},
+              {"duplicates", r.duplicates},
+              {"last_duplicate_at", or_null(r.last_duplicate_at)}};
+}
+
+// --since as the inbox's lower bound: an age (2h, 7d), a date, or an RFC 3339 time.
+std::optional<std::string> SinceBound(const std::string& since) {
+  if (since.empty()) return std::string();
+  auto now = std::chrono::system_clock::now();
+  if (auto age = ParseDuration(since); age.ok()) return FormatTime(now - *age);
+  std::string text = since.size() == 10 ? since + "T00:00:00Z" : since;
+  if (auto micros = ParseRfc3339Micros(text)) {
+    return FormatTime(TimePoint(std::chrono::microseconds(*micros)));
+  }
+  return std::nullopt;
+}
+
+// A failed lookup of a row the operator named: its message escaped for the terminal.
+int ReportLookupFailure(const Status& s) {
+  std::cerr << "hookbox: " << TerminalSafe(s.ToString()) << "\n";
+  return ExitCodeFor(s);
+}
+
+void PrintRowTable(const std::vector<InboxRow>& rows) {
+  std::printf("%-24s  %-12s  %-40s  %-24s  %-9s  %s\n", "RECEIVED", "ENDPOINT", "EVENT ID",
+              "TYPE", "STATUS", "DUPS");
+  for (const InboxRow& r : rows) {
+    std::printf("%-24s  %-12s  %-40s  %-24s  %-9s  %lld\n", TerminalSafe(r.received_at).c_str(),
+                TerminalSafe(r.endpoint).c_str(), TerminalSafe(r.event_id).c_str(),
+                TerminalSafe(r.event_type).c_str(), TerminalSafe(r.status).c_str(),
+                static_cast<long long>(r.duplicates));
+  }
+}
+
+// The exact body bytes and nothing else, for a pipe.
+int WriteRawBody(const std::string& body) {
+  return std::fwrite(body.data(), 1, body.size(), stdout) == body.size() &&
+                 std::fflush(stdout) == 0
+             ? kExitOk
+             : kExitUsage;
+}
+
+json DetailJson(const InboxDetail& detail) {
+  json out = RowJson(detail.row);
+  out["body"] = detail.row.body;
+  out["jobs"] = json::array();
+  for (const JobRow& j : detail.jobs) {
+    json attempts = json::array();
+    for (const AttemptRow& a : j.attempt_rows) {
+      attempts.push_back({{"number", a.number}, {"started_at", a.started_at},
+                          {"finished_at", a.finished_at}, {"outcome", a.outcome},
+                          {"detail", a.detail}});
+    }
+    out["jobs"].push_back({{"id", j.id}, {"handler", j.handler}, {"status", j.status},
+                           {"next_attempt_at", j.next_attempt_at},
+                           {"lease_owner", j.lease_owner}, {"lease_until", j.lease_until},
+                           {"last_error", j.last_error}, {"attempts", attempts}});
+  }
+  return out;
+}
+
+// The text is for a terminal: every field escaped (ops/terminal.h), the body keeping its
+// newlines and tabs.
+void PrintDetailText(const json& out, const InboxDetail& detail) {
+  json row = out;
+  row.erase("body");
+  row.erase("jobs");
+  row.erase("headers");
+  for (auto& [k, v] : row.items()) {
+    std::printf("%-18s %s\n", k.c_str(),
+                TerminalSafe(v.is_string() ? v.get<std::string>() : Dump(v)).c_str());
+  }
+  // JSON text on one line: its backslashes are its own escapes, not doubled.
+  std::printf("%-18s %s\n", "headers", TerminalSafeText(Dump(out["headers"])).c_str());
+  std::printf("%-18s %zu bytes\n", "body", detail.row.body.size());
+  for (const JobRow& j : detail.jobs) {
+    std::printf("job %-14s %s (%zu attempts)\n", TerminalSafe(j.handler).c_str(),
+                TerminalSafe(j.status).c_str(), j.attempt_rows.size());
+  }
+  std::printf("\n%s\n", TerminalSafeText(detail.row.body).c_str());
+}
+
+}  // namespace
+
+int InboxList(const std::string& path, ListArgs args) {
+  Opened opened = LoadAndOpen(path, {.endpoint = args.filter.endpoint,
+                                     .check = [&](Config&) {
+                                       auto since = SinceBound(args.filter.since);
+                                       if (!since) {
+                                         std::cerr << "hookbox: --since takes an RFC 3339 "
+                                                      "time, a date or an age like 2h\n";
+                                         return false;
+                                       }
+                                       args.filter.since = *since;
+                                       return true;
+                                     }});
+  if (!opened.inbox) return opened.exit_code;
+  auto rows = opened.inbox->List(args.filter);
+  if (!rows.ok()) return ReportFailure(rows.status());
+  if (args.json) {
+    json out = json::array();
+    for (const InboxRow& r : *rows) out.push_back(RowJson(r));
+    std::cout << Dump(out, 2) << "\n";
+    return kExitOk;
+  }
+  PrintRowTable(*rows);
+  return kExitOk;
+}
+
+int InboxShow(const std::string& path, const std::string& endpoint, const std::string& id,
+              ShowAs as) {
+  Opened opened = LoadAndOpen(path, {.endpoint = endpoint});
+  if (!opened.inbox) return opened.exit_code;
+  auto detail = opened.inbox->Show(endpoint, id);
+  if (!detail.ok()) return ReportLookupFailure(detail.status());
+  if (as == ShowAs::kRawBody) return WriteRawBody(detail->row.body);
+  json out = DetailJson(*detail);
+  if (as == ShowAs::kJson) {
+    std::cout << Dump(out, 2) << "\n";
+    return kExitOk;
+  }
+  PrintDetailText(out, *detail);
+  return kExitOk;
+}
+
+int InboxClear(const std::string& path, const std::string& endpoint, const std::string& id) {
+  Opened opened = LoadAndOpen(path, {.endpoint = endpoint});
+  if (!opened.inbox) return opened.exit_code;
+  if (Status s = opened.inbox->Clear(endpoint, id); !s.ok()) return ReportLookupFailure(s);
+  std::cout << "cleared " << TerminalSafe(endpoint) << " " << TerminalSafe(id)
+            << ": the next delivery of this event will be processed as new\n";
+  return kExitOk;
+}
+
+int InboxRetry(const std::string& path, const std::string& endpoint, const std::string& id) {
+  Opened opened = LoadAndOpen(path, {.endpoint = endpoint});
+  if (!opened.inbox) return opened.exit_code;
+  auto rearmed = opened.inbox->Retry(endpoint, id, std::chrono::system_clock::now());
+  if (!rearmed.ok()) return ReportLookupFailure(rearmed.status());
+  std::cout << "re-armed " << *rearmed << " dead job(s) of " << TerminalSafe(endpoint) << " "
+            << TerminalSafe(id) << "\n";
+  return kExitOk;
+}
+
+}  // namespace hookbox::cli

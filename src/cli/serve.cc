@@ -1,0 +1,419 @@
+// `hookbox serve`: the daemon. Serve() reads as the list of steps it takes — config,
+// descriptors, open and migrate, handlers, dispatcher, receiver, purge, listeners, READY,
+// then wait for signals — and Daemon holds the running parts. Here too: the admin port's
+// answers (/healthz, /readyz, /metrics), the queue gauges, SIGHUP's reload, and the fitting
+// of limits.max_connections under the open-file limit.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include "cli/cli.h"
+#include "config/exposure.h"
+#include "handlers/handler.h"
+#include "http/server.h"
+#include "inbox/postgres/pg.h"
+#include "ops/clock.h"
+#include "ops/daemon_metrics.h"
+#include "ops/fdlimit.h"
+#include "ops/log.h"
+#include "ops/systemd.h"
+#include "receive/receiver.h"
+#include "work/dispatcher.h"
+#include "work/purge.h"
+
+namespace hookbox::cli {
+namespace {
+
+using nlohmann::json;
+
+// Builds every handler (each kind checks its config once) and runs the sql handlers' setup
+// in the inbox; nullptr after logging every problem.
+std::shared_ptr<const HandlerSet> BuildAndPrepare(const Config& c, Inbox& inbox) {
+  std::vector<std::string> errors;
+  auto handlers = std::make_shared<HandlerSet>(BuildHandlers(c, &errors));
+  for (const auto& [endpoint, by_name] : handlers->by_endpoint) {
+    for (const auto& [name, handler] : by_name) {
+      if (!handler->sql()) continue;
+      if (Status s = inbox.PrepareSql(*handler->sql()); !s.ok()) {
+        errors.push_back(endpoint + "." + name + ": sql: " + s.ToString());
+      }
+    }
+  }
+  if (errors.empty()) return handlers;
+  LogError({{"msg", "handlers are not valid"}, {"errors", errors}});
+  return nullptr;
+}
+
+HttpLimits PublicLimits(const Config& c) {
+  HttpLimits l;
+  l.max_body = c.limits.max_body;
+  l.read_timeout = c.limits.read_timeout;
+  l.threads = c.limits.threads;
+  l.max_headers = c.limits.max_headers;
+  l.max_connections = c.limits.max_connections;
+  return l;
+}
+
+HttpLimits AdminLimits() {
+  HttpLimits l;
+  l.threads = 2;
+  return l;
+}
+
+// The inbox answers reads (Ping) and its write path commits: a lease expiry for an owner no
+// process has (owner names start with a host name, never with '/') changes nothing, but a
+// stuck group commit or a dead disk makes it fail or hang.
+Status InboxAlive(Inbox& inbox) {
+  if (Status s = inbox.Ping(); !s.ok()) return s;
+  return inbox.ExpireLeases("/hookbox-liveness-probe/", std::chrono::system_clock::now());
+}
+
+// What /readyz and the systemd watchdog both ask: is the daemon taking deliveries?
+struct Liveness {
+  Inbox& inbox;
+  const HttpServer& hooks;
+  const std::atomic<bool>& draining;
+
+  // Empty when alive, else what is wrong.
+  std::string Problem() const {
+    if (draining) return "draining";
+    if (!hooks.Serving()) return "not accepting connections";
+    if (!InboxAlive(inbox).ok()) return "database unavailable";
+    return "";
+  }
+};
+
+Answer AdminAnswer(const Delivery& d, const Liveness& liveness) {
+  if (d.path == "/healthz") return {200, R"({"status":"ok"})", {}};
+  if (d.path == "/readyz") {
+    std::string problem = liveness.Problem();
+    if (!problem.empty()) return {503, Dump(json{{"status", problem}}), {}};
+    return {200, R"({"status":"ready"})", {}};
+  }
+  if (d.path == "/metrics") {
+    return {200, Metrics().registry.Render(),
+            {{"Content-Type", "text/plain; version=0.0.4; charset=utf-8"}}};
+  }
+  return {404, R"({"error":"not found"})", {}};
+}
+
+// hookbox_jobs{status} and hookbox_queue_oldest_age_seconds, asked of the inbox at each
+// scrape. Registered once: a process serves once.
+void AddQueueGauges(Inbox& inbox) {
+  Metrics().registry.AddGauge(
+      "hookbox_jobs", "Jobs in the inbox, by status.", {"status"}, [&inbox] {
+        std::vector<GaugeSample> out;
+        auto q = inbox.Queue();
+        if (!q.ok()) return out;
+        std::map<std::string, int64_t> by_status = {
+            {"pending", 0}, {"processing", 0}, {"done", 0}, {"dead", 0}};
+        for (const auto& [status, n] : q->jobs_by_status) by_status[status] = n;
+        for (const auto& [status, n] : by_status) {
+          out.push_back({{status}, static_cast<double>(n)});
+        }
+        return out;
+      });
+  Metrics().registry.AddGauge(
+      "hookbox_queue_oldest_age_seconds",
+      "Age of the oldest event with a pending or processing job; 0 when there is none.", {},
+      [&inbox] {
+        std::vector<GaugeSample> out;
+        auto q = inbox.Queue();
+        if (!q.ok()) return out;
+        double age = 0;
+        if (auto micros = ParseRfc3339Micros(q->oldest_unfinished_received_at)) {
+          TimePoint oldest{std::chrono::microseconds(*micros)};
+          age = std::max(0.0, std::chrono::duration<double>(std::chrono::system_clock::now() -
+                                                            oldest).count());
+        }
+        out.push_back({{}, age});
+        return out;
+      });
+}
+
+// Blocks the signals serve handles, so that only the waiting thread receives them.
+sigset_t BlockServeSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, sig);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+// Webhooks on the socket systemd passed (socket activation), else on `listen`. Returns the
+// address for the log.
+StatusOr<std::string> ListenForWebhooks(HttpServer& hooks, const Config& c,
+                                        const std::vector<int>& activated) {
+  if (!activated.empty()) {
+    for (size_t i = 1; i < activated.size(); ++i) close(activated[i]);
+    if (activated.size() > 1) {
+      LogWarn({{"msg", "systemd passed several sockets; serving webhooks on the first only"}});
+    }
+    return hooks.Adopt(activated.front());
+  }
+  auto listen = ParseHostPort(c.listen);
+  auto port = hooks.Bind(listen->host, listen->port);
+  if (!port.ok()) return port.status();
+  return listen->host + ":" + std::to_string(*port);
+}
+
+// Logs a warning (and the daemon still starts) when others can read inline secrets in the
+// config file (config/exposure.h).
+void WarnIfSecretsExposed(const Config& c) {
+  if (auto exposed = CheckInlineSecretsExposure(c)) {
+    LogWarn({{"msg", "config file readable by others holds inline secrets"},
+             {"file", exposed->path}, {"mode", exposed->ModeText()}, {"owner", exposed->owner},
+             {"inline_secrets", exposed->places},
+             {"fix", "chmod 600 the file and chown it to the service user, or use file:/env: "
+                     "secrets"}});
+  }
+}
+
+// The handlers are built here only to count their slots (each kind's concurrency); serve
+// builds them again once the inbox is open, for the sql kind's setup.
+DescriptorNeeds NeedsOf(const Config& c) {
+  std::vector<std::string> ignored;
+  const int slots = c.workers == 0 ? 0 : BuildHandlers(c, &ignored).total_concurrency;
+  return DescriptorNeeds{slots, c.limits.threads, pg::IsPostgresUrl(c.database)};
+}
+
+// Raises the soft open-file limit to the hard one, then lowers limits.max_connections to
+// what fits under it beside the descriptors the rest of the daemon needs (ops/fdlimit.h).
+// False, after saying why, when not even the minimum fits.
+bool FitDescriptors(Config& c) {
+  auto limit = RaiseNofileLimit();
+  if (!limit.ok()) {
+    LogWarn({{"msg", "cannot read the open-file limit"}, {"error", limit.status().ToString()}});
+    return true;
+  }
+  if (limit->soft != limit->before) {
+    LogInfo({{"msg", "raised the open-file limit"}, {"from", limit->before}, {"to", limit->soft}});
+  }
+  auto fit = FitConnections(limit->soft, c.limits.max_connections, NeedsOf(c));
+  if (!fit.ok()) {
+    std::cerr << "hookbox: " << fit.status().ToString() << "\n";
+    LogError({{"msg", "limits.max_connections does not fit the open-file limit"},
+              {"error", fit.status().ToString()}});
+    return false;
+  }
+  if (fit->lowered) {
+    LogWarn({{"msg", "limits.max_connections lowered to fit the open-file limit"},
+             {"configured", c.limits.max_connections},
+             {"max_connections", fit->max_connections},
+             {"open_file_limit", limit->soft},
+             {"reserved", fit->reserve}});
+    c.limits.max_connections = fit->max_connections;
+  }
+  return true;
+}
+
+// A running daemon: its parts in the order they are made (and destroyed in reverse). Serve
+// makes it once the inbox is open and the handlers are built.
+class Daemon {
+ public:
+  Daemon(std::string config_path, std::shared_ptr<const Config> config,
+         std::shared_ptr<const HandlerSet> handlers, std::unique_ptr<Inbox> inbox)
+      : config_path_(std::move(config_path)),
+        config_(config),
+        c_(*config_),
+        inbox_(std::move(inbox)),
+        dispatcher_(*inbox_, config, handlers, clock_),
+        receiver_({config, handlers}, *inbox_, clock_, [this] { dispatcher_.Wake(); }),
+        purge_(*inbox_, config, clock_),
+        hooks_(
+            PublicLimits(c_), [this](const Delivery& d) { return receiver_.Receive(d); },
+            [this](const Delivery& head) { return receiver_.CheckHead(head); }),
+        liveness_{*inbox_, hooks_, draining_},
+        admin_(AdminLimits(), [this](const Delivery& d) { return AdminAnswer(d, liveness_); }) {}
+
+  // Starts the dispatcher, the daily purge and the listeners, then tells the log and systemd
+  // the daemon is up. False, after logging why, when it cannot listen.
+  bool Start(const std::vector<int>& activated);
+  // Waits for SIGTERM/SIGINT; SIGHUP reloads endpoints, secrets and handlers.
+  void WaitForStop(const sigset_t& signals);
+  // Stops taking deliveries, lets running jobs finish within shutdown_grace, closes the
+  // inbox. The process's exit status.
+  int Drain();
+
+ private:
+  bool Listen(const std::vector<int>& activated);
+  void AnnounceReady(bool socket_activated);
+  void Reload();
+
+  const std::string config_path_;
+  const std::shared_ptr<const Config> config_;  // as started: reloads do not change it
+  const Config& c_;
+  std::unique_ptr<Inbox> inbox_;
+  SystemClock clock_;
+  Dispatcher dispatcher_;
+  Receiver receiver_;
+  PurgeSchedule purge_;
+  std::atomic<bool> draining_{false};
+  HttpServer hooks_;  // webhooks, on `listen` (or systemd's socket)
+  const Liveness liveness_;
+  HttpServer admin_;  // health and metrics, on `admin_listen`
+  std::string hooks_address_;
+  std::optional<int> admin_port_;
+  std::thread hooks_thread_;
+  std::thread admin_thread_;
+  std::optional<Watchdog> watchdog_;
+};
+
+bool Daemon::Start(const std::vector<int>& activated) {
+  dispatcher_.Start(c_.workers != 0);
+  purge_.Start();
+  AddQueueGauges(*inbox_);
+  if (!Listen(activated)) return false;
+  hooks_thread_ = std::thread([this] { hooks_.Run(); });
+  admin_thread_ = std::thread([this] {
+    if (admin_port_) admin_.Run();
+  });
+  AnnounceReady(!activated.empty());
+  return true;
+}
+
+bool Daemon::Listen(const std::vector<int>& activated) {
+  auto hooks_address = ListenForWebhooks(hooks_, c_, activated);
+  if (!hooks_address.ok()) {
+    LogError({{"msg", "cannot listen"}, {"error", hooks_address.status().ToString()}});
+    return false;
+  }
+  hooks_address_ = *hooks_address;
+  if (c_.admin_listen.empty()) return true;
+  auto admin_addr = ParseHostPort(c_.admin_listen);
+  auto bound = admin_.Bind(admin_addr->host, admin_addr->port);
+  if (!bound.ok()) {
+    LogError({{"msg", "cannot listen"}, {"error", bound.status().ToString()}});
+    return false;
+  }
+  admin_port_ = *bound;
+  return true;
+}
+
+// Logs "listening", tells systemd we are up, and pings its watchdog while deliveries can be
+// taken.
+void Daemon::AnnounceReady(bool socket_activated) {
+  json ready = {{"msg", "listening"},
+                {"listen", hooks_address_},
+                {"database", DatabaseForLogs(c_.database)},
+                {"endpoints", c_.endpoints.size()},
+                {"workers", c_.workers}};
+  if (socket_activated) ready["socket_activated"] = true;
+  if (admin_port_) {
+    ready["admin"] = ParseHostPort(c_.admin_listen)->host + ":" + std::to_string(*admin_port_);
+  }
+  LogInfo(ready);
+  NotifySystemd("READY=1\nSTATUS=listening on " + hooks_address_);
+  if (auto timeout = WatchdogTimeout()) {
+    watchdog_.emplace(*timeout, [this] {
+      std::string problem = liveness_.Problem();
+      if (!problem.empty()) LogWarn({{"msg", "not alive"}, {"problem", problem}});
+      return problem.empty();
+    });
+  }
+}
+
+void Daemon::WaitForStop(const sigset_t& signals) {
+  for (;;) {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    if (sig != SIGHUP) {
+      LogInfo({{"msg", "stopping"}, {"signal", strsignal(sig)}});
+      return;
+    }
+    NotifySystemd("RELOADING=1\n" + MonotonicUsec());
+    Reload();
+    NotifySystemd("READY=1\nSTATUS=listening on " + hooks_address_);
+  }
+}
+
+// SIGHUP: re-reads the config and swaps endpoints, secrets and handlers everywhere at once;
+// an invalid config is logged and the old one stays.
+void Daemon::Reload() {
+  LoadResult r = LoadConfigFile(config_path_);
+  if (!r.config) {
+    LogError({{"msg", "reload refused: the config has errors; the old one stays"},
+              {"errors", r.errors}});
+    return;
+  }
+  WarnIfSecretsExposed(*r.config);
+  auto new_config = std::make_shared<const Config>(std::move(*r.config));
+  auto new_handlers = BuildAndPrepare(*new_config, *inbox_);
+  if (!new_handlers) {
+    LogError({{"msg", "reload refused: the old config stays"}});
+    return;
+  }
+  if (new_config->listen != c_.listen || new_config->database != c_.database ||
+      new_config->admin_listen != c_.admin_listen) {
+    LogWarn({{"msg", "listen, admin_listen and database changes take effect at the next restart"}});
+  }
+  dispatcher_.Swap(new_config, new_handlers);
+  receiver_.Swap({new_config, new_handlers});
+  purge_.Swap(new_config);
+  LogInfo({{"msg", "reloaded"}, {"endpoints", new_config->endpoints.size()}});
+}
+
+int Daemon::Drain() {
+  // Tell systemd, stop accepting and finish in-flight requests.
+  if (watchdog_) watchdog_->Stop();
+  NotifySystemd("STOPPING=1");
+  draining_ = true;
+  hooks_.Stop();
+  admin_.Stop();
+  hooks_thread_.join();
+  admin_thread_.join();
+  purge_.Stop();
+  if (!dispatcher_.Stop(c_.shutdown_grace)) {
+    // Everything committed is on disk; the unfinished attempts' leases will expire and
+    // their jobs run again after the restart.
+    LogWarn({{"msg", "stopped with attempts still running; they will be retried"},
+             {"shutdown_grace", FormatDuration(c_.shutdown_grace)}});
+    std::_Exit(kExitOk);
+  }
+  inbox_.reset();
+  LogInfo({{"msg", "stopped"}});
+  return kExitOk;
+}
+
+}  // namespace
+
+int Serve(const std::string& config_path) {
+  sigset_t signals = BlockServeSignals();
+  // Take the sockets systemd may have passed before anything could inherit them.
+  const std::vector<int> activated = TakeListenFds();
+  // Load and check the config (every problem is reported before stopping); raise the
+  // open-file limit and fit max_connections under it; open the inbox and bring its schema
+  // up to date.
+  std::vector<std::string> applied;
+  Opened opened = LoadAndOpen(config_path, {.resolve_secrets = true,
+                                            .create = true,
+                                            .check =
+                                                [](Config& c) {
+                                                  WarnIfSecretsExposed(c);
+                                                  return FitDescriptors(c);
+                                                },
+                                            .applied = &applied});
+  if (!opened.inbox) return opened.exit_code;
+  for (const std::string& m : applied) LogInfo({{"msg", "migrated"}, {"migration", m}});
+  auto config = std::make_shared<const Config>(std::move(*opened.config));
+  // Build the handlers; run the sql handlers' setup.
+  auto handlers = BuildAndPrepare(*config, *opened.inbox);
+  if (!handlers) return kExitUsage;
+  // Start the dispatcher, then the receive pipeline that feeds it, the daily purge, and the
+  // listeners: webhooks on `listen` (or systemd's socket); health and metrics on
+  // `admin_listen`.
+  Daemon daemon(config_path, config, handlers, std::move(opened.inbox));
+  if (!daemon.Start(activated)) return kExitUsage;
+  daemon.WaitForStop(signals);
+  // Drain: stop accepting, let running jobs finish within shutdown_grace, close the inbox.
+  return daemon.Drain();
+}
+
+}  // namespace hookbox::cli
