@@ -5,6 +5,7 @@
 //
 // Kinds live in handlers/<kind>/ (exec, http, file, sql), each with a factory that
 // validates its YAML once, at load (handlers/registry.cc), so nothing is re-parsed per event.
+// The kinds are listed once, in config/handler_kinds.h: a kind is its folder plus a row there.
 //
 // Thread-safety: Run() is called from several worker threads at once, for different events;
 // a handler holds no per-event state.
@@ -123,7 +124,8 @@ struct HandlerSet {
 // as "endpoints[i].routes[j].handlers[k]...: what".
 HandlerSet BuildHandlers(const Config& config, std::vector<std::string>* errors);
 
-// The kinds, from the one explicit table in registry.cc. nullptr for an unknown kind.
+// The kinds, from the one explicit table in registry.cc (built from config/handler_kinds.h).
+// nullptr for an unknown kind.
 HandlerFactory FindHandlerKind(const std::string& kind);
 std::vector<std::string> HandlerKinds();
 

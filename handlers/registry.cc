@@ -1,25 +1,29 @@
-// The one explicit table of handler kinds. A static library link can silently drop
-// self-registering static initialisers; a table cannot be dropped, and a duplicate name is
-// a compile-time-visible mistake.
+// The one explicit table of handler kinds, built from the rows of config/handler_kinds.h
+// (the list the config loader takes the kinds' keys from): each kind's key and its factory.
+// A static library link can silently drop self-registering static initialisers; a table
+// cannot be dropped, and a duplicate name is a compile-time-visible mistake.
 #include <algorithm>
 #include <charconv>
 #include <utility>
 
-#include "handlers/exec/exec.h"
-#include "handlers/file/file.h"
+#include "config/handler_kinds.h"
 #include "handlers/handler.h"
-#include "handlers/http/http.h"
-#include "handlers/sql/sql.h"
 
 namespace hookbox {
+
+// Each kind's factory, declared from its row; handlers/<kind>/ defines it.
+#define HOOKBOX_DECLARE_FACTORY(key, factory)                                        \
+  std::unique_ptr<Handler> factory(const YAML::Node& config, const std::string& where, \
+                                   std::vector<std::string>* errors);
+HOOKBOX_HANDLER_KINDS(HOOKBOX_DECLARE_FACTORY)
+#undef HOOKBOX_DECLARE_FACTORY
+
 namespace {
 
+#define HOOKBOX_TABLE_ROW(key, factory) {key, &factory},
 constexpr std::pair<const char*, HandlerFactory> kKinds[] = {
-    {"exec", &MakeExecHandler},
-    {"http", &MakeHttpHandler},
-    {"file", &MakeFileHandler},
-    {"sql", &MakeSqlHandler},
-};
+    HOOKBOX_HANDLER_KINDS(HOOKBOX_TABLE_ROW)};
+#undef HOOKBOX_TABLE_ROW
 
 }  // namespace
 

@@ -14,6 +14,7 @@
 #include <set>
 #include <span>
 
+#include "config/handler_kinds.h"
 #include "config/secrets.h"
 
 namespace hookbox {
@@ -41,7 +42,6 @@ constexpr Choice<std::string_view> kHmacAlgorithms[] = {
 constexpr Choice<std::string_view> kHmacEncodings[] = {{"hex", "hex"}, {"base64", "base64"}};
 constexpr Choice<SecretSource> kSecretSources[] = {
     {"env", SecretSource::kEnv}, {"file", SecretSource::kFile}, {"value", SecretSource::kValue}};
-constexpr std::string_view kHandlerKinds[] = {"exec", "http", "file", "sql"};
 
 // Producers retry for up to 3 days; purging earlier than that forgets events they may still
 // redeliver.
@@ -126,7 +126,11 @@ class Loader final {
   // Checks that `node` is a mapping whose keys are all in `fields`, each at most once, and
   // hands every value to its field's reader. False (after an error) if it is not a mapping.
   bool ReadMapping(const YAML::Node& node, const std::string& where,
-                   std::initializer_list<Field> fields);
+                   std::initializer_list<Field> fields) {
+    return ReadMapping(node, where, std::span<const Field>(fields.begin(), fields.size()));
+  }
+  bool ReadMapping(const YAML::Node& node, const std::string& where,
+                   std::span<const Field> fields);
   // Checks that `node` is a list (non-empty when `non_empty`) and calls read(item, where[i]).
   void ReadList(const YAML::Node& node, const std::string& where, bool non_empty,
                 const std::function<void(const YAML::Node&, const std::string&, size_t)>& read);
@@ -179,7 +183,7 @@ class Loader final {
 };
 
 bool Loader::ReadMapping(const YAML::Node& node, const std::string& where,
-                         std::initializer_list<Field> fields) {
+                         std::span<const Field> fields) {
   if (!node.IsMap()) {
     Error(where, "expected a mapping");
     return false;
@@ -687,13 +691,17 @@ void Loader::ReadHandler(const YAML::Node& node, const std::string& where, size_
                  }};
   };
   std::optional<std::string> name;
-  bool is_map = ReadMapping(
-      node, where,
-      {kind_field(kHandlerKinds[0]), kind_field(kHandlerKinds[1]), kind_field(kHandlerKinds[2]),
-       kind_field(kHandlerKinds[3]), Field{"name", [&](auto& n, auto& w) { name = Name(n, w); }}});
-  if (!is_map) return;
+  // One key per kind (config/handler_kinds.h), and `name`.
+  std::vector<Field> fields;
+  std::string expected;
+  for (std::string_view kind : kHandlerKinds) {
+    fields.push_back(kind_field(kind));
+    expected += (expected.empty() ? "" : ", ") + std::string(kind);
+  }
+  fields.push_back(Field{"name", [&](auto& n, auto& w) { name = Name(n, w); }});
+  if (!ReadMapping(node, where, fields)) return;
   if (kinds.empty()) {
-    Error(where, "expected one of exec, http, file, sql");
+    Error(where, "expected one of " + expected);
   } else if (kinds.size() > 1) {
     Error(where, "has " + std::string(kinds[0]) + " and " + std::string(kinds[1]) +
                      "; one kind per handler");

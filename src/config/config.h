@@ -53,8 +53,8 @@ struct RetryPolicy {
   Duration max = std::chrono::hours(1);
 };
 
-// One handler of a route: the kind (exec, http, file, sql) and its YAML, which the handler
-// factory of that kind validates at load (handlers/registry.cc).
+// One handler of a route: the kind (a key of config/handler_kinds.h) and its YAML, which
+// the handler factory of that kind validates at load (handlers/registry.cc).
 struct HandlerSpec {
   std::string name;  // `name:` if given, else "r<route>.h<index>.<kind>"
   std::string kind;
