@@ -1,5 +1,5 @@
 # The two commands of README.md, and the few around them.
-#   make run    install dependencies, build, start hookbox on config.example.yaml
+#   make run    install dependencies, build the daemon (no tests), start it on config.example.yaml
 #   make test   install dependencies, build, run every test (unit, integration, interop),
 #               then the same suite under ASan+UBSan, the concurrency tests under TSan, and
 #               short fuzz and crash runs
@@ -40,7 +40,10 @@ build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
 
-run: build
+# The daemon only: the test binaries are left to `make test`.
+run: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS) --target hookbox
 	@mkdir -p var
 	./$(BUILD)/hookbox serve -c config.example.yaml
 
