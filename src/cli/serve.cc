@@ -280,19 +280,17 @@ bool Daemon::Start(const std::vector<int>& activated) {
 }
 
 bool Daemon::Listen(const std::vector<int>& activated) {
-  auto hooks_address = ListenForWebhooks(hooks_, c_, activated);
-  if (!hooks_address.ok()) {
-    LogError({{"msg", "cannot listen"}, {"error", hooks_address.status().ToString()}});
+  auto cannot_listen = [](const Status& s) {
+    LogError({{"msg", "cannot listen"}, {"error", s.ToString()}});
     return false;
-  }
+  };
+  auto hooks_address = ListenForWebhooks(hooks_, c_, activated);
+  if (!hooks_address.ok()) return cannot_listen(hooks_address.status());
   hooks_address_ = *hooks_address;
   if (c_.admin_listen.empty()) return true;
   auto admin_addr = ParseHostPort(c_.admin_listen);
   auto bound = admin_.Bind(admin_addr->host, admin_addr->port);
-  if (!bound.ok()) {
-    LogError({{"msg", "cannot listen"}, {"error", bound.status().ToString()}});
-    return false;
-  }
+  if (!bound.ok()) return cannot_listen(bound.status());
   admin_port_ = *bound;
   return true;
 }
