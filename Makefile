@@ -12,6 +12,8 @@
 #   make soak        SOAK_MINUTES (default 30) of mixed traffic against the release daemon on
 #                    loopback; fails if RSS, descriptors or threads grow (scripts/soak.py)
 #   make bench       the benchmark (bench/bench.sh): ceiling, hookbox, adnanh/webhook
+#   make bench-replicas  hookbox on PostgreSQL, 1 replica vs 2, each capped at half a core
+#                    in its own cgroup (as root)
 #   make bench-handlers  hookbox's exec/file/http handlers end to end, adnanh/webhook's
 #   make bench-scale accept latency at 10 k vs 1 M rows, RSS, the purge of 1 M rows
 BUILD ?= build
@@ -29,7 +31,7 @@ SOAK_MINUTES ?= 30
 FUZZ_TARGETS = verify identify config receive http
 
 .PHONY: all deps build run test interop-deps install clean test-asan test-tsan fuzz fuzz-smoke \
-        fuzz-build crash-test soak bench bench-handlers bench-scale
+        fuzz-build crash-test soak bench bench-replicas bench-handlers bench-scale
 
 all: build
 
@@ -108,6 +110,9 @@ soak: build
 # Release builds in build-bench/, deliveries in bench/out/; results into bench/RESULTS.md.
 bench: deps
 	@bench/bench.sh table
+
+bench-replicas: deps
+	@bench/bench.sh replicas
 
 bench-handlers: deps
 	@bench/bench.sh handlers

@@ -2,6 +2,9 @@
 # One command for the benchmark (see bench/run.py for what it measures):
 #   bench/bench.sh table     `make bench`: ceiling, hookbox full/normal, hookbox on
 #                            PostgreSQL (1 and 2 replicas), adnanh/webhook
+#   bench/bench.sh replicas  `make bench-replicas`: hookbox on PostgreSQL, 1 replica vs 2, each
+#                            replica in its own cgroup capped at half a core (as root; cgroup
+#                            v1 or v2), PostgreSQL and wrk uncapped
 #   bench/bench.sh handlers  `make bench-handlers`: hookbox full with the exec, file and http
 #                            handlers, accepted req/s and handled end to end events/s, beside
 #                            its accept-only rate and adnanh/webhook's end to end
@@ -40,7 +43,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-if [ "$mode" = table ] && ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
+if { [ "$mode" = table ] || [ "$mode" = replicas ]; } && ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
   echo "bench: no PostgreSQL server in /usr/lib/postgresql/*/bin (Debian's postgresql package)" >&2
   exit 1
 fi
@@ -99,6 +102,7 @@ results=${BENCH_RESULTS-$root/bench/RESULTS.md}
 [ -n "$results" ] && args+=(--results "$results")
 command="make bench"
 [ "$mode" = scale ] && command="make bench-scale"
+[ "$mode" = replicas ] && command="make bench-replicas"
 [ "$mode" = handlers ] && command="make bench-handlers"
 for v in BENCH_DURATION BENCH_ROUNDS BENCH_CONNECTIONS BENCH_EVENTS BENCH_ONLY \
          BENCH_HANDLER_CONCURRENCY BENCH_HANDLER_WORKERS BENCH_DRAIN_MAX; do

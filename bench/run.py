@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The benchmark harness behind `make bench`, `make bench-handlers` and `make bench-scale`
-(bench/bench.sh builds everything and calls it). Standard library only.
+"""The benchmark harness behind `make bench`, `make bench-replicas`, `make bench-handlers`
+and `make bench-scale` (bench/bench.sh builds everything and calls it). Standard library only.
 
 table: in ONE run, side by side, every server gets the same pre-generated signed deliveries
 (bench/gen_deliveries.py) from wrk (bench/deliveries.lua) with the same connections:
@@ -21,6 +21,18 @@ other deliveries first); the table shows the median round of each server, its ra
 against the ceiling and against adnanh/webhook, the server's CPU time per request (for the
 PostgreSQL rows: the hookbox processes' and every process of the cluster's) and its peak
 RSS (hookbox's, the larger replica's), and the load average (uptime) before each run.
+
+replicas: capacity added by a second hookbox replica on PostgreSQL, simulating separate hosts
+on one machine: each replica runs in its own cgroup capped at half a core (CpuCap: cgroup v1's
+cpu.cfs_quota_us = 50000 of cpu.cfs_period_us = 100000, or cgroup v2's cpu.max), the cluster
+and wrk uncapped. The rows are the table's PostgreSQL rows (accept only, the same deliveries,
+wrk threads and connections, split across the replicas the same way) with the caps:
+  1 replica capped at 0.5 core, 2 replicas each capped at 0.5 core
+and the ratio two / one (issue 12's target: >= 1.6). Each run also reports each replica's CPU
+use over wrk's timed run (/proc/PID/stat, sampled every 50 ms), its cgroup's throttled
+periods (cpu.stat), the cluster's and the whole machine's CPU use, and checks that every
+thread of each replica is in its cgroup. The cgroups are removed after each run; where none
+can be made, the section says "cgroups unavailable" and the rows are skipped.
 
 handlers: hookbox `durability: full` (SQLite) with each handler kind on the route, every run
 with its own fresh database, loaded by wrk as in the table; each run then waits until every
@@ -206,7 +218,15 @@ class Server:
         self.log = open(os.path.join(self.workdir, "server.log"), "wb")
         self.proc = subprocess.Popen(self.argv(), stdout=self.log, stderr=subprocess.STDOUT,
                                      cwd=self.workdir, preexec_fn=raise_nofile)
+        try:
+            self.started()
+        except BaseException:
+            self.stop()
+            raise
         wait_port(self.port, self.proc)
+
+    def started(self):
+        """Called right after the process is started, before it listens (CpuCap.join)."""
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
@@ -442,6 +462,198 @@ class HookboxPostgres:
 
     def count_rows(self):
         return int(self.cluster.psql(self.DATABASE, "SELECT count(*) FROM inbox") or 0)
+
+
+CGROUP_V1_CPU = "/sys/fs/cgroup/cpu"  # cgroup v1's cpu controller (cpu.cfs_quota_us)
+CGROUP_V2 = "/sys/fs/cgroup"          # cgroup v2's unified hierarchy, when mounted there
+CAP_PERIOD_US = 100000
+CAP_QUOTA_US = 50000                  # half a core per replica
+
+
+class CapUnavailable(Exception):
+    """No cgroup could be made to cap a process's CPU (the replicas rows are skipped)."""
+
+
+def write_file(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def read_file(path):
+    with open(path) as f:
+        return f.read()
+
+
+class CpuCap:
+    """A cgroup that caps the CPU of the processes put into it, to run a hookbox replica as
+    if on its own host with CAP_QUOTA_US / CAP_PERIOD_US of a core. cgroup v1 (its cpu
+    controller mounted at /sys/fs/cgroup/cpu): the folder /sys/fs/cgroup/cpu/hookbox-bench-NAME
+    with cpu.cfs_period_us and cpu.cfs_quota_us. cgroup v2 (/sys/fs/cgroup/cgroup.controllers
+    and no v1 cpu folder): the folder /sys/fs/cgroup/hookbox-bench-NAME with cpu.max, after
+    +cpu in the parent's cgroup.subtree_control. Needs root (or delegation). create() makes
+    it, join(pid) moves a process (with every thread it has; those it starts later are
+    created in it), threads(pid) checks where its threads are, remove() deletes the folder
+    once it is empty."""
+
+    def __init__(self, name, quota_us=CAP_QUOTA_US, period_us=CAP_PERIOD_US):
+        self.name = "hookbox-bench-" + name
+        self.quota_us, self.period_us = quota_us, period_us
+        self.version = self.path = None
+
+    @staticmethod
+    def hierarchy():
+        """("v1" | "v2", the folder new cgroups go into), or CapUnavailable."""
+        if os.path.exists(os.path.join(CGROUP_V1_CPU, "cpu.cfs_quota_us")):
+            return "v1", CGROUP_V1_CPU
+        if os.path.exists(os.path.join(CGROUP_V2, "cgroup.controllers")):
+            return "v2", CGROUP_V2
+        raise CapUnavailable("neither cgroup v1's cpu controller (%s) nor cgroup v2 (%s/"
+                             "cgroup.controllers) is mounted" % (CGROUP_V1_CPU, CGROUP_V2))
+
+    def describe(self):
+        if self.version == "v1":
+            return "cgroup v1, %s: cpu.cfs_period_us = %d, cpu.cfs_quota_us = %d" % (
+                self.path, self.period_us, self.quota_us)
+        return "cgroup v2, %s: cpu.max = \"%d %d\"" % (self.path, self.quota_us, self.period_us)
+
+    def create(self):
+        version, parent = self.hierarchy()
+        path = os.path.join(parent, self.name)
+        try:
+            if os.path.isdir(path):  # left by an interrupted run; fails if still in use
+                os.rmdir(path)
+            os.mkdir(path)
+        except OSError as e:
+            raise CapUnavailable("cannot create %s: %s" % (path, e.strerror or e))
+        self.version, self.path = version, path
+        try:
+            if version == "v1":
+                write_file(os.path.join(path, "cpu.cfs_period_us"), str(self.period_us))
+                write_file(os.path.join(path, "cpu.cfs_quota_us"), str(self.quota_us))
+                got = (int(read_file(os.path.join(path, "cpu.cfs_period_us"))),
+                       int(read_file(os.path.join(path, "cpu.cfs_quota_us"))))
+            else:
+                control = os.path.join(parent, "cgroup.subtree_control")
+                if "cpu" not in read_file(control).split():
+                    write_file(control, "+cpu")
+                write_file(os.path.join(path, "cpu.max"), "%d %d" % (self.quota_us,
+                                                                     self.period_us))
+                quota, period = read_file(os.path.join(path, "cpu.max")).split()
+                got = (int(period), int(quota))
+            if got != (self.period_us, self.quota_us):
+                raise CapUnavailable("%s reads back period %d, quota %d" % ((path,) + got))
+        except OSError as e:
+            self.remove()
+            raise CapUnavailable("cannot set the cap of %s: %s" % (path, e.strerror or e))
+        except BaseException:
+            self.remove()
+            raise
+
+    def join(self, pid):
+        """Moves process pid, all its threads, into the cgroup."""
+        write_file(os.path.join(self.path, "cgroup.procs"), str(pid))
+
+    def threads(self, pid):
+        """(threads of pid, how many of them are in this cgroup): each thread's
+        /proc/PID/task/TID/cgroup names it, and the cgroup's own thread list (v1: tasks,
+        v2: cgroup.threads) holds it."""
+        listed = set(read_file(os.path.join(
+            self.path, "tasks" if self.version == "v1" else "cgroup.threads")).split())
+        tids = os.listdir("/proc/%d/task" % pid)
+        inside = 0
+        for tid in tids:
+            try:
+                lines = read_file("/proc/%d/task/%s/cgroup" % (pid, tid)).split("\n")
+            except OSError:  # the thread ended meanwhile
+                continue
+            for line in lines:
+                parts = line.split(":", 2)
+                if len(parts) != 3:
+                    continue
+                mine = ("cpu" in parts[1].split(",") if self.version == "v1"
+                        else parts[0] == "0" and parts[1] == "")
+                if mine and parts[2].rstrip("/").endswith("/" + self.name) and tid in listed:
+                    inside += 1
+                    break
+        return len(tids), inside
+
+    def stat(self):
+        """The cgroup's throttling counters: periods with runnable tasks, periods in which it
+        was throttled, seconds throttled (v1 and v2 name them differently)."""
+        fields = {}
+        try:
+            for line in read_file(os.path.join(self.path, "cpu.stat")).split("\n"):
+                key, _, value = line.partition(" ")
+                if value.strip().isdigit():
+                    fields[key] = int(value)
+        except OSError:
+            pass
+        throttled_s = (fields.get("throttled_time", 0) / 1e9 if self.version == "v1"
+                       else fields.get("throttled_usec", 0) / 1e6)
+        return {"periods": fields.get("nr_periods", 0),
+                "throttled": fields.get("nr_throttled", 0), "throttled_s": throttled_s}
+
+    def remove(self):
+        """Deletes the cgroup folder (its processes must have exited; retried briefly while
+        the kernel still counts a reaped one)."""
+        if not self.path:
+            return
+        for _ in range(40):
+            try:
+                os.rmdir(self.path)
+                break
+            except FileNotFoundError:
+                break
+            except OSError as e:
+                err = e
+                time.sleep(0.05)
+        else:
+            log("could not remove the cgroup %s: %s" % (self.path, err))
+        self.path = None
+
+
+class CappedHookbox(Hookbox):
+    """A hookbox replica (`durability: full`, accept only) in its own CpuCap: the cgroup is
+    made before the process starts, the process moved into it right after it is started
+    (before it listens and before wrk loads it; the threads hookbox starts later are created
+    in it), and the cgroup removed once the process has exited."""
+
+    def __init__(self, workdir, binary, threads, db, cap):
+        super().__init__(workdir, binary, "full", 0, threads, db=db)
+        self.cap = cap
+
+    def start(self):
+        self.cap.create()
+        try:
+            super().start()
+        except BaseException:
+            self.cap.remove()
+            raise
+
+    def started(self):
+        self.cap.join(self.proc.pid)
+
+    def stop(self):
+        try:
+            super().stop()
+        finally:
+            self.cap.remove()
+
+
+class CappedHookboxPostgres(HookboxPostgres):
+    """HookboxPostgres whose replicas each run in their own CpuCap (hookbox-bench-replica-N),
+    as if each had a host of half a core; the PostgreSQL cluster and wrk are not capped."""
+
+    def __init__(self, workdir, binary, cluster, replicas, threads):
+        super().__init__(workdir, binary, cluster, replicas, threads)
+        self.members = [CappedHookbox(m.workdir, binary, threads, m.db,
+                                      CpuCap("replica-%d" % (i + 1)))
+                        for i, m in enumerate(self.members)]
+        cores = CAP_QUOTA_US / CAP_PERIOD_US
+        self.name = ("hookbox full, PostgreSQL, 1 replica capped at %g core "
+                     "(accept only, workers: 0)" % cores if replicas == 1 else
+                     "hookbox full, PostgreSQL, %d replicas each capped at %g core "
+                     "(accept only, workers: 0)" % (replicas, cores))
 
 
 WEBHOOK_HOOKS = """\
@@ -704,6 +916,232 @@ def table(args):
     if notes:
         text += "\n" + "\n".join(notes) + "\n"
     emit(args, "table", text, {"runs": runs})
+
+
+# ------------------------------------------------------------------------------- replicas
+
+def machine_busy():
+    """CPU seconds the whole machine has been busy so far (/proc/stat's cpu line: all but
+    idle and iowait)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    return (sum(v) - v[3] - v[4]) / CLK_TCK
+
+
+class CpuSampler:
+    """Every 50 ms, from a thread, the cumulative CPU seconds of each pid (/proc/PID/stat:
+    utime + stime of all its threads) and of the whole machine, so that they can be read at
+    wrk's timed run's start and end (interpolated between the two samples around each)."""
+
+    def __init__(self, pids, interval=0.05):
+        self.pids, self.interval = pids, interval
+        self.samples = []
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def sample(self):
+        self.samples.append((time.time(), [cpu_seconds(p) for p in self.pids] +
+                             [machine_busy()]))
+
+    def run(self):
+        while not self.done.wait(self.interval):
+            self.sample()
+
+    def __enter__(self):
+        self.sample()
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.thread.join()
+        self.sample()
+
+    def at(self, t):
+        """Each series at time t: [pid 1, ..., machine]."""
+        s = self.samples
+        if t <= s[0][0]:
+            return s[0][1]
+        for (ta, va), (tb, vb) in zip(s, s[1:]):
+            if ta <= t <= tb:
+                f = (t - ta) / (tb - ta) if tb > ta else 0.0
+                return [a + (b - a) * f for a, b in zip(va, vb)]
+        return s[-1][1]
+
+
+def timed_window(r):
+    """(start, end) in Unix seconds of wrk's timed run (of the earliest start and the latest
+    end of the wrk processes of a merged run)."""
+    runs = r.get("wrk") or [r]
+    return (min(w["start_unix"] for w in runs),
+            max(w["start_unix"] + w["duration_s"] for w in runs))
+
+
+def measure_capped(args, server, duration):
+    """measure() for CappedHookboxPostgres, plus each replica's CPU use (cores, over wrk's
+    timed run), its cgroup's throttling, the cluster's and the machine's CPU use, and the
+    check that every thread of each replica is in its cgroup (after the load, when all
+    the threads hookbox starts exist)."""
+    load = loadavg()
+    server.start()
+    try:
+        members = server.replicas()
+        pids = [m.proc.pid for m in members]
+        at_start = [m.cap.threads(m.proc.pid) for m in members]
+        run_load(args, server, args.warmup_data, 1)
+        caps0 = [m.cap.stat() for m in members]
+        pg0 = server.cluster.cpu()
+        cpu0 = server.cpu()
+        with CpuSampler(pids) as sampler:
+            r = run_load(args, server, args.data, duration)
+        pg1 = server.cluster.cpu()
+        cpu1 = server.cpu()
+        caps1 = [m.cap.stat() for m in members]
+        after = [m.cap.threads(m.proc.pid) for m in members]
+        mem = server.memory()
+    finally:
+        server.stop()
+    t0, t1 = timed_window(r)
+    v0, v1 = sampler.at(t0), sampler.at(t1)
+    secs = t1 - t0
+    r["replica_cores"] = [(b - a) / secs for a, b in zip(v0[:-1], v1[:-1])]
+    r["machine_cores"] = (v1[-1] - v0[-1]) / secs
+    # The cluster is read before and after the whole load (its scan of /proc is too slow
+    # to sample): wrk's loading of the deliveries before its clock starts is in the window,
+    # while the cluster waits, so this is its CPU over the timed run (idle time excluded).
+    r["pg_cores"] = (pg1 - pg0) / r["duration_s"]
+    r["throttle"] = [{"periods": b["periods"] - a["periods"],
+                      "throttled": b["throttled"] - a["throttled"],
+                      "throttled_s": b["throttled_s"] - a["throttled_s"]}
+                     for a, b in zip(caps0, caps1)]
+    r["threads_at_start"] = at_start
+    r["threads_after"] = after
+    r["cgroups"] = [m.cap.describe() for m in members]
+    r["cpu_us_per_req"] = (cpu1 - cpu0) * 1e6 / max(r["requests"], 1)
+    r["hwm_kb"] = mem.get("VmHWM", 0)
+    r["load_before"] = load
+    r["load_after"] = loadavg()
+    return r
+
+
+def source_state():
+    """The commit the hookbox binary was built from, and the files that differed from it in
+    the working tree (bench.sh builds the tree as it is, just before; bench/, the Makefile,
+    tests/, docs and Markdown files left out: they are not in the binary)."""
+    root = os.path.dirname(BENCH)
+    head = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip() or "?"
+    changed = subprocess.run(["git", "-C", root, "status", "--porcelain", "--", ".",
+                              ":!bench", ":!Makefile", ":!tests", ":!docs", ":!*.md"],
+                             capture_output=True, text=True).stdout.split("\n")
+    changed = [line[3:] for line in changed if line.strip()]
+    return "commit %s%s" % (head, ", with uncommitted changes to %s" % ", ".join(changed)
+                            if changed else " (clean)")
+
+
+def replicas(args):
+    """One hookbox replica capped at half a core against two, each capped at half a core, on
+    one uncapped PostgreSQL cluster, loaded by uncapped wrk as the table's PostgreSQL rows."""
+    out = os.path.join(args.out, "replicas")
+    cluster = PgCluster(args.pg_cluster, os.path.join(out, "postgres"))
+    servers = [CappedHookboxPostgres(os.path.join(out, "hookbox-pg-capped-%d" % n),
+                                     args.hookbox, cluster, n, args.server_threads)
+               for n in (1, 2)]
+    if args.only:
+        servers = [s for s in servers if re.search(args.only, s.name)]
+    probe = CpuCap("probe")
+    try:
+        probe.create()
+        cap_text = probe.describe().replace(probe.name, "hookbox-bench-replica-N")
+    except CapUnavailable as e:
+        log("cgroups unavailable (%s): the capped replicas rows are skipped" % e)
+        emit(args, "replicas", "cgroups unavailable: %s. The capped replicas rows were "
+             "skipped.\n" % e, {"unavailable": str(e)})
+        return
+    finally:
+        probe.remove()
+
+    built = source_state()
+    runs = {s.name: [] for s in servers}
+    try:
+        cluster.start()
+        args.pg_version = cluster.version
+        for rnd in range(1, args.rounds + 1):
+            for s in servers:
+                s.fresh()
+                r = measure_capped(args, s, args.duration)
+                r["rows"] = s.count_rows()
+                runs[s.name].append(r)
+                log("round %d  %-74s %7.0f req/s  p50 %6s ms  p99 %6s ms  replicas %s cores  "
+                    "PostgreSQL %.2f  machine %.2f  threads in cgroup %s  load %s" % (
+                        rnd, s.name, r["rps"], fmt_ms(r["p50_us"]), fmt_ms(r["p99_us"]),
+                        "+".join("%.2f" % c for c in r["replica_cores"]), r["pg_cores"],
+                        r["machine_cores"], ",".join("%d/%d" % (i, n) for n, i in
+                                                     r["threads_after"]),
+                        r["load_before"]))
+    finally:
+        cluster.stop()
+
+    best = {name: median_run(rs) for name, rs in runs.items()}
+    lines = ["| server | req/s | p50 ms | p99 ms | max ms | CPU per replica, cores | "
+             "throttled periods per replica | PostgreSQL cores | machine busy cores | "
+             "CPU µs/req | load before |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for s in servers:
+        r = best[s.name]
+        lines.append("| %s | %.0f | %s | %s | %s | %s | %s | %.2f | %.2f | %.0f | %s |" % (
+            s.name, r["rps"], fmt_ms(r["p50_us"]), fmt_ms(r["p99_us"]), fmt_ms(r["max_us"]),
+            " + ".join("%.2f" % c for c in r["replica_cores"]),
+            ", ".join("%d of %d" % (t["throttled"], t["periods"]) for t in r["throttle"]),
+            r["pg_cores"], r["machine_cores"], r["cpu_us_per_req"], r["load_before"]))
+    text = "hookbox built from %s.\n\n" % built + "\n".join(lines) + "\n"
+    text += "\nEvery round (req/s / p50 ms / p99 ms / cores per replica):\n\n| server | %s |\n" \
+            "|---|%s\n" % (" | ".join("round %d" % i for i in range(1, args.rounds + 1)),
+                           "---:|" * args.rounds)
+    for s in servers:
+        text += "| %s | %s |\n" % (s.name, " | ".join(
+            "%.0f / %s / %s / %s" % (r["rps"], fmt_ms(r["p50_us"]), fmt_ms(r["p99_us"]),
+                                     " + ".join("%.2f" % c for c in r["replica_cores"]))
+            for r in runs[s.name]))
+    ratio = {}
+    if len(servers) == 2:
+        one, two = (runs[s.name] for s in servers)
+        ratio = {"median": best[servers[1].name]["rps"] / best[servers[0].name]["rps"],
+                 "rounds": [b["rps"] / a["rps"] for a, b in zip(one, two)]}
+        verdict = ("met" if ratio["median"] >= 1.6 else
+                   "missed by %.0f %%" % ((1 - ratio["median"] / 1.6) * 100))
+        text += ("\nTwo capped replicas ÷ one capped replica (median rounds): %.0f ÷ %.0f = "
+                 "**%.2f ×** (target ≥ 1.6: %s); per round: %s.\n" % (
+                     best[servers[1].name]["rps"], best[servers[0].name]["rps"],
+                     ratio["median"], verdict,
+                     ", ".join("%.2f" % x for x in ratio["rounds"])))
+    checks = [(n, i) for s in servers for r in runs[s.name]
+              for n, i in r["threads_at_start"] + r["threads_after"]]
+    all_in = all(n == i for n, i in checks)
+    text += ("\nCaps: %s (read back after writing). %s\n" % (
+        cap_text, "Every thread of every replica was in its cgroup, checked right after "
+        "start and after each load (%d to %d threads per replica after the load)." % (
+            min(n for s in servers for r in runs[s.name] for n, _ in r["threads_after"]),
+            max(n for s in servers for r in runs[s.name] for n, _ in r["threads_after"]))
+        if all_in else "NOT every thread was in its cgroup: %s." % checks))
+    notes = []
+    for s in servers:
+        for r in runs[s.name]:
+            if (r["non2xx"] or r["connect_errors"] or r["read_errors"] or r["write_errors"]
+                    or r["timeouts"]):
+                notes.append("- %s: %d non-2xx, %d connect / %d read / %d write errors, "
+                             "%d timeouts in one round" % (
+                                 s.name, r["non2xx"], r["connect_errors"], r["read_errors"],
+                                 r["write_errors"], r["timeouts"]))
+            if r.get("start_skew_s", 0) > 0.02 * r["duration_s"]:
+                notes.append("- %s: its wrk processes started their timed runs %.2f s apart "
+                             "(of %.0f s)" % (s.name, r["start_skew_s"], r["duration_s"]))
+            if r["wrapped"]:
+                notes.append("- %s: wrk ran past the %d pre-generated deliveries (%d restarts)"
+                             % (s.name, r["loaded"], r["wrapped"]))
+    if notes:
+        text += "\n" + "\n".join(notes) + "\n"
+    emit(args, "replicas", text, {"runs": runs, "ratio": ratio})
 
 
 # ------------------------------------------------------------------------------- handlers
@@ -1377,7 +1815,7 @@ def emit(args, name, text, raw):
 
 def main():
     ap = argparse.ArgumentParser(description="hookbox benchmark harness (see bench/bench.sh)")
-    ap.add_argument("mode", choices=["table", "handlers", "scale"])
+    ap.add_argument("mode", choices=["table", "replicas", "handlers", "scale"])
     ap.add_argument("--hookbox", required=True)
     ap.add_argument("--ceiling", required=True)
     ap.add_argument("--webhook", default="/usr/bin/webhook")
@@ -1416,7 +1854,7 @@ def main():
     # SIGTERM as Ctrl-C: unwinds through the finally blocks that stop the servers and remove
     # the PostgreSQL cluster.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    {"table": table, "handlers": handlers, "scale": scale}[args.mode](args)
+    {"table": table, "replicas": replicas, "handlers": handlers, "scale": scale}[args.mode](args)
 
 
 if __name__ == "__main__":
