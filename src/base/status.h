@@ -1,7 +1,8 @@
 // Errors as values. Every fallible step on the request path returns a Status (or a
 // StatusOr<T>) instead of throwing; the code says what kind of failure it was, the message
 // says what failed and about what. The mapping from codes to HTTP answers and exit codes lives
-// in exactly one place each (HttpStatusFor in receive/receiver.cc, main.cc).
+// in exactly one place each (HttpStatusFor in receive/receiver.cc, ExitCodeFor in
+// cli/cli.cc).
 #pragma once
 
 #include <optional>

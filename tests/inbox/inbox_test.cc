@@ -881,6 +881,43 @@ TEST_CASE("identity fields that are not UTF-8: PostgreSQL refuses them as Invali
   CHECK(claimed.back().event.body == binary.body);
 }
 
+TEST_CASE("group commit: one event the server refuses fails alone, its group is stored") {
+  TestInbox t;
+  // Groups form while a leader's statement runs: 16 threads keep the queue busy, and every
+  // 25th event of thread 0 has an id PostgreSQL cannot store.
+  constexpr int kThreads = 16, kEach = 50;
+  std::atomic<int> accepted{0}, refused{0}, other{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      for (int n = 0; n < kEach; ++n) {
+        const bool bad = i == 0 && n % 25 == 0;
+        auto r = t->Accept(MakeEvent((bad ? "bad-\xff-" : "good-") + std::to_string(i) + "-" +
+                                     std::to_string(n), {"h1", "h2"}));
+        if (r.ok() && r->verdict == Verdict::kAccepted) ++accepted;
+        else if (!r.ok() && r.status().code() == Status::Code::kInvalidArgument) ++refused;
+        else ++other;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  const int bad = 2, good = kThreads * kEach - bad;
+  CHECK(other == 0);
+  if (OnPostgres()) {
+    CHECK(refused == bad);
+    CHECK(accepted == good);
+  } else {
+    CHECK(accepted == good + bad);  // SQLite stores any bytes
+  }
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id LIKE 'good-%'") == good);
+  // Each stored row has its two jobs, in handler order.
+  CHECK(t.Count("SELECT count(*) FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                " WHERE i.event_id LIKE 'good-%'") == 2 * good);
+  CHECK(t.Count("SELECT count(*) FROM jobs a JOIN jobs b ON a.inbox_id = b.inbox_id"
+                " AND a.handler = 'h1' AND b.handler = 'h2' AND a.id < b.id") ==
+        (OnPostgres() ? good : good + bad));
+}
+
 TEST_CASE("queue stats, lease owners, and ending the leases of an owner that is gone") {
   TestInbox t;
   for (const char* id : {"q1", "q2", "q3"}) Accept(t, MakeEvent(id));

@@ -32,6 +32,7 @@
 #include <set>
 #include <tuple>
 
+#include "inbox/group_commit.h"
 #include "inbox/migration.h"
 #include "inbox/postgres/named_params.h"
 #include "inbox/postgres/pg.h"
@@ -337,13 +338,24 @@ class PostgresInbox final : public Inbox {
     return Transact([&](Conn& c) { return Migrate(c, create, applied); });
   }
 
+  // A simple accept waiting for its group (see Accept): on its caller's stack.
+  struct PendingAccept {
+    explicit PendingAccept(const Event* e) : event(e) {}
+    const Event* event;
+    StatusOr<AcceptResult> result = Status::Internal("not accepted");
+  };
+  // 64 rows of 13 parameters: a statement well under the protocol's 65,535 parameters.
+  static constexpr size_t kMaxAcceptGroup = 64;
+
   StatusOr<AcceptResult> Accept(const Event& event) override {
     AcceptResult result{};
     if (event.resource_id.empty() && event.sync_owner.empty() && !event.dedupe_body) {
-      // No gate, no sync claim: the row and its jobs in one statement, one round trip.
-      Status s = Once([&](Conn& c) { return AcceptSimple(c, event, &result); });
-      if (!s.ok()) return s;
-      return result;
+      // No gate, no sync claim: group-committed with the simple accepts of other requests
+      // (group_commit.h), their rows and jobs in one statement, one round trip, one commit.
+      PendingAccept mine{&event};
+      accepts_.Submit(mine, kMaxAcceptGroup,
+                      [this](const std::vector<PendingAccept*>& group) { AcceptGroup(group); });
+      return std::move(mine.result);
     }
     Status s = Transact([&](Conn& c) {
       result = AcceptResult{};
@@ -764,10 +776,89 @@ class PostgresInbox final : public Inbox {
   // The inbox row of an event: $1..$12 of kInsertRow.
   static Params RowParams(const Event& e, const std::string& now) {
     Params p;
+    AddRow(p, e, now);
+    return p;
+  }
+  static void AddRow(Params& p, const Event& e, const std::string& now) {
     p.Add(e.endpoint).Add(e.event_id).Add(e.id_source).Add(e.event_type).Add(e.resource_id);
     p.Add(e.sequence).Add(e.sequence_key).Add(e.body_sha256).Add(e.headers_json);
     p.AddBytes(e.body).Add(e.handlers.empty() ? "ignored" : "pending").Add(now);
-    return p;
+  }
+
+  // The accepts of a group (see Accept): the first delivery of each (endpoint, event_id) in
+  // the group goes into one statement that inserts every row and its jobs, in the group's
+  // order (ON CONFLICT DO NOTHING: a row already stored, or stored by a concurrent
+  // statement, is skipped); it is its own transaction, so the group costs one round trip and
+  // one commit. The deliveries it did not insert are duplicates, counted one by one.
+  // Not ok only when that statement failed, which then stored nothing.
+  Status AcceptMany(Conn& c, const std::vector<PendingAccept*>& group) {
+    std::vector<PendingAccept*> firsts;
+    std::set<std::pair<std::string, std::string>> keys;
+    for (PendingAccept* p : group) {
+      if (keys.emplace(p->event->endpoint, p->event->event_id).second) firsts.push_back(p);
+    }
+    Params params;
+    std::string rows, input;
+    for (size_t i = 0; i < firsts.size(); ++i) {
+      const Event& e = *firsts[i]->event;
+      AddRow(params, e, FormatTime(e.received_at));
+      params.Add(TextArray(e.handlers));
+      const size_t k = i * 13;
+      auto at = [&](int n) { return "$" + std::to_string(k + n); };
+      rows += std::string(i ? "," : "") + "(";
+      for (int n = 1; n <= 12; ++n) rows += (n > 1 ? ", " : "") + at(n);
+      rows += ")";
+      input += std::string(i ? "," : "") + "(" + at(1) + "::text, " + at(2) + "::text, " +
+               at(12) + "::timestamptz, " + at(13) + "::text[])";
+    }
+    HOOKBOX_EXEC(ins, c.Exec("WITH row AS (INSERT INTO inbox (endpoint, event_id, id_source,"
+                             " event_type, resource_id, sequence, sequence_key, body_sha256,"
+                             " headers, body, status, received_at) VALUES " + rows +
+                             " ON CONFLICT (endpoint, event_id) DO NOTHING"
+                             " RETURNING id, endpoint, event_id),"
+                             " input (endpoint, event_id, received_at, handlers) AS (VALUES " +
+                             input + "),"
+                             " jobs AS (INSERT INTO jobs (inbox_id, handler, status,"
+                             " next_attempt_at, sync) SELECT row.id, t.h, 'pending',"
+                             " input.received_at, false FROM row JOIN input"
+                             " USING (endpoint, event_id),"
+                             " unnest(input.handlers) WITH ORDINALITY AS t (h, n)"
+                             " ORDER BY row.id, t.n)"
+                             " SELECT endpoint, event_id FROM row",
+                             params));
+    std::set<std::pair<std::string, std::string>> stored;
+    for (int i = 0; i < ins.rows(); ++i) stored.emplace(ins.Text(i, 0), ins.Text(i, 1));
+    for (PendingAccept* p : group) {
+      const Event& e = *p->event;
+      AcceptResult r{};
+      if (stored.erase({e.endpoint, e.event_id}) > 0) {
+        r.verdict = e.handlers.empty() ? Verdict::kIgnored : Verdict::kAccepted;
+        p->result = r;
+        continue;
+      }
+      Status dup = CountDuplicate(c, e, FormatTime(e.received_at), &r);
+      p->result = dup.ok() ? StatusOr<AcceptResult>(r) : StatusOr<AcceptResult>(dup);
+    }
+    return Status::Ok();
+  }
+
+  // Runs a group of simple accepts (the leader's work, see Accept). When the group's
+  // statement fails as a whole without a doubt that nothing was stored (one event the server
+  // cannot store, such as text that is not UTF-8), each delivery is tried alone, so that
+  // only the bad one fails; a lost connection (Unavailable: it may have committed) fails
+  // them all, and the producers' retries find what was stored.
+  void AcceptGroup(const std::vector<PendingAccept*>& group) {
+    Status s = Once([&](Conn& c) { return AcceptMany(c, group); });
+    if (s.ok()) return;
+    for (PendingAccept* p : group) {
+      if (s.code() == Status::Code::kUnavailable || group.size() == 1) {
+        p->result = s;
+        continue;
+      }
+      AcceptResult r{};
+      Status one = Once([&](Conn& c) { return AcceptSimple(c, *p->event, &r); });
+      p->result = one.ok() ? StatusOr<AcceptResult>(r) : StatusOr<AcceptResult>(one);
+    }
   }
 
   static constexpr const char* kInsertRow =
@@ -1094,6 +1185,7 @@ class PostgresInbox final : public Inbox {
 
   pg::Pool pool_;
   pg::Pool holds_;
+  GroupCommit<PendingAccept> accepts_;
   std::mutex user_mu_;  // guards user_sql_
   std::map<std::string, UserStatement> user_sql_;  // the sql handlers' statements, translated
 };

@@ -13,6 +13,7 @@
 #include <thread>
 #include <tuple>
 
+#include "inbox/group_commit.h"
 #include "inbox/migration.h"
 #include "inbox/sqlite/db.h"
 
@@ -761,38 +762,19 @@ class SqliteInbox final : public Inbox {
  private:
   // A write waiting for its group's commit: on its caller's stack, no heap allocation.
   struct PendingWrite {
-    explicit PendingWrite(std::function<Status(Db&)>& f) : fn(f) {}
-    std::function<Status(Db&)>& fn;
+    std::function<Status(Db&)>* fn;
     Status result;
-    bool done = false;
-    std::condition_variable cv;  // signalled when done, or when this write leads
   };
 
-  // Runs fn in a group commit and returns once the group is durable (or failed). There is
-  // no writer thread: callers queue, and the one at the front leads, running the group on
-  // its own thread (as LevelDB's DBImpl::Write does): it takes up to kMaxGroup queued writes,
-  // runs them in one transaction with the lock released (so others queue meanwhile), wakes
-  // each with its result, and hands the lead to the next write in the queue. The writer
-  // connection is only ever used by the leader, one at a time, ordered by mu_.
+  // Runs fn in a group commit (group_commit.h) and returns once the group is durable (or
+  // failed). The writer connection is only ever used by the leader, one at a time.
   Status Write(std::function<Status(Db&)> fn) {
-    PendingWrite w(fn);
-    std::unique_lock lock(mu_);
-    queue_.push_back(&w);
-    w.cv.wait(lock, [&] { return w.done || queue_.front() == &w; });
-    if (w.done) return w.result;
+    PendingWrite w{&fn, {}};
     // Bounded groups keep one slow fsync from holding thousands of callers.
-    std::vector<PendingWrite*> batch(
-        queue_.begin(), queue_.begin() + std::min(queue_.size(), kMaxGroup));
-    lock.unlock();
-    std::vector<Status> results = RunGroup(batch);
-    lock.lock();
-    for (size_t i = 0; i < batch.size(); ++i) {
-      queue_.pop_front();
-      batch[i]->result = std::move(results[i]);
-      batch[i]->done = true;
-      if (batch[i] != &w) batch[i]->cv.notify_one();
-    }
-    if (!queue_.empty()) queue_.front()->cv.notify_one();
+    writes_.Submit(w, kMaxGroup, [this](const std::vector<PendingWrite*>& group) {
+      std::vector<Status> results = RunGroup(group);
+      for (size_t i = 0; i < group.size(); ++i) group[i]->result = std::move(results[i]);
+    });
     return w.result;
   }
 
@@ -807,7 +789,7 @@ class SqliteInbox final : public Inbox {
     }
     for (size_t i = 0; i < batch.size(); ++i) {
       (void)RunCached(db, kSavepoint);
-      results[i] = batch[i]->fn(db);
+      results[i] = (*batch[i]->fn)(db);
       if (results[i].ok()) {
         (void)RunCached(db, kRelease);
         continue;
@@ -995,8 +977,7 @@ class SqliteInbox final : public Inbox {
   inline static const std::string kFinishRollbackTo = "ROLLBACK TO f";
 
   std::unique_ptr<Db> writer_db_;  // used by the leading write only (see Write)
-  std::mutex mu_;                  // guards queue_ and each queued write's result
-  std::deque<PendingWrite*> queue_;
+  GroupCommit<PendingWrite> writes_;
 
   std::mutex read_mu_;  // guards reader_
   std::unique_ptr<Db> reader_;
