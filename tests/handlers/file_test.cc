@@ -3,9 +3,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "handlers/file/file.h"
 #include "tests/handlers/testing.h"
@@ -47,6 +49,31 @@ TEST_CASE("file: writes the exact body, and a re-run overwrites the same file") 
   CHECK(handler->Run(Event("evt_1", "second")).outcome == Outcome::kOk);
   CHECK(ReadAll(dir / "ep/evt_1.json") == "second");
   CHECK(FilesIn(dir.path()).size() == 1);  // and no temp file left behind
+}
+
+TEST_CASE("file: attempts at once, sharing directory fsyncs, each write their whole file") {
+  TempDir dir;
+  auto handler = FileHandlerIn(dir.path());
+  constexpr int kThreads = 16, kEach = 20;
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int n = 0; n < kEach; ++n) {
+        const std::string id = "e" + std::to_string(t) + "-" + std::to_string(n);
+        if (handler->Run(Event(id, "body of " + id)).outcome == Outcome::kOk) ++ok;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(ok == kThreads * kEach);
+  CHECK(FilesIn(dir.path()).size() == static_cast<size_t>(kThreads * kEach));  // no temp left
+  for (int t = 0; t < kThreads; ++t) {
+    for (int n = 0; n < kEach; ++n) {
+      const std::string id = "e" + std::to_string(t) + "-" + std::to_string(n);
+      CHECK(ReadAll(dir / ("ep/" + id + ".json")) == "body of " + id);
+    }
+  }
 }
 
 TEST_CASE("file: no event id escapes <dir>/<endpoint>/, and distinct ids stay distinct") {
