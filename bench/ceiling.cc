@@ -5,13 +5,12 @@
 // it and hookbox is what hookbox itself costs (verify, identify, accept, log).
 //
 //   ceiling PORT [THREADS]      prints {"msg":"listening","listen":"127.0.0.1:PORT"}
+#include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <cstdio>
 #include <cstdlib>
-
-#include <httplib.h>
 
 int main(int argc, char** argv) {
   if (argc < 2) {

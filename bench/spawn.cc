@@ -15,6 +15,8 @@
 // which a busy machine distorts less than the wall clock.
 //
 //   spawn [N=2000] [ROUNDS=3] [SIZES_MB=20,200]
+#include "handlers/exec/spawn.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -32,8 +34,6 @@
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include "handlers/exec/spawn.h"
 
 namespace {
 
@@ -112,8 +112,8 @@ void StartPosixSpawn() {
   sigset_t all, none;
   sigfillset(&all);
   sigemptyset(&none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
-                                      POSIX_SPAWN_SETSIGMASK);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
   posix_spawnattr_setpgroup(&attr, 0);
   posix_spawnattr_setsigdefault(&attr, &all);
   posix_spawnattr_setsigmask(&attr, &none);
@@ -196,10 +196,11 @@ int main(int argc, char** argv) {
   null_out = open("/dev/null", O_WRONLY | O_CLOEXEC);
   if (null_in < 0 || null_out < 0) Die("open /dev/null");
 
-  std::printf("%d starts of /bin/true per method and round, %d rounds, median round shown\n\n",
-              n, rounds);
-  std::printf("| RSS | method | µs per start | starts/s | CPU µs per start |\n"
-              "|---:|---|---:|---:|---:|\n");
+  std::printf("%d starts of /bin/true per method and round, %d rounds, median round shown\n\n", n,
+              rounds);
+  std::printf(
+      "| RSS | method | µs per start | starts/s | CPU µs per start |\n"
+      "|---:|---|---:|---:|---:|\n");
   for (long mb : sizes) {
     GrowTo(mb);
     const long rss_mb = RssKb() / 1024;

@@ -11,6 +11,8 @@
 // a handler holds no per-event state.
 #pragma once
 
+#include <yaml-cpp/yaml.h>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -19,8 +21,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 #include "base/status.h"
 #include "config/config.h"
@@ -46,10 +46,14 @@ enum class Outcome { kOk, kFailed, kTimeout, kPermanent };
 // As the attempts table spells it.
 inline const char* OutcomeName(Outcome o) {
   switch (o) {
-    case Outcome::kOk: return "ok";
-    case Outcome::kFailed: return "failed";
-    case Outcome::kTimeout: return "timeout";
-    case Outcome::kPermanent: return "permanent";
+    case Outcome::kOk:
+      return "ok";
+    case Outcome::kFailed:
+      return "failed";
+    case Outcome::kTimeout:
+      return "timeout";
+    case Outcome::kPermanent:
+      return "permanent";
   }
   return "?";
 }

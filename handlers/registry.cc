@@ -12,7 +12,7 @@
 namespace hookbox {
 
 // Each kind's factory, declared from its row; handlers/<kind>/ defines it.
-#define HOOKBOX_DECLARE_FACTORY(key, factory)                                        \
+#define HOOKBOX_DECLARE_FACTORY(key, factory)                                          \
   std::unique_ptr<Handler> factory(const YAML::Node& config, const std::string& where, \
                                    std::vector<std::string>* errors);
 HOOKBOX_HANDLER_KINDS(HOOKBOX_DECLARE_FACTORY)

@@ -5,11 +5,10 @@
 //
 // Exit status: 0 success; 1 usage, config or lookup error (unknown endpoint or id);
 // 2 the database cannot be opened (cli/cli.h: ExitCodeFor).
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <functional>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "cli/cli.h"
 
@@ -52,10 +51,10 @@ void AddRowArgs(CLI::App* cmd, Args& a) {
 
 void AddDaemonVerbs(CLI::App& app, Args& a) {
   Verb(&app, "serve", "run the daemon", a, [&a] { return Serve(a.config_path); });
-  Verb(&app, "check-config", "report every problem of the config file", a, [&a] {
-    return CheckConfig(a.config_path, !a.no_secrets);
-  })->add_flag("--no-secrets", a.no_secrets,
-               "do not read secrets (a shell without the service's credentials)");
+  Verb(&app, "check-config", "report every problem of the config file", a,
+       [&a] { return CheckConfig(a.config_path, !a.no_secrets); })
+      ->add_flag("--no-secrets", a.no_secrets,
+                 "do not read secrets (a shell without the service's credentials)");
   Verb(&app, "migrate", "create or update the inbox schema", a,
        [&a] { return Migrate(a.config_path); });
 }
@@ -95,16 +94,15 @@ void AddInboxVerbs(CLI::App& app, Args& a) {
 }
 
 void AddToolVerbs(CLI::App& app, Args& a) {
-  CLI::App* send =
-      Verb(&app, "send", "sign FILE as the endpoint's provider would and POST it", a,
-           [&a] { return Send(a.config_path, a.endpoint, a.send_file, a.send_url); });
+  CLI::App* send = Verb(&app, "send", "sign FILE as the endpoint's provider would and POST it", a,
+                        [&a] { return Send(a.config_path, a.endpoint, a.send_file, a.send_url); });
   send->add_option("ENDPOINT", a.endpoint)->required();
   send->add_option("FILE", a.send_file)->required();
   send->add_option("--url", a.send_url, "where to POST (default: this config's listen + path)");
 
-  Verb(&app, "stats", "counts by endpoint and status", a,
-       [&a] { return Stats(a.config_path, a.stats_json); })
-      ->add_flag("--json", a.stats_json, "JSON object for scripts");
+  Verb(&app, "stats", "counts by endpoint and status", a, [&a] {
+    return Stats(a.config_path, a.stats_json);
+  })->add_flag("--json", a.stats_json, "JSON object for scripts");
 
   CLI::App* purge = Verb(&app, "purge", "delete what retention no longer keeps, now", a,
                          [&a] { return Purge(a.config_path, a.purge_dry_run, a.purge_json); });

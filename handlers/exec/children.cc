@@ -220,8 +220,12 @@ class Watch final {
         if (it == children_.end()) continue;  // ended by an earlier event of this round
         Child& c = *it->second;
         switch (static_cast<Slot>(events[i].data.u64 % 4)) {
-          case kStdin: Feed(c); break;
-          case kOutput: Drain(c); break;
+          case kStdin:
+            Feed(c);
+            break;
+          case kOutput:
+            Drain(c);
+            break;
           case kExited:
             if (Reap(c, &ended)) children_.erase(it);
             break;

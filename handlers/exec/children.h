@@ -48,7 +48,7 @@ struct ChildEnd {
   bool timed_out = false;    // killed (with its group) at the deadline
   bool status_lost = false;  // reaped by someone else (SIGCHLD ignored): no exit status
   int wait_status = 0;       // waitpid's status, when neither of the above
-  std::string output;        // the tail of stdout+stderr: "..." first when cut, trailing space trimmed
+  std::string output;  // the tail of stdout+stderr: "..." first when cut, trailing space trimmed
 };
 
 // A child just started, handed to the watch, which owns it from then on.

@@ -12,9 +12,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,11 +48,11 @@ constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
 constexpr const char* kInheritedEnv[] = {"PATH", "LANG", "LC_ALL", "HOME"};
 
 struct ExecSpec {
-  std::string program;             // absolute path of command[0]
-  std::vector<std::string> argv;   // command as configured
+  std::string program;            // absolute path of command[0]
+  std::vector<std::string> argv;  // command as configured
   Duration timeout = kDefaultTimeout;
   std::vector<int> permanent_exit_codes{kDefaultPermanentExit};
-  std::vector<std::string> env;    // "NAME=value": inherited, then the configured map
+  std::vector<std::string> env;  // "NAME=value": inherited, then the configured map
   int concurrency = kDefaultConcurrency;
 };
 
@@ -181,10 +181,8 @@ bool ExecHandler::Start(const HandlerEvent& event, Done done) {
   w.deadline = std::chrono::steady_clock::now() + spec_.timeout;
   // The handler may be swapped out (SIGHUP) while the child runs: the callback keeps what
   // it needs by value.
-  w.done = [done = std::move(done), timeout = spec_.timeout,
-            permanent = spec_.permanent_exit_codes, pid = child.pid](ChildEnd end) {
-    done(ResultOf(end, timeout, permanent, pid));
-  };
+  w.done = [done = std::move(done), timeout = spec_.timeout, permanent = spec_.permanent_exit_codes,
+            pid = child.pid](ChildEnd end) { done(ResultOf(end, timeout, permanent, pid)); };
   WatchChild(std::move(w));
   return true;
 }
@@ -253,12 +251,16 @@ void SpecReader::Read(const YAML::Node& config, ExecSpec& spec) {
       command = &entry.second;
       ReadCommand(entry.second, at, spec);
     } else if (key == "timeout") {
-      auto timeout = entry.second.IsScalar() ? ParseDuration(entry.second.Scalar())
-                                             : StatusOr<Duration>(Status::InvalidArgument(
-                                                   "expected a duration such as 30s"));
-      if (!timeout.ok()) Error(at, timeout.status().what());
-      else if (timeout->count() <= 0) Error(at, "must be longer than 0");
-      else spec.timeout = *timeout;
+      auto timeout =
+          entry.second.IsScalar()
+              ? ParseDuration(entry.second.Scalar())
+              : StatusOr<Duration>(Status::InvalidArgument("expected a duration such as 30s"));
+      if (!timeout.ok())
+        Error(at, timeout.status().what());
+      else if (timeout->count() <= 0)
+        Error(at, "must be longer than 0");
+      else
+        spec.timeout = *timeout;
     } else if (key == "permanent_exit_codes") {
       ReadExitCodes(entry.second, at, spec);
     } else if (key == "env") {
@@ -266,8 +268,9 @@ void SpecReader::Read(const YAML::Node& config, ExecSpec& spec) {
     } else if (key == "concurrency") {
       ReadConcurrency(entry.second, at, &spec.concurrency, errors_);
     } else {
-      Error(where_, "unknown key \"" + key + "\" (expected command, timeout, "
-                    "permanent_exit_codes, env, concurrency)");
+      Error(where_, "unknown key \"" + key +
+                        "\" (expected command, timeout, "
+                        "permanent_exit_codes, env, concurrency)");
     }
   }
   if (command == nullptr) Error(where_, "command is required");
@@ -295,8 +298,9 @@ void SpecReader::ReadCommand(const YAML::Node& node, const std::string& at, Exec
 std::optional<std::string> SpecReader::Resolve(const std::string& name, const std::string& at) {
   if (name.find('/') != std::string::npos) {
     if (name[0] != '/') {
-      Error(at, "\"" + name + "\" is a relative path: give an absolute path or a bare name "
-                "found on PATH");
+      Error(at, "\"" + name +
+                    "\" is a relative path: give an absolute path or a bare name "
+                    "found on PATH");
     } else if (!IsExecutableFile(name)) {
       Error(at, "\"" + name + "\" is not an executable file");
     } else {

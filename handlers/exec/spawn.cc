@@ -31,11 +31,9 @@ namespace hookbox {
 namespace {
 
 #if defined(__clang__)
-#define HOOKBOX_CHILD_CODE \
-  __attribute__((noinline, disable_sanitizer_instrumentation))
+#define HOOKBOX_CHILD_CODE __attribute__((noinline, disable_sanitizer_instrumentation))
 #else
-#define HOOKBOX_CHILD_CODE \
-  __attribute__((noinline, no_sanitize("address", "thread", "undefined")))
+#define HOOKBOX_CHILD_CODE __attribute__((noinline, no_sanitize("address", "thread", "undefined")))
 #endif
 
 // glibc's clone(3) by its strong name: ThreadSanitizer interposes `clone` and, taking every

@@ -31,11 +31,11 @@
 namespace hookbox {
 
 struct SpawnRequest {
-  const char* program;   // absolute path
-  char* const* argv;     // null-terminated
-  char* const* envp;     // null-terminated
-  int stdin_fd;          // becomes the child's 0
-  int output_fd;         // becomes the child's 1 and 2
+  const char* program;  // absolute path
+  char* const* argv;    // null-terminated
+  char* const* envp;    // null-terminated
+  int stdin_fd;         // becomes the child's 0
+  int output_fd;        // becomes the child's 1 and 2
 };
 
 struct Spawned {

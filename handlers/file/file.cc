@@ -14,8 +14,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -35,8 +35,8 @@ constexpr size_t kHashDigits = 32;
 constexpr int kTempAttempts = 100;
 
 bool IsKept(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-         c == '_' || c == '-' || c == '.';
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-' || c == '.';
 }
 
 // A name no other writer of this process or another one is using at the moment; O_EXCL
@@ -167,8 +167,7 @@ HandlerResult FileHandler::Run(const HandlerEvent& event) {
   int fd = -1;
   for (int i = 0; i < kTempAttempts && fd < 0; ++i) {
     temp = TempName();
-    fd = ::openat(dir_fd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-                  0640);
+    fd = ::openat(dir_fd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640);
     if (fd < 0 && errno != EEXIST) break;
   }
   if (fd < 0) {
@@ -178,8 +177,10 @@ HandlerResult FileHandler::Run(const HandlerEvent& event) {
   }
 
   const char* step = nullptr;
-  if (!WriteAll(fd, event.body)) step = "cannot write";
-  else if (::fsync(fd) != 0) step = "cannot fsync";
+  if (!WriteAll(fd, event.body))
+    step = "cannot write";
+  else if (::fsync(fd) != 0)
+    step = "cannot fsync";
   int err = errno;
   if (::close(fd) != 0 && step == nullptr) {
     step = "cannot write";  // NFS and friends report write errors at close
@@ -255,8 +256,10 @@ std::string SafeFileName(std::string_view text) {
   if (name.size() <= kMaxName) return name;
   // Too long: a prefix that does not split a %XX, then the hash of the whole text.
   size_t cut = kMaxName - 1 - kHashDigits;
-  if (name[cut - 1] == '%') cut -= 1;
-  else if (name[cut - 2] == '%') cut -= 2;
+  if (name[cut - 1] == '%')
+    cut -= 1;
+  else if (name[cut - 2] == '%')
+    cut -= 2;
   return name.substr(0, cut) + "~" + Sha256Hex(text).substr(0, kHashDigits);
 }
 

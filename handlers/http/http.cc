@@ -13,13 +13,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
-
 #include <charconv>
+#include <cstring>
 #include <ctime>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "config/config.h"
 #include "config/secrets.h"
@@ -37,15 +35,15 @@ constexpr size_t kDetailBody = 512;
 constexpr const char* kDefaultContentType = "application/json";
 // Set by hookbox on every request (or by the client library); configuring them is a mistake.
 constexpr const char* kReservedHeaders[] = {
-    "Content-Type", "Content-Length", "Transfer-Encoding", "Host",
-    "Connection",   "Idempotency-Key", "webhook-id",       "webhook-timestamp",
-    "webhook-signature"};
+    "Content-Type", "Content-Length",    "Transfer-Encoding",
+    "Host",         "Connection",        "Idempotency-Key",
+    "webhook-id",   "webhook-timestamp", "webhook-signature"};
 
 struct HttpSpec {
   HttpUrl url;
   Duration timeout = kDefaultTimeout;
-  Headers headers;              // configured extra headers
-  std::optional<Secret> sign;   // a Standard Webhooks key
+  Headers headers;                                 // configured extra headers
+  std::optional<Secret> sign;                      // a Standard Webhooks key
   int concurrency = Handler::kDefaultConcurrency;  // http waits on a thread each (client.h)
 };
 
@@ -116,22 +114,22 @@ class HttpHandler final : public Handler {
   HandlerResult Run(const HandlerEvent& event) override {
     // Receive refuses such ids; should one get here anyway, it must not split a header.
     if (!IsHeaderValue(event.IdempotencyKey())) {
-      return {Outcome::kPermanent, "the event id has control characters: it cannot be a header",
-              {}};
+      return {
+          Outcome::kPermanent, "the event id has control characters: it cannot be a header", {}};
     }
     Headers headers = spec_.headers;
     headers.emplace("Idempotency-Key", event.IdempotencyKey());
     if (spec_.sign) {
-      headers.merge(Sign(signer_, *spec_.sign, event.body, std::chrono::system_clock::now(),
-                         event.event_id));
+      headers.merge(
+          Sign(signer_, *spec_.sign, event.body, std::chrono::system_clock::now(), event.event_id));
     }
-    StatusOr<HttpReply> reply = HttpPost(spec_.url, headers, event.body,
-                                         ContentTypeOf(event.headers_json), spec_.timeout);
+    StatusOr<HttpReply> reply =
+        HttpPost(spec_.url, headers, event.body, ContentTypeOf(event.headers_json), spec_.timeout);
     if (!reply.ok()) {
       if (const int err = OutOfDescriptors(); err != 0) {
         // The daemon cannot open a socket at all: its problem, not the downstream's.
-        HandlerResult r{Outcome::kFailed, "cannot open a socket: " + std::string(strerror(err)),
-                        {}};
+        HandlerResult r{
+            Outcome::kFailed, "cannot open a socket: " + std::string(strerror(err)), {}};
         r.infrastructure = true;
         return r;
       }
@@ -182,15 +180,21 @@ void SpecReader::Read(const YAML::Node& config, const std::string& where, HttpSp
     } else if (key == "url") {
       auto url = value.IsScalar() ? ParseHttpUrl(value.Scalar())
                                   : StatusOr<HttpUrl>(Status::InvalidArgument("expected a URL"));
-      if (url.ok()) spec.url = *url;
-      else Error(at, url.status().what());
+      if (url.ok())
+        spec.url = *url;
+      else
+        Error(at, url.status().what());
     } else if (key == "timeout") {
-      auto timeout = value.IsScalar() ? ParseDuration(value.Scalar())
-                                      : StatusOr<Duration>(Status::InvalidArgument(
-                                            "expected a duration such as 10s"));
-      if (!timeout.ok()) Error(at, timeout.status().what());
-      else if (timeout->count() <= 0) Error(at, "must be longer than 0");
-      else spec.timeout = *timeout;
+      auto timeout =
+          value.IsScalar()
+              ? ParseDuration(value.Scalar())
+              : StatusOr<Duration>(Status::InvalidArgument("expected a duration such as 10s"));
+      if (!timeout.ok())
+        Error(at, timeout.status().what());
+      else if (timeout->count() <= 0)
+        Error(at, "must be longer than 0");
+      else
+        spec.timeout = *timeout;
     } else if (key == "headers") {
       ReadHeaders(value, at, spec.headers);
     } else if (key == "sign") {
@@ -198,8 +202,9 @@ void SpecReader::Read(const YAML::Node& config, const std::string& where, HttpSp
     } else if (key == "concurrency") {
       ReadConcurrency(value, at, &spec.concurrency, errors_);
     } else {
-      Error(where, "unknown key \"" + key + "\" (expected url, timeout, headers, sign, "
-                   "concurrency)");
+      Error(where, "unknown key \"" + key +
+                       "\" (expected url, timeout, headers, sign, "
+                       "concurrency)");
     }
   }
   if (!seen.count("url")) Error(where, "url is required");
@@ -234,8 +239,10 @@ void SpecReader::ReadSign(const YAML::Node& node, const std::string& at,
   if (!node.IsMap()) return Error(at, "expected {secret: {env: NAME}}");
   for (const auto& entry : node) {
     const std::string key = entry.first.Scalar();
-    if (key == "secret") ReadSecret(entry.second, at + ".secret", secret);
-    else Error(at, "unknown key \"" + key + "\" (expected secret)");
+    if (key == "secret")
+      ReadSecret(entry.second, at + ".secret", secret);
+    else
+      Error(at, "unknown key \"" + key + "\" (expected secret)");
   }
   if (!node["secret"]) Error(at, "secret is required");
 }
@@ -264,8 +271,8 @@ void SpecReader::ReadSecret(const YAML::Node& node, const std::string& at,
 
 }  // namespace
 
-std::optional<std::chrono::milliseconds> ParseRetryAfter(std::string_view value,
-                                                         std::chrono::system_clock::time_point now) {
+std::optional<std::chrono::milliseconds> ParseRetryAfter(
+    std::string_view value, std::chrono::system_clock::time_point now) {
   while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
   while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
   if (value.empty()) return std::nullopt;

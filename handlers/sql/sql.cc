@@ -111,8 +111,8 @@ void ReadStatements(const YAML::Node& node, const std::string& at, bool with_eve
                           " in setup, which runs once at start with no event");
       } else if (std::find(std::begin(kParameters), std::end(kParameters), p) ==
                  std::end(kParameters)) {
-        errors->push_back(item_at + ": unknown parameter " + p + " (known: " +
-                          KnownParameters() + ")");
+        errors->push_back(item_at + ": unknown parameter " + p + " (known: " + KnownParameters() +
+                          ")");
       }
     }
     out.push_back(text);

@@ -16,17 +16,15 @@ struct CaseInsensitiveLess {
   using is_transparent = void;
   bool operator()(std::string_view a, std::string_view b) const {
     return std::lexicographical_compare(
-        a.begin(), a.end(), b.begin(), b.end(), [](unsigned char x, unsigned char y) {
-          return std::tolower(x) < std::tolower(y);
-        });
+        a.begin(), a.end(), b.begin(), b.end(),
+        [](unsigned char x, unsigned char y) { return std::tolower(x) < std::tolower(y); });
   }
 };
 
 using Headers = std::multimap<std::string, std::string, CaseInsensitiveLess>;
 
 // The first value of a header, if present. Absent and present-but-empty are different.
-inline std::optional<std::string_view> HeaderValue(const Headers& headers,
-                                                   std::string_view name) {
+inline std::optional<std::string_view> HeaderValue(const Headers& headers, std::string_view name) {
   auto it = headers.find(name);
   if (it == headers.end()) return std::nullopt;
   return std::string_view(it->second);

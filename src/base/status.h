@@ -16,11 +16,11 @@ class [[nodiscard]] Status {
  public:
   enum class Code {
     kOk,
-    kInvalidArgument,   // bad config, bad CLI input, malformed request parts
-    kNotFound,          // unknown endpoint, unknown event id
-    kUnauthenticated,   // any signature problem
-    kConflict,          // strict_body mismatch on a known id
-    kUnavailable,       // storage could not commit (disk full, busy past timeout)
+    kInvalidArgument,  // bad config, bad CLI input, malformed request parts
+    kNotFound,         // unknown endpoint, unknown event id
+    kUnauthenticated,  // any signature problem
+    kConflict,         // strict_body mismatch on a known id
+    kUnavailable,      // storage could not commit (disk full, busy past timeout)
     kInternal,
   };
 
@@ -67,8 +67,8 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(T value) : value_(std::move(value)) {}            // NOLINT: implicit by design
-  StatusOr(Status status) : status_(std::move(status)) {}    // NOLINT: implicit by design
+  StatusOr(T value) : value_(std::move(value)) {}          // NOLINT: implicit by design
+  StatusOr(Status status) : status_(std::move(status)) {}  // NOLINT: implicit by design
 
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }

@@ -54,8 +54,8 @@ Opened LoadAndOpen(const std::string& path, const OpenRequest& request) {
     return out;
   }
   const Config& c = *out.config;
-  auto inbox = OpenInbox({c.database, c.durability == Durability::kFull, request.create},
-                         request.applied);
+  auto inbox =
+      OpenInbox({c.database, c.durability == Durability::kFull, request.create}, request.applied);
   // Both backends fail to open with Unavailable or Internal only: exit 2.
   if (!inbox.ok()) {
     out.exit_code = ReportFailure(inbox.status());

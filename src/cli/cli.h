@@ -10,11 +10,10 @@
 
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 #include "config/config.h"
@@ -70,7 +69,7 @@ Opened LoadAndOpen(const std::string& path, const OpenRequest& request);
 
 // ---- the verbs: each returns the process's exit status
 
-int Serve(const std::string& config_path);                   // serve.cc
+int Serve(const std::string& config_path);                    // serve.cc
 int CheckConfig(const std::string& path, bool read_secrets);  // config.cc
 int Migrate(const std::string& path);                         // config.cc
 

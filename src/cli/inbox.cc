@@ -52,8 +52,8 @@ int ReportLookupFailure(const Status& s) {
 }
 
 void PrintRowTable(const std::vector<InboxRow>& rows) {
-  std::printf("%-24s  %-12s  %-40s  %-24s  %-9s  %s\n", "RECEIVED", "ENDPOINT", "EVENT ID",
-              "TYPE", "STATUS", "DUPS");
+  std::printf("%-24s  %-12s  %-40s  %-24s  %-9s  %s\n", "RECEIVED", "ENDPOINT", "EVENT ID", "TYPE",
+              "STATUS", "DUPS");
   for (const InboxRow& r : rows) {
     std::printf("%-24s  %-12s  %-40s  %-24s  %-9s  %lld\n", TerminalSafe(r.received_at).c_str(),
                 TerminalSafe(r.endpoint).c_str(), TerminalSafe(r.event_id).c_str(),
@@ -64,8 +64,7 @@ void PrintRowTable(const std::vector<InboxRow>& rows) {
 
 // The exact body bytes and nothing else, for a pipe.
 int WriteRawBody(const std::string& body) {
-  return std::fwrite(body.data(), 1, body.size(), stdout) == body.size() &&
-                 std::fflush(stdout) == 0
+  return std::fwrite(body.data(), 1, body.size(), stdout) == body.size() && std::fflush(stdout) == 0
              ? kExitOk
              : kExitUsage;
 }
@@ -77,14 +76,20 @@ json DetailJson(const InboxDetail& detail) {
   for (const JobRow& j : detail.jobs) {
     json attempts = json::array();
     for (const AttemptRow& a : j.attempt_rows) {
-      attempts.push_back({{"number", a.number}, {"started_at", a.started_at},
-                          {"finished_at", a.finished_at}, {"outcome", a.outcome},
+      attempts.push_back({{"number", a.number},
+                          {"started_at", a.started_at},
+                          {"finished_at", a.finished_at},
+                          {"outcome", a.outcome},
                           {"detail", a.detail}});
     }
-    out["jobs"].push_back({{"id", j.id}, {"handler", j.handler}, {"status", j.status},
+    out["jobs"].push_back({{"id", j.id},
+                           {"handler", j.handler},
+                           {"status", j.status},
                            {"next_attempt_at", j.next_attempt_at},
-                           {"lease_owner", j.lease_owner}, {"lease_until", j.lease_until},
-                           {"last_error", j.last_error}, {"attempts", attempts}});
+                           {"lease_owner", j.lease_owner},
+                           {"lease_until", j.lease_until},
+                           {"last_error", j.last_error},
+                           {"attempts", attempts}});
   }
   return out;
 }
@@ -113,8 +118,7 @@ void PrintDetailText(const json& out, const InboxDetail& detail) {
 }  // namespace
 
 int InboxList(const std::string& path, ListArgs args) {
-  Opened opened = LoadAndOpen(path, {.endpoint = args.filter.endpoint,
-                                     .check = [&](Config&) {
+  Opened opened = LoadAndOpen(path, {.endpoint = args.filter.endpoint, .check = [&](Config&) {
                                        auto since = SinceBound(args.filter.since);
                                        if (!since) {
                                          std::cerr << "hookbox: --since takes an RFC 3339 "

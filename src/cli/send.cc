@@ -21,8 +21,7 @@ std::string BodyFieldOr(const std::string& body, const std::string& pointer) {
 // This config's own listener, loopback when it listens on every address.
 std::string DefaultUrl(const Config& config, const Endpoint& ep) {
   auto listen = ParseHostPort(config.listen);
-  std::string host =
-      listen->host == "0.0.0.0" || listen->host == "::" ? "127.0.0.1" : listen->host;
+  std::string host = listen->host == "0.0.0.0" || listen->host == "::" ? "127.0.0.1" : listen->host;
   return "http://" + host + ":" + std::to_string(listen->port) + ep.path;
 }
 
@@ -34,10 +33,9 @@ Headers SignedHeaders(const Endpoint& ep, const std::string& body) {
     id = "send-" + std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
   }
   if (type.empty()) type = "hookbox.test";
-  Headers headers = ep.secrets.empty()
-                        ? Headers{}
-                        : Sign(ep, ep.secrets.front(), body, std::chrono::system_clock::now(),
-                               id, type);
+  Headers headers = ep.secrets.empty() ? Headers{}
+                                       : Sign(ep, ep.secrets.front(), body,
+                                              std::chrono::system_clock::now(), id, type);
   headers.erase("Content-Type");
   return headers;
 }
@@ -65,8 +63,8 @@ int Send(const std::string& path, const std::string& endpoint_name, const std::s
     std::cerr << "hookbox: --url: " << url.status().ToString() << "\n";
     return kExitUsage;
   }
-  auto reply = HttpPost(*url, SignedHeaders(*ep, body), body, "application/json",
-                        std::chrono::seconds(30));
+  auto reply =
+      HttpPost(*url, SignedHeaders(*ep, body), body, "application/json", std::chrono::seconds(30));
   if (!reply.ok()) {
     std::cerr << "hookbox: " << reply.status().ToString() << "\n";
     return kExitUsage;

@@ -98,7 +98,8 @@ Answer AdminAnswer(const Delivery& d, const Liveness& liveness) {
     return {200, R"({"status":"ready"})", {}};
   }
   if (d.path == "/metrics") {
-    return {200, Metrics().registry.Render(),
+    return {200,
+            Metrics().registry.Render(),
             {{"Content-Type", "text/plain; version=0.0.4; charset=utf-8"}}};
   }
   return {404, R"({"error":"not found"})", {}};
@@ -107,19 +108,20 @@ Answer AdminAnswer(const Delivery& d, const Liveness& liveness) {
 // hookbox_jobs{status} and hookbox_queue_oldest_age_seconds, asked of the inbox at each
 // scrape. Registered once: a process serves once.
 void AddQueueGauges(Inbox& inbox) {
-  Metrics().registry.AddGauge(
-      "hookbox_jobs", "Jobs in the inbox, by status.", {"status"}, [&inbox] {
-        std::vector<GaugeSample> out;
-        auto q = inbox.Queue();
-        if (!q.ok()) return out;
-        std::map<std::string, int64_t> by_status = {
-            {"pending", 0}, {"processing", 0}, {"done", 0}, {"dead", 0}};
-        for (const auto& [status, n] : q->jobs_by_status) by_status[status] = n;
-        for (const auto& [status, n] : by_status) {
-          out.push_back({{status}, static_cast<double>(n)});
-        }
-        return out;
-      });
+  Metrics().registry.AddGauge("hookbox_jobs", "Jobs in the inbox, by status.", {"status"},
+                              [&inbox] {
+                                std::vector<GaugeSample> out;
+                                auto q = inbox.Queue();
+                                if (!q.ok()) return out;
+                                std::map<std::string, int64_t> by_status = {
+                                    {"pending", 0}, {"processing", 0}, {"done", 0}, {"dead", 0}};
+                                for (const auto& [status, n] : q->jobs_by_status)
+                                  by_status[status] = n;
+                                for (const auto& [status, n] : by_status) {
+                                  out.push_back({{status}, static_cast<double>(n)});
+                                }
+                                return out;
+                              });
   Metrics().registry.AddGauge(
       "hookbox_queue_oldest_age_seconds",
       "Age of the oldest event with a pending or processing job; 0 when there is none.", {},
@@ -130,8 +132,9 @@ void AddQueueGauges(Inbox& inbox) {
         double age = 0;
         if (auto micros = ParseRfc3339Micros(q->oldest_unfinished_received_at)) {
           TimePoint oldest{std::chrono::microseconds(*micros)};
-          age = std::max(0.0, std::chrono::duration<double>(std::chrono::system_clock::now() -
-                                                            oldest).count());
+          age = std::max(
+              0.0,
+              std::chrono::duration<double>(std::chrono::system_clock::now() - oldest).count());
         }
         out.push_back({{}, age});
         return out;
@@ -169,10 +172,13 @@ StatusOr<std::string> ListenForWebhooks(HttpServer& hooks, const Config& c,
 void WarnIfSecretsExposed(const Config& c) {
   if (auto exposed = CheckInlineSecretsExposure(c)) {
     LogWarn({{"msg", "config file readable by others holds inline secrets"},
-             {"file", exposed->path}, {"mode", exposed->ModeText()}, {"owner", exposed->owner},
+             {"file", exposed->path},
+             {"mode", exposed->ModeText()},
+             {"owner", exposed->owner},
              {"inline_secrets", exposed->places},
-             {"fix", "chmod 600 the file and chown it to the service user, or use file:/env: "
-                     "secrets"}});
+             {"fix",
+              "chmod 600 the file and chown it to the service user, or use file:/env: "
+              "secrets"}});
   }
 }
 

@@ -129,8 +129,7 @@ class Loader final {
                    std::initializer_list<Field> fields) {
     return ReadMapping(node, where, std::span<const Field>(fields.begin(), fields.size()));
   }
-  bool ReadMapping(const YAML::Node& node, const std::string& where,
-                   std::span<const Field> fields);
+  bool ReadMapping(const YAML::Node& node, const std::string& where, std::span<const Field> fields);
   // Checks that `node` is a list (non-empty when `non_empty`) and calls read(item, where[i]).
   void ReadList(const YAML::Node& node, const std::string& where, bool non_empty,
                 const std::function<void(const YAML::Node&, const std::string&, size_t)>& read);

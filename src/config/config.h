@@ -5,14 +5,14 @@
 // one config file works across releases.
 #pragma once
 
+#include <yaml-cpp/yaml.h>
+
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 #include "base/status.h"
 
@@ -41,10 +41,10 @@ struct FieldRef {
 
 // provider: hmac — the generic HMAC scheme.
 struct HmacScheme {
-  std::string header;               // required, e.g. X-Signature
-  std::string algorithm = "sha256"; // sha1 | sha256 | sha512
-  std::string encoding = "hex";     // hex | base64
-  std::string prefix;               // e.g. "sha256=" (stripped before decoding)
+  std::string header;                // required, e.g. X-Signature
+  std::string algorithm = "sha256";  // sha1 | sha256 | sha512
+  std::string encoding = "hex";      // hex | base64
+  std::string prefix;                // e.g. "sha256=" (stripped before decoding)
 };
 
 struct RetryPolicy {
@@ -70,9 +70,9 @@ struct Endpoint {
   std::string name;
   std::string path;
   Provider provider = Provider::kNone;
-  std::vector<Secret> secrets;       // empty only when provider == kNone (verify: none)
+  std::vector<Secret> secrets;  // empty only when provider == kNone (verify: none)
   Duration tolerance = std::chrono::seconds(300);  // timestamped providers
-  HmacScheme hmac;                   // provider == kHmac
+  HmacScheme hmac;                                 // provider == kHmac
   // Identity. Empty FieldRefs mean "the provider's default" (DESIGN.md, Providers) for
   // event_id and event_type, and "no ordering" for resource and sequence.
   FieldRef event_id, event_type, resource, sequence;

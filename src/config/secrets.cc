@@ -115,12 +115,18 @@ bool IsStandardWebhooksSecret(std::string_view secret) {
   if (padding > 0 && (secret.size() + padding) % 4 != 0) return false;
   int last = 0;
   for (char c : secret) {
-    if (c >= 'A' && c <= 'Z') last = c - 'A';
-    else if (c >= 'a' && c <= 'z') last = c - 'a' + 26;
-    else if (c >= '0' && c <= '9') last = c - '0' + 52;
-    else if (c == '+') last = 62;
-    else if (c == '/') last = 63;
-    else return false;
+    if (c >= 'A' && c <= 'Z')
+      last = c - 'A';
+    else if (c >= 'a' && c <= 'z')
+      last = c - 'a' + 26;
+    else if (c >= '0' && c <= '9')
+      last = c - '0' + 52;
+    else if (c == '+')
+      last = 62;
+    else if (c == '/')
+      last = 63;
+    else
+      return false;
   }
   // The last character of a partial quantum carries 4 (two characters) or 2 (three) bits
   // that no byte uses; a canonical encoding leaves them zero ("QR==" is not "QQ==").

@@ -4,13 +4,13 @@
 // another thread is what turns them into one deadline.
 #include "http/client.h"
 
+#include <httplib.h>
+
 #include <charconv>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <thread>
-
-#include <httplib.h>
 
 namespace hookbox {
 namespace {
@@ -22,14 +22,22 @@ Status BadUrl(std::string_view text, std::string_view why) {
 
 std::string Describe(httplib::Error error) {
   switch (error) {
-    case httplib::Error::Connection: return "cannot connect";
-    case httplib::Error::ConnectionTimeout: return "connect timed out";
-    case httplib::Error::Read: return "connection closed or read timed out";
-    case httplib::Error::Write: return "write failed";
-    case httplib::Error::SSLConnection: return "TLS handshake failed";
-    case httplib::Error::SSLLoadingCerts: return "cannot load CA certificates";
-    case httplib::Error::SSLServerVerification: return "TLS certificate verification failed";
-    default: return httplib::to_string(error);
+    case httplib::Error::Connection:
+      return "cannot connect";
+    case httplib::Error::ConnectionTimeout:
+      return "connect timed out";
+    case httplib::Error::Read:
+      return "connection closed or read timed out";
+    case httplib::Error::Write:
+      return "write failed";
+    case httplib::Error::SSLConnection:
+      return "TLS handshake failed";
+    case httplib::Error::SSLLoadingCerts:
+      return "cannot load CA certificates";
+    case httplib::Error::SSLServerVerification:
+      return "TLS certificate verification failed";
+    default:
+      return httplib::to_string(error);
   }
 }
 

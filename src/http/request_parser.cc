@@ -3,12 +3,12 @@
 // into an HttpRequest and its errors into the status a client is answered with.
 #include "http/request_parser.h"
 
-#include <boost/beast/http/basic_parser.hpp>
-#include <boost/beast/http/error.hpp>
+#include <strings.h>
 
 #include <algorithm>
+#include <boost/beast/http/basic_parser.hpp>
+#include <boost/beast/http/error.hpp>
 #include <cstring>
-#include <strings.h>
 
 namespace hookbox {
 namespace {
@@ -60,7 +60,8 @@ class RequestParser::Beast final : public http::basic_parser<true> {
   Beast(HttpRequest& request, ParserLimits limits) : request_(request), limits_(limits) {
     // max_head is enforced by Feed() on the whole head, however its bytes arrive; Beast's
     // own limit applies to what is left after the lines it took, so it is only a backstop.
-    header_limit(static_cast<std::uint32_t>(std::min<size_t>(2 * limits.max_head + 64, UINT32_MAX)));
+    header_limit(
+        static_cast<std::uint32_t>(std::min<size_t>(2 * limits.max_head + 64, UINT32_MAX)));
     body_limit(static_cast<std::uint64_t>(limits.max_body));
     eager(true);
   }

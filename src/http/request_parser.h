@@ -33,14 +33,14 @@ namespace hookbox {
 
 struct HttpRequest {
   std::string method;
-  std::string target;  // the request-target, raw
-  int version = 11;    // 10 or 11
+  std::string target;                                        // the request-target, raw
+  int version = 11;                                          // 10 or 11
   std::vector<std::pair<std::string, std::string>> headers;  // in order, as received
-  std::string body;    // decoded (chunked) or as sent (Content-Length)
+  std::string body;              // decoded (chunked) or as sent (Content-Length)
   bool keep_alive = true;        // by version and Connection
   bool expect_continue = false;  // Expect: 100-continue
   bool chunked = false;
-  size_t content_length = 0;     // when not chunked
+  size_t content_length = 0;  // when not chunked
 };
 
 // A request the parser refused: the status to answer with and why.
@@ -52,7 +52,7 @@ struct HttpRefusal {
 struct ParserLimits {
   size_t max_head = 64 * 1024;  // request line + headers, in bytes
   size_t max_body = 1 << 20;
-  size_t max_headers = 100;     // header lines
+  size_t max_headers = 100;  // header lines
 };
 
 class RequestParser final {
@@ -84,7 +84,7 @@ class RequestParser final {
   size_t fold_checked_ = 0;  // bytes of the unread head already checked for obs-fold
   char tail_[3] = {};        // the last bytes of the head Beast took (its end may straddle)
   size_t tail_size_ = 0;
-  size_t head_taken_ = 0;    // bytes of the head Beast took so far
+  size_t head_taken_ = 0;  // bytes of the head Beast took so far
 };
 
 // The request's path: the target without its query, and without scheme and authority when

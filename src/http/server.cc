@@ -28,11 +28,10 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 #include <unordered_map>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "http/request_parser.h"
 #include "ops/log.h"
@@ -44,29 +43,52 @@ using Steady = std::chrono::steady_clock;
 
 const char* Reason(int status) {
   switch (status) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 201: return "Created";
-    case 202: return "Accepted";
-    case 204: return "No Content";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 411: return "Length Required";
-    case 413: return "Content Too Large";
-    case 417: return "Expectation Failed";
-    case 422: return "Unprocessable Content";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    case 505: return "HTTP Version Not Supported";
-    default: return "Status";
+    case 100:
+      return "Continue";
+    case 200:
+      return "OK";
+    case 201:
+      return "Created";
+    case 202:
+      return "Accepted";
+    case 204:
+      return "No Content";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 409:
+      return "Conflict";
+    case 411:
+      return "Length Required";
+    case 413:
+      return "Content Too Large";
+    case 417:
+      return "Expectation Failed";
+    case 422:
+      return "Unprocessable Content";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return "Status";
   }
 }
 
@@ -85,8 +107,8 @@ constexpr uint64_t kWakeId = 1;
 struct Conn {
   uint64_t id = 0;
   int fd = -1;
-  std::string remote;  // "ip:port", read once at accept
-  std::string in;      // received, not yet taken by the parser
+  std::string remote;                     // "ip:port", read once at accept
+  std::string in;                         // received, not yet taken by the parser
   std::unique_ptr<RequestParser> parser;  // the request being read; none between requests
   Steady::time_point deadline;
   bool busy = false;       // a thread is serving it (the sweep leaves it alone)
@@ -314,8 +336,8 @@ struct HttpServer::Impl {
 
   // Answers the refusal and closes: the rest of what the client sends is not read.
   void Refuse(Conn* c, const Answer& a, const char* why) {
-    LogWarn({{"msg", "request refused"}, {"remote", c->remote}, {"status", a.status},
-             {"reason", why}});
+    LogWarn(
+        {{"msg", "request refused"}, {"remote", c->remote}, {"status", a.status}, {"reason", why}});
     Send(c, FormatAnswer(a, /*keep_alive=*/false, limits.keep_alive_timeout_s));
     Close(c);
   }
@@ -488,8 +510,8 @@ StatusOr<int> HttpServer::Bind(const std::string& host, int port) {
   auto fail = [&](const std::string& why) {
     return Status::Unavailable("cannot listen", host + ":" + service + ": " + why);
   };
-  if (int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints,
-                             &found);
+  if (int rc =
+          ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &found);
       rc != 0) {
     return fail(gai_strerror(rc));
   }

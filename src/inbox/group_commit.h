@@ -30,8 +30,7 @@ class GroupCommit {
     queue_.push_back(&mine);
     mine.cv.wait(lock, [&] { return mine.done || queue_.front() == &mine; });
     if (mine.done) return;
-    std::vector<Entry*> group(queue_.begin(),
-                              queue_.begin() + std::min(queue_.size(), max_group));
+    std::vector<Entry*> group(queue_.begin(), queue_.begin() + std::min(queue_.size(), max_group));
     lock.unlock();
     std::vector<Item*> items;
     items.reserve(group.size());

@@ -27,12 +27,12 @@ namespace hookbox {
 struct Event {
   std::string endpoint;
   std::string event_id;
-  std::string id_source;    // "header:X-GitHub-Delivery", "body:/id" or "sha256"
+  std::string id_source;  // "header:X-GitHub-Delivery", "body:/id" or "sha256"
   std::string event_type;
-  std::string resource_id;  // "" = no ordering for this event
-  std::string sequence;     // as delivered
+  std::string resource_id;              // "" = no ordering for this event
+  std::string sequence;                 // as delivered
   std::optional<int64_t> sequence_key;  // comparable form; nullopt = no ordering
-  std::string body_sha256;  // hex
+  std::string body_sha256;              // hex
   std::string headers_json;
   std::string body;
   std::vector<std::string> handlers;  // one job each; empty -> stored as `ignored`
@@ -125,7 +125,7 @@ struct ClaimedJob {
 
 struct AcceptResult {
   Verdict verdict;
-  bool body_changed = false;       // duplicate whose body differs from the stored one
+  bool body_changed = false;  // duplicate whose body differs from the stored one
   // A duplicate by body (Event::dedupe_body): the event id of the stored row it repeats,
   // on which it was counted. "" for every other verdict, and for duplicates by id.
   std::string duplicate_of;
@@ -214,9 +214,9 @@ class Inbox {
   // mode: sync. Claims the unfinished jobs of one event for the caller (a redelivery
   // taking over after a failed or crashed first request), unless one is leased to someone
   // else. NotFound when there is no such row.
-  virtual StatusOr<EventClaim> ClaimEvent(const std::string& endpoint,
-                                          const std::string& event_id, const std::string& owner,
-                                          TimePoint now, std::chrono::milliseconds lease) = 0;
+  virtual StatusOr<EventClaim> ClaimEvent(const std::string& endpoint, const std::string& event_id,
+                                          const std::string& owner, TimePoint now,
+                                          std::chrono::milliseconds lease) = 0;
 
   // mode: sync, the concurrent duplicate's wait as a real lock (PostgreSQL; issue 6). The
   // request that runs an event's jobs holds a row lock on them for the whole run (HoldJobs,
@@ -255,8 +255,7 @@ class Inbox {
   // Newest first.
   virtual StatusOr<std::vector<InboxRow>> List(const ListFilter& filter) = 0;
   // NotFound when there is no such row.
-  virtual StatusOr<InboxDetail> Show(const std::string& endpoint,
-                                     const std::string& event_id) = 0;
+  virtual StatusOr<InboxDetail> Show(const std::string& endpoint, const std::string& event_id) = 0;
   // Deletes the row with its jobs and attempts, so the next delivery of the event is accepted
   // as new. NotFound when there is no such row.
   virtual Status Clear(const std::string& endpoint, const std::string& event_id) = 0;
@@ -269,9 +268,9 @@ class Inbox {
 };
 
 struct InboxOptions {
-  std::string database;        // SQLite file path, or a postgres:// / postgresql:// URL
-  bool durable = true;         // durability: full (fsync at every commit)
-  bool create = true;          // create the file (SQLite) or the schema (PostgreSQL) if missing
+  std::string database;  // SQLite file path, or a postgres:// / postgresql:// URL
+  bool durable = true;   // durability: full (fsync at every commit)
+  bool create = true;    // create the file (SQLite) or the schema (PostgreSQL) if missing
 };
 
 // Opens the backend the database string names and brings its schema up to date.

@@ -7,13 +7,13 @@ DaemonMetrics::DaemonMetrics()
     : deliveries(registry.AddCounter("hookbox_deliveries_total",
                                      "Deliveries answered, by endpoint and outcome.",
                                      {"endpoint", "outcome"})),
-      signature_failures(registry.AddCounter(
-          "hookbox_signature_failures_total",
-          "Deliveries refused with 401, by endpoint and reason.", {"endpoint", "reason"})),
+      signature_failures(registry.AddCounter("hookbox_signature_failures_total",
+                                             "Deliveries refused with 401, by endpoint and reason.",
+                                             {"endpoint", "reason"})),
       accept_latency(registry.AddHistogram(
           "hookbox_accept_latency_seconds",
-          "From a request reaching the pipeline to its inbox transaction committing.",
-          {"endpoint"}, LatencyBuckets())),
+          "From a request reaching the pipeline to its inbox transaction committing.", {"endpoint"},
+          LatencyBuckets())),
       attempts(registry.AddCounter("hookbox_attempts_total",
                                    "Handler attempts, by endpoint, handler and outcome.",
                                    {"endpoint", "handler", "outcome"})),

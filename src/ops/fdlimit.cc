@@ -31,7 +31,8 @@ StatusOr<ConnectionFit> FitConnections(uint64_t soft_limit, size_t configured,
         std::to_string(room) + " connections after the " + std::to_string(fit.reserve) +
         " descriptors kept for the database, listeners and handlers; at least " +
         std::to_string(kMinConnections) +
-        " are needed: raise LimitNOFILE (ulimit -n), or lower the handlers' concurrency or limits.threads");
+        " are needed: raise LimitNOFILE (ulimit -n), or lower the handlers' concurrency or "
+        "limits.threads");
   }
   fit.max_connections = static_cast<size_t>(std::min<uint64_t>(configured, room));
   fit.lowered = fit.max_connections < configured;

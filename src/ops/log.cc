@@ -8,8 +8,7 @@
 namespace hookbox {
 
 void Log(const char* level, nlohmann::json fields) {
-  nlohmann::json line = {{"time", FormatTime(std::chrono::system_clock::now())},
-                         {"level", level}};
+  nlohmann::json line = {{"time", FormatTime(std::chrono::system_clock::now())}, {"level", level}};
   line.update(fields);
   // Invalid UTF-8 from a client (an event id, a path) is replaced, never thrown on.
   std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

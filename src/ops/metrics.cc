@@ -23,8 +23,7 @@ std::string LabelSet(const std::vector<std::string>& names, const LabelValues& v
   return out;
 }
 
-void Header(std::string& out, const std::string& name, const std::string& help,
-            const char* type) {
+void Header(std::string& out, const std::string& name, const std::string& help, const char* type) {
   out += "# HELP " + name + " " + EscapeHelp(help) + "\n";
   out += "# TYPE " + name + " " + type + "\n";
 }
@@ -46,10 +45,10 @@ void RenderHistogram(std::string& out, const HistogramFamily& f,
       out += f.name() + "_bucket" + LabelSet(f.label_names(), values, "le", le) + " " +
              std::to_string(s.cumulative[i]) + "\n";
     }
-    out += f.name() + "_sum" + LabelSet(f.label_names(), values) + " " +
-           FormatSampleValue(s.sum) + "\n";
-    out += f.name() + "_count" + LabelSet(f.label_names(), values) + " " +
-           std::to_string(s.count) + "\n";
+    out += f.name() + "_sum" + LabelSet(f.label_names(), values) + " " + FormatSampleValue(s.sum) +
+           "\n";
+    out += f.name() + "_count" + LabelSet(f.label_names(), values) + " " + std::to_string(s.count) +
+           "\n";
   });
 }
 
@@ -84,9 +83,9 @@ Histogram::Snapshot Histogram::Read() const {
 CounterFamily& MetricsRegistry::AddCounter(std::string name, std::string help,
                                            std::vector<std::string> label_names) {
   auto entry = std::make_unique<Entry>();
-  entry->counter = std::make_unique<CounterFamily>(std::move(name), std::move(help),
-                                                   std::move(label_names),
-                                                   [] { return std::make_unique<Counter>(); });
+  entry->counter =
+      std::make_unique<CounterFamily>(std::move(name), std::move(help), std::move(label_names),
+                                      [] { return std::make_unique<Counter>(); });
   std::lock_guard lock(mu_);
   entries_.push_back(std::move(entry));
   return *entries_.back()->counter;
@@ -96,9 +95,9 @@ HistogramFamily& MetricsRegistry::AddHistogram(std::string name, std::string hel
                                                std::vector<std::string> label_names,
                                                std::vector<double> bounds) {
   auto entry = std::make_unique<Entry>();
-  entry->histogram = std::make_unique<HistogramFamily>(
-      std::move(name), std::move(help), std::move(label_names),
-      [bounds] { return std::make_unique<Histogram>(bounds); });
+  entry->histogram =
+      std::make_unique<HistogramFamily>(std::move(name), std::move(help), std::move(label_names),
+                                        [bounds] { return std::make_unique<Histogram>(bounds); });
   entry->bounds = std::move(bounds);
   std::lock_guard lock(mu_);
   entries_.push_back(std::move(entry));
@@ -136,10 +135,14 @@ std::string EscapeLabelValue(const std::string& value) {
   std::string out;
   out.reserve(value.size());
   for (char c : value) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -147,9 +150,12 @@ std::string EscapeLabelValue(const std::string& value) {
 std::string EscapeHelp(const std::string& help) {
   std::string out;
   for (char c : help) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -163,8 +169,8 @@ std::string FormatSampleValue(double value) {
 }
 
 const std::vector<double>& LatencyBuckets() {
-  static const std::vector<double> kBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                               0.25,  0.5,    1,     2.5,  5,     10,   30, 60};
+  static const std::vector<double> kBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                               0.5,   1,      2.5,   5,    10,    30,   60};
   return kBuckets;
 }
 

@@ -148,8 +148,7 @@ Child& Family<Child>::With(const LabelValues& values) {
 }
 
 template <typename Child>
-void Family<Child>::ForEach(
-    const std::function<void(const LabelValues&, const Child&)>& fn) const {
+void Family<Child>::ForEach(const std::function<void(const LabelValues&, const Child&)>& fn) const {
   std::shared_lock lock(mu_);
   for (const auto& [values, child] : children_) fn(values, *child);
 }

@@ -23,9 +23,8 @@ void NotifySystemd(const std::string& state) {
 std::string MonotonicUsec() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return "MONOTONIC_USEC=" +
-         std::to_string(static_cast<uint64_t>(ts.tv_sec) * 1000000 +
-                        static_cast<uint64_t>(ts.tv_nsec) / 1000);
+  return "MONOTONIC_USEC=" + std::to_string(static_cast<uint64_t>(ts.tv_sec) * 1000000 +
+                                            static_cast<uint64_t>(ts.tv_nsec) / 1000);
 }
 
 std::optional<std::chrono::microseconds> WatchdogTimeout() {
@@ -69,8 +68,11 @@ void Watchdog::Loop(std::chrono::microseconds interval) {
     const bool healthy = healthy_();
     if (healthy) NotifySystemd("WATCHDOG=1");
     if (healthy != was_healthy) {
-      if (healthy) LogInfo({{"msg", "healthy again: watchdog pings resume"}});
-      else LogError({{"msg", "unhealthy: watchdog pings stop until the listener and the inbox answer"}});
+      if (healthy)
+        LogInfo({{"msg", "healthy again: watchdog pings resume"}});
+      else
+        LogError(
+            {{"msg", "unhealthy: watchdog pings stop until the listener and the inbox answer"}});
       was_healthy = healthy;
     }
     lock.lock();

@@ -14,7 +14,7 @@ struct Delivery {
   std::string path;
   std::string remote;  // "ip:port", for logs
   Headers headers;
-  std::string body;    // the raw bytes, exactly as received
+  std::string body;  // the raw bytes, exactly as received
 };
 
 struct Answer {

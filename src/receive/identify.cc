@@ -90,28 +90,42 @@ Status CheckField(const char* what, const std::string& value) {
 
 std::vector<FieldRef> DefaultIdSources(Provider provider) {
   switch (provider) {
-    case Provider::kStripe: return {Body("/id")};
-    case Provider::kGithub: return {Header("X-GitHub-Delivery")};
-    case Provider::kStandard: return {Header("webhook-id"), Header("svix-id")};
-    case Provider::kShopify: return {Header("X-Shopify-Event-Id"), Header("X-Shopify-Webhook-Id")};
-    case Provider::kSlack: return {Body("/event_id")};
-    case Provider::kGitlab: return {Header("Idempotency-Key"), Header("X-Gitlab-Event-UUID")};
+    case Provider::kStripe:
+      return {Body("/id")};
+    case Provider::kGithub:
+      return {Header("X-GitHub-Delivery")};
+    case Provider::kStandard:
+      return {Header("webhook-id"), Header("svix-id")};
+    case Provider::kShopify:
+      return {Header("X-Shopify-Event-Id"), Header("X-Shopify-Webhook-Id")};
+    case Provider::kSlack:
+      return {Body("/event_id")};
+    case Provider::kGitlab:
+      return {Header("Idempotency-Key"), Header("X-Gitlab-Event-UUID")};
     case Provider::kHmac:
-    case Provider::kNone: return {};
+    case Provider::kNone:
+      return {};
   }
   return {};
 }
 
 FieldRef DefaultTypeSource(Provider provider) {
   switch (provider) {
-    case Provider::kStripe: return Body("/type");
-    case Provider::kGithub: return Header("X-GitHub-Event");
-    case Provider::kStandard: return Body("/type");
-    case Provider::kShopify: return Header("X-Shopify-Topic");
-    case Provider::kSlack: return Body("/event/type");
-    case Provider::kGitlab: return Header("X-Gitlab-Event");
+    case Provider::kStripe:
+      return Body("/type");
+    case Provider::kGithub:
+      return Header("X-GitHub-Event");
+    case Provider::kStandard:
+      return Body("/type");
+    case Provider::kShopify:
+      return Header("X-Shopify-Topic");
+    case Provider::kSlack:
+      return Body("/event/type");
+    case Provider::kGitlab:
+      return Header("X-Gitlab-Event");
     case Provider::kHmac:
-    case Provider::kNone: return {};
+    case Provider::kNone:
+      return {};
   }
   return {};
 }
@@ -134,9 +148,9 @@ StatusOr<Identity> Identify(const Endpoint& endpoint, const Headers& headers,
   Identity id;
   id.body_sha256 = Sha256Hex(body);
 
-  std::vector<FieldRef> id_sources =
-      endpoint.event_id.empty() ? DefaultIdSources(endpoint.provider)
-                                : std::vector<FieldRef>{endpoint.event_id};
+  std::vector<FieldRef> id_sources = endpoint.event_id.empty()
+                                         ? DefaultIdSources(endpoint.provider)
+                                         : std::vector<FieldRef>{endpoint.event_id};
   if (endpoint.event_id.empty() && endpoint.provider == Provider::kStandard) {
     // The id is the one the signature covers: from the header family that was verified,
     // never the other one (a svix-signed delivery with an added webhook-id is no new event).
@@ -165,10 +179,9 @@ StatusOr<Identity> Identify(const Endpoint& endpoint, const Headers& headers,
     if (!id.resource_id.empty() && !id.sequence.empty()) id.sequence_key = SequenceKey(id.sequence);
   }
 
-  for (auto [what, value] : {std::pair{"event id", &id.event_id},
-                             std::pair{"event type", &id.event_type},
-                             std::pair{"resource id", &id.resource_id},
-                             std::pair{"sequence", &id.sequence}}) {
+  for (auto [what, value] :
+       {std::pair{"event id", &id.event_id}, std::pair{"event type", &id.event_type},
+        std::pair{"resource id", &id.resource_id}, std::pair{"sequence", &id.sequence}}) {
     if (Status s = CheckField(what, *value); !s.ok()) return s;
   }
   return id;

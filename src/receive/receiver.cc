@@ -4,9 +4,8 @@
 
 #include <fnmatch.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -23,9 +22,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string Dump(const json& j) {
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 Answer Error(int status, const std::string& message) {
   return Answer{status, Dump(json{{"error", message}}), {}};
@@ -34,20 +31,29 @@ Answer Error(int status, const std::string& message) {
 // The one place a Status becomes an HTTP status.
 int HttpStatusFor(const Status& s) {
   switch (s.code()) {
-    case Status::Code::kOk: return 200;
-    case Status::Code::kInvalidArgument: return 400;
-    case Status::Code::kNotFound: return 404;
-    case Status::Code::kUnauthenticated: return 401;
-    case Status::Code::kConflict: return 422;
-    case Status::Code::kUnavailable: return 503;
-    case Status::Code::kInternal: return 500;
+    case Status::Code::kOk:
+      return 200;
+    case Status::Code::kInvalidArgument:
+      return 400;
+    case Status::Code::kNotFound:
+      return 404;
+    case Status::Code::kUnauthenticated:
+      return 401;
+    case Status::Code::kConflict:
+      return 422;
+    case Status::Code::kUnavailable:
+      return 503;
+    case Status::Code::kInternal:
+      return 500;
   }
   return 500;
 }
 
 bool IsCredentialHeader(std::string_view name) {
-  static const Headers kCredentials = {{"Authorization", ""},  {"Proxy-Authorization", ""},
-                                       {"Cookie", ""},         {"X-Gitlab-Token", ""},
+  static const Headers kCredentials = {{"Authorization", ""},
+                                       {"Proxy-Authorization", ""},
+                                       {"Cookie", ""},
+                                       {"X-Gitlab-Token", ""},
                                        {"X-Api-Key", ""}};
   return kCredentials.count(name) > 0;
 }
@@ -127,7 +133,7 @@ Answer Receiver::RunSync(const ReceiverSetup& setup, const std::vector<ClaimedJo
     if (!outcome.ok()) {
       all_ok = false;
       error = outcome.status().code() == Status::Code::kUnavailable ? "storage unavailable"
-                                                                   : "handler lost its lease";
+                                                                    : "handler lost its lease";
     } else if (outcome->outcome != Outcome::kOk) {
       all_ok = false;
       error = std::string("handler ") + job.handler + " " + OutcomeName(outcome->outcome);
@@ -141,8 +147,8 @@ Answer Receiver::TakeOver(const ReceiverSetup& setup, const Endpoint& endpoint,
                           const std::string& event_id, const std::string& owner) const {
   const auto deadline = std::chrono::steady_clock::now() + endpoint.sync_wait;
   for (;;) {
-    auto claim = inbox_.ClaimEvent(endpoint.name, event_id, owner, clock_.Now(),
-                                   SyncLease(*setup.handlers));
+    auto claim =
+        inbox_.ClaimEvent(endpoint.name, event_id, owner, clock_.Now(), SyncLease(*setup.handlers));
     if (!claim.ok()) return Error(HttpStatusFor(claim.status()), claim.status().what());
     switch (claim->state) {
       case EventClaim::State::kSettled:
@@ -245,11 +251,15 @@ Answer Receiver::Receive(const Delivery& d) const {
     Metrics().deliveries.With({endpoint_label, counted}).Inc();
     log["outcome"] = outcome;
     log["status"] = answer.status;
-    log["latency_ms"] = std::chrono::duration<double, std::milli>(
-                            std::chrono::steady_clock::now() - started).count();
-    if (answer.status >= 500) LogError(std::move(log));
-    else if (answer.status >= 400) LogWarn(std::move(log));
-    else LogInfo(std::move(log));
+    log["latency_ms"] =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+            .count();
+    if (answer.status >= 500)
+      LogError(std::move(log));
+    else if (answer.status >= 400)
+      LogWarn(std::move(log));
+    else
+      LogInfo(std::move(log));
     return answer;
   };
 
@@ -278,7 +288,8 @@ Answer Receiver::Receive(const Delivery& d) const {
 
   // 3. identify
   StatusOr<Identity> id = Identify(*ep, d.headers, d.body);
-  if (!id.ok()) return finish(Error(HttpStatusFor(id.status()), id.status().what()), "bad_identity");
+  if (!id.ok())
+    return finish(Error(HttpStatusFor(id.status()), id.status().what()), "bad_identity");
   log["event_id"] = id->event_id;
   if (!id->event_type.empty()) log["event_type"] = id->event_type;
   if (!id->resource_id.empty() && !id->sequence.empty() && !id->sequence_key) {
@@ -311,15 +322,17 @@ Answer Receiver::Receive(const Delivery& d) const {
     }
   }
   StatusOr<AcceptResult> result = inbox_.Accept(e);
-  Metrics().accept_latency.With({ep->name}).Observe(
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  Metrics()
+      .accept_latency.With({ep->name})
+      .Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   if (!result.ok()) {
     const Status& s = result.status();
-    if (s.code() == Status::Code::kConflict) log["body_changed"] = true;
-    else log["error"] = s.ToString();
-    return finish(Error(HttpStatusFor(s), s.what()), s.code() == Status::Code::kConflict
-                                                         ? "body_conflict"
-                                                         : "storage_error");
+    if (s.code() == Status::Code::kConflict)
+      log["body_changed"] = true;
+    else
+      log["error"] = s.ToString();
+    return finish(Error(HttpStatusFor(s), s.what()),
+                  s.code() == Status::Code::kConflict ? "body_conflict" : "storage_error");
   }
 
   // 5. answer
@@ -327,8 +340,7 @@ Answer Receiver::Receive(const Delivery& d) const {
   const char* verdict = VerdictName(result->verdict);
   if (result->body_changed) log["body_changed"] = true;
   // A duplicate by body (dedupe: [id, body]) is the stored event's: its id is the answer's.
-  const std::string& event_id =
-      result->duplicate_of.empty() ? id->event_id : result->duplicate_of;
+  const std::string& event_id = result->duplicate_of.empty() ? id->event_id : result->duplicate_of;
   if (!result->duplicate_of.empty()) log["duplicate_of"] = result->duplicate_of;
   if (sync && result->verdict == Verdict::kAccepted) {
     return finish(RunSync(*setup, result->claimed, verdict, event_id), verdict);

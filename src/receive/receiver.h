@@ -17,10 +17,9 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
-
-#include <functional>
 
 #include "config/config.h"
 #include "handlers/handler.h"
@@ -58,8 +57,8 @@ class Receiver final {
   Answer RunSync(const ReceiverSetup& setup, const std::vector<ClaimedJob>& jobs,
                  const char* status, const std::string& event_id) const;
   // mode: sync, a duplicate: wait for, or take over, the event's unfinished jobs.
-  Answer TakeOver(const ReceiverSetup& setup, const Endpoint& endpoint,
-                  const std::string& event_id, const std::string& owner) const;
+  Answer TakeOver(const ReceiverSetup& setup, const Endpoint& endpoint, const std::string& event_id,
+                  const std::string& owner) const;
 
   std::atomic<std::shared_ptr<const ReceiverSetup>> setup_;
   Inbox& inbox_;

@@ -22,9 +22,9 @@ std::string Hmac(HashAlgorithm algorithm, std::string_view key, std::string_view
 std::string Sha256(std::string_view data);
 std::string Sha256Hex(std::string_view data);
 
-std::string HexEncode(std::string_view bytes);  // lowercase
-std::optional<std::string> HexDecode(std::string_view hex);  // either case; nullopt if bad
-std::string Base64Encode(std::string_view bytes);  // standard alphabet, padded
+std::string HexEncode(std::string_view bytes);                   // lowercase
+std::optional<std::string> HexDecode(std::string_view hex);      // either case; nullopt if bad
+std::string Base64Encode(std::string_view bytes);                // standard alphabet, padded
 std::optional<std::string> Base64Decode(std::string_view text);  // nullopt if bad
 // Base64Decode, also taking the same text without its trailing '=' padding ("Zg" as "Zg==").
 // Partial padding ("Zg=") and non-zero bits under the missing padding are still refused.

@@ -38,8 +38,8 @@ Status Verify(const Endpoint& endpoint, const Headers& headers, std::string_view
 // them (github: X-GitHub-Delivery, shopify: X-Shopify-Event-Id, gitlab: Idempotency-Key);
 // `event_type` likewise for header-borne types (X-GitHub-Event, X-Shopify-Topic,
 // X-Gitlab-Event). Empty strings leave those headers out.
-Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view body,
-             TimePoint now, std::string_view event_id = {}, std::string_view event_type = {});
+Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view body, TimePoint now,
+             std::string_view event_id = {}, std::string_view event_type = {});
 
 // Standard Webhooks: the one header family ("webhook-" or "svix-") a delivery's id,
 // timestamp and signature are read from. The signature header picks it: webhook-signature

@@ -12,9 +12,12 @@ namespace {
 
 const char* NextName(JobOutcome::Next next) {
   switch (next) {
-    case JobOutcome::Next::kDone: return "done";
-    case JobOutcome::Next::kRetry: return "retry";
-    case JobOutcome::Next::kDead: return "dead";
+    case JobOutcome::Next::kDone:
+      return "done";
+    case JobOutcome::Next::kRetry:
+      return "retry";
+    case JobOutcome::Next::kDead:
+      return "dead";
   }
   return "?";
 }
@@ -23,8 +26,8 @@ JobOutcome Decide(const HandlerResult& result, const ClaimedJob& job, const Retr
                   TimePoint now, AttemptMode mode) {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   JobOutcome o = DecideNext(result, job.budget_used, policy, now, rng);
-  if (mode == AttemptMode::kSync && (result.outcome == Outcome::kFailed ||
-                                     result.outcome == Outcome::kTimeout)) {
+  if (mode == AttemptMode::kSync &&
+      (result.outcome == Outcome::kFailed || result.outcome == Outcome::kTimeout)) {
     // The producer retries a 500 on its own schedule: the job is free for that retry now.
     o.next = JobOutcome::Next::kRetry;
     o.next_attempt_at = now;
@@ -90,19 +93,22 @@ StatusOr<JobOutcome> Report(const FinishRequest& finish, const StatusOr<Outcome>
   if (outcome.next == JobOutcome::Next::kRetry && mode == AttemptMode::kPool) {
     log["next_attempt_at"] = FormatTime(outcome.next_attempt_at);
   }
-  if (outcome.outcome == Outcome::kOk) LogInfo(std::move(log));
-  else LogWarn(std::move(log));
+  if (outcome.outcome == Outcome::kOk)
+    LogInfo(std::move(log));
+  else
+    LogWarn(std::move(log));
   return outcome;
 }
 
 StatusOr<JobOutcome> RunAttempt(Inbox& inbox, const ClaimedJob& job, const Config& config,
-                                const HandlerSet& handlers, const Clock& clock,
-                                AttemptMode mode) {
+                                const HandlerSet& handlers, const Clock& clock, AttemptMode mode) {
   Handler* handler = handlers.Find(job.event.endpoint, job.handler);
   const auto started = std::chrono::steady_clock::now();
   HandlerResult result;
-  if (!handler) result = NoHandlerResult(job);
-  else if (!handler->sql()) result = handler->Run(job.event);
+  if (!handler)
+    result = NoHandlerResult(job);
+  else if (!handler->sql())
+    result = handler->Run(job.event);
   FinishRequest finish = Conclude(job, result, handler, config, clock, mode);
   StatusOr<Outcome> recorded =
       inbox.FinishJob(job, finish.outcome, finish.sql, finish.sql ? &finish.sql_failed : nullptr);

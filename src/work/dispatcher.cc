@@ -74,9 +74,7 @@ Dispatcher::Dispatcher(Inbox& inbox, std::shared_ptr<const Config> config,
       config_(std::move(config)),
       handlers_(std::move(handlers)) {}
 
-Dispatcher::~Dispatcher() {
-  Stop(std::chrono::hours(1));
-}
+Dispatcher::~Dispatcher() { Stop(std::chrono::hours(1)); }
 
 void Dispatcher::Start(bool enabled) {
   ReleaseDeadLeases(inbox_, clock_.Now());

@@ -78,7 +78,7 @@ class Dispatcher final {
   const Clock& clock_;
   const std::string owner_;
 
-  std::mutex mu_;  // guards everything below
+  std::mutex mu_;                        // guards everything below
   std::condition_variable cv_;           // the dispatcher's: completions, wake, stop
   std::condition_variable blocking_cv_;  // the blocking threads': work, stop
   std::condition_variable stopped_cv_;   // Stop()'s: nothing in flight

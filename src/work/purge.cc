@@ -64,16 +64,15 @@ std::optional<DailyTime> ParseDailyTime(std::string_view text) {
   auto h = std::from_chars(text.data(), text.data() + 2, at.hour);
   auto m = std::from_chars(text.data() + 3, text.data() + 5, at.minute);
   if (h.ec != std::errc() || h.ptr != text.data() + 2 || m.ec != std::errc() ||
-      m.ptr != text.data() + 5 || at.hour < 0 || at.hour > 23 || at.minute < 0 ||
-      at.minute > 59) {
+      m.ptr != text.data() + 5 || at.hour < 0 || at.hour > 23 || at.minute < 0 || at.minute > 59) {
     return std::nullopt;
   }
   return at;
 }
 
 TimePoint NextDailyRun(TimePoint after, DailyTime at) {
-  const time_t now = std::chrono::system_clock::to_time_t(
-      std::chrono::floor<std::chrono::seconds>(after));
+  const time_t now =
+      std::chrono::system_clock::to_time_t(std::chrono::floor<std::chrono::seconds>(after));
   const int64_t today = LocalWall(now).day;
   // Today's run if it is still ahead, else tomorrow's; the day after covers a date the
   // zone skips altogether.
@@ -98,8 +97,8 @@ StatusOr<PurgeCounts> PurgeNow(Inbox& inbox, const Retention& retention, TimePoi
   const auto started = std::chrono::steady_clock::now();
   StatusOr<PurgeCounts> counts = inbox.Purge(request);
   if (!counts.ok()) {
-    LogError({{"msg", "purge failed; the next one is tomorrow"},
-              {"error", counts.status().ToString()}});
+    LogError(
+        {{"msg", "purge failed; the next one is tomorrow"}, {"error", counts.status().ToString()}});
     return counts;
   }
   const std::pair<const char*, int64_t> kinds[] = {{"processed", counts->processed},
@@ -107,13 +106,13 @@ StatusOr<PurgeCounts> PurgeNow(Inbox& inbox, const Retention& retention, TimePoi
                                                    {"ignored", counts->ignored},
                                                    {"dead", counts->dead},
                                                    {"sequences", counts->sequences}};
-  nlohmann::json log = {{"msg", "purged"},
-                        {"processed_before", FormatTime(request.processed_before)},
-                        {"dead_before", FormatTime(request.dead_before)},
-                        {"sequences_before", FormatTime(request.sequences_before)},
-                        {"seconds", std::chrono::duration<double>(
-                                        std::chrono::steady_clock::now() - started)
-                                        .count()}};
+  nlohmann::json log = {
+      {"msg", "purged"},
+      {"processed_before", FormatTime(request.processed_before)},
+      {"dead_before", FormatTime(request.dead_before)},
+      {"sequences_before", FormatTime(request.sequences_before)},
+      {"seconds",
+       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()}};
   for (const auto& [kind, n] : kinds) {
     log[kind] = n;
     Metrics().purged_rows.With({kind}).Inc(static_cast<uint64_t>(n));
@@ -122,8 +121,7 @@ StatusOr<PurgeCounts> PurgeNow(Inbox& inbox, const Retention& retention, TimePoi
   return counts;
 }
 
-PurgeSchedule::PurgeSchedule(Inbox& inbox, std::shared_ptr<const Config> config,
-                             const Clock& clock)
+PurgeSchedule::PurgeSchedule(Inbox& inbox, std::shared_ptr<const Config> config, const Clock& clock)
     : inbox_(inbox), clock_(clock), config_(std::move(config)) {
   next_run_ = NextDailyRun(clock_.Now(), ParseDailyTime(config_->purge_at).value_or(DailyTime{}));
 }

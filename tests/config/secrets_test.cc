@@ -73,8 +73,8 @@ TEST_CASE("without resolve_secrets, secrets are named but not read", "[config][s
   CHECK(secrets[0].value.empty());
   CHECK(secrets[1].source == "file:/nonexistent/secret");
   // The shape is still checked.
-  LoadResult bad = LoadConfigText(Endpoint("github", "[{envv: X}]"), "test.yaml",
-                                  {.resolve_secrets = false});
+  LoadResult bad =
+      LoadConfigText(Endpoint("github", "[{envv: X}]"), "test.yaml", {.resolve_secrets = false});
   CHECK_FALSE(bad.config);
 }
 
@@ -151,8 +151,7 @@ TEST_CASE("provider standard needs a base64 secret", "[config][secrets]") {
   CHECK(Load(Endpoint("github", "[{value: \"not base64!\"}]")).config);
 }
 
-TEST_CASE("a whitespace-only secret is refused at load, naming its endpoint",
-          "[config][secrets]") {
+TEST_CASE("a whitespace-only secret is refused at load, naming its endpoint", "[config][secrets]") {
   // Issue 13: such a secret loaded, and then no delivery ever verified.
   ScopedEnv env("HOOKBOX_TEST_SECRET_BLANK", " \t ");
   TempFile file("  \n\n");  // one newline is stripped; what is left is still blank
@@ -160,8 +159,9 @@ TEST_CASE("a whitespace-only secret is refused at load, naming its endpoint",
     INFO(provider);
     LoadResult value = Load(Endpoint(provider, "[{value: \"   \"}]"));
     CHECK_FALSE(value.config);
-    CHECK(HasLine(value.errors, "endpoints[0].secrets[0]: value is only whitespace (an empty "
-                                "secret refuses to start) (endpoint \"e\")"));
+    CHECK(HasLine(value.errors,
+                  "endpoints[0].secrets[0]: value is only whitespace (an empty "
+                  "secret refuses to start) (endpoint \"e\")"));
     LoadResult from_env = Load(Endpoint(provider, "[{env: HOOKBOX_TEST_SECRET_BLANK}]"));
     CHECK_FALSE(from_env.config);
     CHECK(HasLine(from_env.errors,
@@ -182,8 +182,9 @@ TEST_CASE("a whsec_ secret that is not base64 is refused at load, naming its end
     INFO(bad);
     LoadResult r = Load(Endpoint("standard", std::string("[{value: \"") + bad + "\"}]"));
     CHECK_FALSE(r.config);
-    CHECK(HasLine(r.errors, "endpoints[0].secrets[0]: the secret from value is not a Standard "
-                            "Webhooks key (whsec_ followed by base64) (endpoint \"e\")"));
+    CHECK(HasLine(r.errors,
+                  "endpoints[0].secrets[0]: the secret from value is not a Standard "
+                  "Webhooks key (whsec_ followed by base64) (endpoint \"e\")"));
   }
   for (const char* good : {"whsec_QQ", "whsec_QQ==", "whsec_QUI", "whsec_QUI="}) {
     INFO(good);

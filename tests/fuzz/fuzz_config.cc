@@ -8,8 +8,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
-  hookbox::LoadResult r =
-      hookbox::LoadConfigText(text, "fuzz.yaml", {.resolve_secrets = false});
+  hookbox::LoadResult r = hookbox::LoadConfigText(text, "fuzz.yaml", {.resolve_secrets = false});
   if (r.config && !r.errors.empty()) __builtin_trap();  // a config only without errors
   return 0;
 }

@@ -14,7 +14,6 @@
 // of it), the bytes not taken offered again with the rest, as Serve() does: RequestParser
 // must read it the same (CheckSplit).
 #include <http_parser.h>
-
 #include <strings.h>
 
 #include <algorithm>
@@ -187,17 +186,21 @@ Theirs ReadTheirs(std::string_view bytes) {
 
 [[noreturn]] void Fail(const char* what, std::string_view bytes, const Ours& ours,
                        const Theirs& theirs) {
-  std::fprintf(stderr, "\nfuzz_http: %s\n  RequestParser: %s, took %zu, status %d (%s)\n",
-               what, Name(ours.state), ours.taken, ours.refusal.status,
-               ours.refusal.message.c_str());
+  std::fprintf(stderr, "\nfuzz_http: %s\n  RequestParser: %s, took %zu, status %d (%s)\n", what,
+               Name(ours.state), ours.taken, ours.refusal.status, ours.refusal.message.c_str());
   std::fprintf(stderr, "  http-parser:   %s, took %zu, %s\n  request: \"", Name(theirs.state),
                theirs.consumed, http_errno_name(theirs.error));
   for (unsigned char c : bytes) {
-    if (c == '\\' || c == '"') std::fprintf(stderr, "\\%c", c);
-    else if (c >= 0x20 && c < 0x7f) std::fputc(c, stderr);
-    else if (c == '\r') std::fputs("\\r", stderr);
-    else if (c == '\n') std::fputs("\\n", stderr);
-    else std::fprintf(stderr, "\\x%02x", c);
+    if (c == '\\' || c == '"')
+      std::fprintf(stderr, "\\%c", c);
+    else if (c >= 0x20 && c < 0x7f)
+      std::fputc(c, stderr);
+    else if (c == '\r')
+      std::fputs("\\r", stderr);
+    else if (c == '\n')
+      std::fputs("\\n", stderr);
+    else
+      std::fprintf(stderr, "\\x%02x", c);
   }
   std::fputs("\"\n", stderr);
   __builtin_trap();
@@ -334,10 +337,9 @@ bool JustifiedRefusal(const Ours& ours, const Theirs& t, std::string_view bytes)
       // that is not `method SP target SP HTTP/1.x`, which lenient http-parser reads (it
       // skips extra spaces, and takes `H` and any four bytes for `HTTP/`).
       const std::string_view line = request.substr(0, request.find("\r\n"));
-      const bool well_formed =
-          (line.ends_with(" HTTP/1.0") || line.ends_with(" HTTP/1.1")) &&
-          std::count(line.begin(), line.end(), ' ') == 2 && line.front() != ' ' &&
-          line[line.size() - 10] != ' ';
+      const bool well_formed = (line.ends_with(" HTTP/1.0") || line.ends_with(" HTTP/1.1")) &&
+                               std::count(line.begin(), line.end(), ' ') == 2 &&
+                               line.front() != ' ' && line[line.size() - 10] != ' ';
       return (t.version != 10 && t.version != 11) || !well_formed;
     }
     case 400:
@@ -369,12 +371,12 @@ bool Listed(std::string_view method) {
 // replaced by one it takes: the rest of the request must still be read the same.
 struct Rewritten {
   Theirs theirs;
-  bool method = false;  // the method was replaced (not compared)
-  bool target = false;  // the target was replaced (not compared)
-  ptrdiff_t shift = 0;  // bytes added by the replacements
-  bool te_names = false;  // headers named Transfer-Encoding* renamed Xransfer-Encoding*
+  bool method = false;        // the method was replaced (not compared)
+  bool target = false;        // the target was replaced (not compared)
+  ptrdiff_t shift = 0;        // bytes added by the replacements
+  bool te_names = false;      // headers named Transfer-Encoding* renamed Xransfer-Encoding*
   bool framing_tabs = false;  // HTABs in Content-Length, Transfer-Encoding lines made SP
-  int chunk_tabs = 0;  // HTABs after chunk sizes made SP
+  int chunk_tabs = 0;         // HTABs after chunk sizes made SP
 };
 
 // In the head of `text`, the HTABs of each Content-Length and Transfer-Encoding line become
@@ -566,8 +568,7 @@ bool IsConnect(const Theirs& t) { return t.method == "CONNECT" && t.upgrade; }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
-  const size_t split =
-      size < 2 ? 0 : (size_t{data[size - 2]} << 8 | data[size - 1]) % (size + 1);
+  const size_t split = size < 2 ? 0 : (size_t{data[size - 2]} << 8 | data[size - 1]) % (size + 1);
 
   for (size_t at = 0; at < input.size();) {
     const std::string_view bytes = input.substr(at);

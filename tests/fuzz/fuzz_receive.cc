@@ -29,7 +29,8 @@ endpoints:
     sequence: body:/seq
     strict_body: true
     routes: [{events: ["*"], handlers: [{name: h, file: {dir: /nonexistent-not-used}}]}]
-)", "fuzz.yaml", {.resolve_secrets = true});
+)",
+                                  "fuzz.yaml", {.resolve_secrets = true});
     if (!r.config) __builtin_trap();
     config = std::make_shared<const Config>(std::move(*r.config));
     auto opened = OpenInbox({dir + "/inbox.db", /*durable=*/false, true});
@@ -59,8 +60,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
   Delivery d;
   d.method = in.PickValueInArray({"POST", "GET", "PUT"});
-  d.path = in.PickValueInArray({std::string("/hooks/gh"), std::string("/hooks/open"),
-                                in.ConsumeRandomLengthString(32)});
+  d.path = in.PickValueInArray(
+      {std::string("/hooks/gh"), std::string("/hooks/open"), in.ConsumeRandomLengthString(32)});
   d.remote = "127.0.0.1:1";
   const int count = in.ConsumeIntegralInRange(0, 4);
   for (int i = 0; i < count; ++i) {
@@ -71,7 +72,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   d.body = in.ConsumeRemainingBytesAsString();
   Answer a = world->receiver->Receive(d);
   switch (a.status) {
-    case 200: case 400: case 401: case 404: case 405: case 413: case 422: case 503:
+    case 200:
+    case 400:
+    case 401:
+    case 404:
+    case 405:
+    case 413:
+    case 422:
+    case 503:
       break;
     default:
       __builtin_trap();

@@ -9,18 +9,20 @@ using namespace hookbox;
 
 namespace {
 
-const char* const kHeaderNames[] = {
-    "Stripe-Signature", "X-Hub-Signature-256", "X-Hub-Signature", "webhook-id",
-    "webhook-timestamp", "webhook-signature", "svix-id", "svix-timestamp", "svix-signature",
-    "X-Shopify-Hmac-Sha256", "X-Slack-Signature", "X-Slack-Request-Timestamp", "X-Gitlab-Token",
-    "X-Signature"};
+const char* const kHeaderNames[] = {"Stripe-Signature",  "X-Hub-Signature-256",
+                                    "X-Hub-Signature",   "webhook-id",
+                                    "webhook-timestamp", "webhook-signature",
+                                    "svix-id",           "svix-timestamp",
+                                    "svix-signature",    "X-Shopify-Hmac-Sha256",
+                                    "X-Slack-Signature", "X-Slack-Request-Timestamp",
+                                    "X-Gitlab-Token",    "X-Signature"};
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
-  static const Provider kProviders[] = {Provider::kStripe, Provider::kGithub, Provider::kStandard,
-                                        Provider::kShopify, Provider::kSlack, Provider::kGitlab,
+  static const Provider kProviders[] = {Provider::kStripe,  Provider::kGithub, Provider::kStandard,
+                                        Provider::kShopify, Provider::kSlack,  Provider::kGitlab,
                                         Provider::kHmac};
   Endpoint ep;
   ep.name = "fuzz";

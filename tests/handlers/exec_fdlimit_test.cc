@@ -23,10 +23,10 @@ namespace hookbox {
 namespace {
 
 using testing::Build;
-using testing::Event;
-using testing::TempDir;
 using testing::ChildReport;
+using testing::Event;
 using testing::RunWithFreeDescriptors;
+using testing::TempDir;
 
 std::unique_ptr<Handler> EchoHandler() {
   auto built = Build("exec", R"({command: ["/bin/sh", "-c", "echo ran"], timeout: 10s})");
@@ -73,9 +73,7 @@ TEST_CASE("exec: with just the descriptors for its pipes, the child runs with it
 TEST_CASE("exec: an ordinary failure to start is not an infrastructure failure") {
   TempDir dir;
   const std::string script = dir / "gone.sh";
-  {
-    std::ofstream(script) << "#!/bin/sh\nexit 0\n";
-  }
+  { std::ofstream(script) << "#!/bin/sh\nexit 0\n"; }
   REQUIRE(::chmod(script.c_str(), 0755) == 0);
   auto built = Build("exec", "{command: [" + testing::Quoted(script) + "]}");
   REQUIRE(built.handler != nullptr);

@@ -159,7 +159,8 @@ TEST_CASE("exec: at the timeout the whole process group is killed before Run ret
   CHECK(took < std::chrono::seconds(5));
 
   std::smatch m;
-  REQUIRE(std::regex_search(r.detail, m, std::regex("timeout after 300ms \\(process group (\\d+)")));
+  REQUIRE(
+      std::regex_search(r.detail, m, std::regex("timeout after 300ms \\(process group (\\d+)")));
   const int pgid = std::stoi(m[1]);
   CHECK(GroupGone(pgid));
   const int grandchild = std::stoi(ReadAll(dir / "grandchild.pid"));
@@ -175,8 +176,8 @@ TEST_CASE("exec: a child that never reads stdin cannot block a 1 MB body") {
     CHECK(RunCommand({"/bin/true"}, Event("e", body)).outcome == Outcome::kOk);
   }
   SECTION("it writes 4 MB and exits") {
-    HandlerResult r =
-        RunCommand({"/bin/sh", "-c", "head -c 4000000 /dev/zero"}, Event("e", body), "timeout: 20s");
+    HandlerResult r = RunCommand({"/bin/sh", "-c", "head -c 4000000 /dev/zero"}, Event("e", body),
+                                 "timeout: 20s");
     CHECK(r.outcome == Outcome::kOk);
   }
   SECTION("it never exits: the timeout ends it") {

@@ -1,15 +1,16 @@
 // Tests for handlers/file: real files in a temp directory, hostile event ids.
-#include <catch2/catch.hpp>
+#include "handlers/file/file.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <thread>
 
-#include "handlers/file/file.h"
 #include "tests/handlers/testing.h"
 
 namespace hookbox {
@@ -79,10 +80,24 @@ TEST_CASE("file: attempts at once, sharing directory fsyncs, each write their wh
 TEST_CASE("file: no event id escapes <dir>/<endpoint>/, and distinct ids stay distinct") {
   TempDir dir;
   auto handler = FileHandlerIn(dir / "out");
-  const std::vector<std::string> ids = {
-      "../../etc/passwd", "/abs", "a/b", ".", "..", std::string("x\0y", 3), "x%00y", "x",
-      std::string(10 * 1024, 'a'), std::string(10 * 1024, 'a') + "b", std::string(300, '/'),
-      "~", "%7E", ".hidden", "%2Ehidden", "", "evt .json", "\xff\xfe"};
+  const std::vector<std::string> ids = {"../../etc/passwd",
+                                        "/abs",
+                                        "a/b",
+                                        ".",
+                                        "..",
+                                        std::string("x\0y", 3),
+                                        "x%00y",
+                                        "x",
+                                        std::string(10 * 1024, 'a'),
+                                        std::string(10 * 1024, 'a') + "b",
+                                        std::string(300, '/'),
+                                        "~",
+                                        "%7E",
+                                        ".hidden",
+                                        "%2Ehidden",
+                                        "",
+                                        "evt .json",
+                                        "\xff\xfe"};
   for (const std::string& id : ids) {
     INFO("id " << id);
     CHECK(handler->Run(Event(id, "body of " + id)).outcome == Outcome::kOk);

@@ -1,7 +1,10 @@
 // Tests for handlers/http and src/http/client: a real downstream (cpp-httplib's server on
 // 127.0.0.1, port 0) that records what it was sent and answers as each test says.
-#include <sys/socket.h>
+#include "handlers/http/http.h"
+
+#include <httplib.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -10,9 +13,6 @@
 #include <mutex>
 #include <thread>
 
-#include <httplib.h>
-
-#include "handlers/http/http.h"
 #include "http/client.h"
 #include "tests/handlers/testing.h"
 #include "verify/crypto.h"
@@ -184,7 +184,8 @@ TEST_CASE("http: connection refused is failed") {
   REQUIRE(::getsockname(sock, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
   ::close(sock);  // bound, never listened, now closed: nothing accepts on that port
   HandlerResult r =
-      HttpHandlerFor("http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/x")->Run(Event());
+      HttpHandlerFor("http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/x")
+          ->Run(Event());
   CHECK(r.outcome == Outcome::kFailed);
   CHECK(r.detail.starts_with("POST failed: "));
 }
@@ -209,7 +210,8 @@ TEST_CASE("http: sign re-signs as a Standard Webhook that hookbox itself verifie
   const std::string secret = "whsec_" + Base64Encode("0123456789abcdef0123456789abcdef");
   Downstream downstream(Reply(204));
   ::setenv("HOOKBOX_TEST_SIGN_SECRET", secret.c_str(), 1);
-  auto handler = HttpHandlerFor(downstream.Url(), "sign: {secret: {env: HOOKBOX_TEST_SIGN_SECRET}}");
+  auto handler =
+      HttpHandlerFor(downstream.Url(), "sign: {secret: {env: HOOKBOX_TEST_SIGN_SECRET}}");
   ::unsetenv("HOOKBOX_TEST_SIGN_SECRET");
   HandlerResult r = handler->Run(Event("evt_signed", R"({"type":"x"})"));
   CHECK(r.outcome == Outcome::kOk);
@@ -222,10 +224,12 @@ TEST_CASE("http: sign re-signs as a Standard Webhook that hookbox itself verifie
   endpoint.name = "downstream";
   endpoint.provider = Provider::kStandard;
   endpoint.secrets = {{"value", secret}};
-  Status verified = Verify(endpoint, seen[0].headers, seen[0].body, std::chrono::system_clock::now());
+  Status verified =
+      Verify(endpoint, seen[0].headers, seen[0].body, std::chrono::system_clock::now());
   CHECK(verified.ToString() == "ok");
   endpoint.secrets = {{"value", "whsec_" + Base64Encode("another key, another signature..")}};
-  CHECK_FALSE(Verify(endpoint, seen[0].headers, seen[0].body, std::chrono::system_clock::now()).ok());
+  CHECK_FALSE(
+      Verify(endpoint, seen[0].headers, seen[0].body, std::chrono::system_clock::now()).ok());
 }
 
 TEST_CASE("http: Retry-After as seconds or an HTTP-date, at most an hour") {
@@ -289,9 +293,9 @@ TEST_CASE("http client: URLs") {
   REQUIRE(v6.ok());
   CHECK(v6->host == "::1");
   CHECK(ParseHttpUrl("http://h?q=1")->path == "/?q=1");
-  for (const char* bad : {"", "http://", "http://:80/", "http://h:/", "http://h:99999/",
-                          "http://h/a b", "http://h/#frag", "http://::1/", "HTTP://h/",
-                          "http://[::1/"}) {
+  for (const char* bad :
+       {"", "http://", "http://:80/", "http://h:/", "http://h:99999/", "http://h/a b",
+        "http://h/#frag", "http://::1/", "HTTP://h/", "http://[::1/"}) {
     INFO(bad);
     CHECK_FALSE(ParseHttpUrl(bad).ok());
   }

@@ -13,8 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
@@ -142,7 +142,8 @@ TEST_CASE("spawn: the child leads its own group, has only 0-2 open, envp, defaul
   sigemptyset(&usr1);
   sigaddset(&usr1, SIGUSR1);
   REQUIRE(::pthread_sigmask(SIG_BLOCK, &usr1, &saved_mask) == 0);
-  struct sigaction ignore {}, saved_pipe {};
+  struct sigaction ignore {
+  }, saved_pipe{};
   ignore.sa_handler = SIG_IGN;
   REQUIRE(::sigaction(SIGPIPE, &ignore, &saved_pipe) == 0);
   const int leaked = ::open("/dev/null", O_RDONLY);  // no O_CLOEXEC, on purpose
@@ -169,7 +170,9 @@ TEST_CASE("spawn: the child leads its own group, has only 0-2 open, envp, defaul
   }
   CHECK(::getpgid(child.pid) == child.pid);
   CHECK(Link(proc + "/exe") == std::filesystem::canonical("/bin/sleep").string());
-  CHECK(ReadAll(proc + "/cmdline") == std::string("/bin/sleep\0" "30\0", 14));
+  CHECK(ReadAll(proc + "/cmdline") == std::string("/bin/sleep\0"
+                                                  "30\0",
+                                                  14));
   CHECK(ReadAll(proc + "/environ") ==
         std::string("PATH=/usr/bin:/bin\0HOOKBOX_SPAWN=two words\0EMPTY=\0", 50));
   CHECK(StatusField(child.pid, "SigBlk") == "0000000000000000");
@@ -313,9 +316,10 @@ TEST_CASE("spawn: EMFILE in the child comes back unchanged") {
 
 TEST_CASE("spawn: the child is SIGKILLed when the process that spawned it dies") {
   // R (a subreaper, so the orphan comes back to it) forks P; P spawns /bin/sleep 30 and
-  // tells R its pid; R kills P with -9 and waits for the orphan, which must die of SIGKILL (which nobody but PR_SET_PDEATHSIG sent it) within 5 s.
-  // R's exit code: 0 proven, 1 setup, 2 no pid from P, 3 child not alive before,
-  // 4 still running after 5 s (killed by R then), 5 died of something else.
+  // tells R its pid; R kills P with -9 and waits for the orphan, which must die of SIGKILL (which
+  // nobody but PR_SET_PDEATHSIG sent it) within 5 s. R's exit code: 0 proven, 1 setup, 2 no pid
+  // from P, 3 child not alive before, 4 still running after 5 s (killed by R then), 5 died of
+  // something else.
   const pid_t reaper = ::fork();
   REQUIRE(reaper >= 0);
   if (reaper == 0) {

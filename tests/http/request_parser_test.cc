@@ -1,11 +1,10 @@
 // Unit tests of the one request parser (src/http/request_parser.h): what it takes, what it
 // refuses and with which status, where a request ends (pipelining), and that it reads a
 // request the same whether its bytes arrive at once or one at a time.
-#include <catch2/catch.hpp>
-
-#include <string>
-
 #include "http/request_parser.h"
+
+#include <catch2/catch.hpp>
+#include <string>
 
 using namespace hookbox;
 
@@ -124,8 +123,8 @@ TEST_CASE("refusals: each with its status") {
       {"bare LF ending the head", "POST /h HTTP/1.1\nContent-Length: 1\n\nx", 400},
       {"percent-encoded Content-Length", post + "Content-Length: %31000\r\n\r\n", 400},
       {"signed Content-Length", post + "Content-Length: +5\r\n\r\nabcde", 400},
-      {"two different Content-Lengths",
-       post + "Content-Length: 2\r\nContent-Length: 3\r\n\r\nabc", 400},
+      {"two different Content-Lengths", post + "Content-Length: 2\r\nContent-Length: 3\r\n\r\nabc",
+       400},
       {"Content-Length list that differs", post + "Content-Length: 2, 3\r\n\r\nabc", 400},
       {"Transfer-Encoding with Content-Length",
        post + "Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}", 400},

@@ -3,18 +3,16 @@
 // hour: ctest's timeout is the bound), still answers a request in flight, and a listening
 // socket made elsewhere (systemd socket activation) can be adopted; each request carries
 // its client's address.
-#include <catch2/catch.hpp>
+#include "http/server.h"
 
+#include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <future>
 #include <thread>
-
-#include <httplib.h>
-
-#include "http/server.h"
 
 using namespace hookbox;
 
@@ -37,7 +35,9 @@ class Running {
     server.Stop();
     if (thread.joinable()) thread.join();
   }
-  void Start() { thread = std::thread([this] { server.Run(); }); }
+  void Start() {
+    thread = std::thread([this] { server.Run(); });
+  }
   HttpServer server;
   std::thread thread;
 };

@@ -4,11 +4,12 @@
 // test (`inbox_postgres`). Raw-SQL checks go through TestInbox::Count, which asks the
 // backend's own database as an operator would (sqlite3 / psql), in SQL both understand.
 // Times are passed in explicitly, so lease expiry and backoff are tested without sleeping.
-#include <catch2/catch.hpp>
+#include "inbox/inbox.h"
 
 #include <sqlite3.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -16,7 +17,6 @@
 #include <set>
 #include <thread>
 
-#include "inbox/inbox.h"
 #include "tests/pg/pg_testing.h"
 
 namespace {
@@ -35,8 +35,7 @@ struct TestInbox {
       pg = std::make_unique<pgtest::TestDatabase>();
       database = pg->url();
     } else {
-      std::string tmpl =
-          (std::filesystem::temp_directory_path() / "hookbox-inbox-XXXXXX").string();
+      std::string tmpl = (std::filesystem::temp_directory_path() / "hookbox-inbox-XXXXXX").string();
       dir = mkdtemp(tmpl.data());
       database = dir + "/inbox.db";
     }
@@ -625,7 +624,8 @@ TEST_CASE("purge removes exactly the rows past retention, in batches; dry run co
   };
   // Old: processed, stale, ignored, dead; new: one of each; and pending rows, old and new.
   const TimePoint old_time = kT0 - std::chrono::hours(24 * 40);
-  for (int i = 0; i < 7; ++i) Accept(t, at(old_time, MakeEvent("old-ign-" + std::to_string(i), {})));
+  for (int i = 0; i < 7; ++i)
+    Accept(t, at(old_time, MakeEvent("old-ign-" + std::to_string(i), {})));
   Accept(t, at(kT0, MakeEvent("new-ign", {})));
   Accept(t, at(old_time, MakeEvent("old-pending")));
   Accept(t, at(old_time, MakeEvent("s5", {"h"}, "r", 5)));
@@ -656,7 +656,7 @@ TEST_CASE("purge removes exactly the rows past retention, in batches; dry run co
   CHECK(done->stale == dry->stale);
   CHECK(t.Count("SELECT count(*) FROM inbox") == 2);  // new-ign and old-pending stay
   CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id = 'old-pending'") == 1);
-  CHECK(t.Count("SELECT count(*) FROM jobs") == 1);   // old-pending's; s5's went with it
+  CHECK(t.Count("SELECT count(*) FROM jobs") == 1);       // old-pending's; s5's went with it
   CHECK(t.Count("SELECT count(*) FROM sequences") == 1);  // updated recently enough
 
   r.sequences_before = kT0 + std::chrono::hours(1);
@@ -685,9 +685,12 @@ TEST_CASE("replicas: concurrent accepts of the same new id give exactly one acce
       std::shuffle(ids.begin(), ids.end(), std::mt19937(i));
       for (int n : ids) {
         auto r = inboxes[i % 2]->Accept(MakeEvent("race-" + std::to_string(n), {"h1", "h2"}));
-        if (!r.ok()) ++failed;
-        else if (r->verdict == Verdict::kAccepted) ++accepted;
-        else if (r->verdict == Verdict::kDuplicate) ++duplicate;
+        if (!r.ok())
+          ++failed;
+        else if (r->verdict == Verdict::kAccepted)
+          ++accepted;
+        else if (r->verdict == Verdict::kDuplicate)
+          ++duplicate;
       }
     });
   }
@@ -766,8 +769,8 @@ TEST_CASE("replicas: concurrent accepts of one resource serialize on its sequenc
   for (int i = 0; i < kThreads; ++i) {
     threads.emplace_back([&, i] {
       for (int n; (n = next++) < kEvents;) {
-        auto r = inboxes[i % 2]->Accept(
-            MakeEvent("s" + std::to_string(seqs[n]), {"h"}, "R", seqs[n]));
+        auto r =
+            inboxes[i % 2]->Accept(MakeEvent("s" + std::to_string(seqs[n]), {"h"}, "R", seqs[n]));
         if (!r.ok()) ++failed;
       }
     });
@@ -804,7 +807,7 @@ TEST_CASE("replicas: claiming at once, each job runs once, one per resource, in 
   constexpr int kJobs = kResources * kPerResource + kFree;
 
   std::mutex mu;
-  std::set<std::string> held;                    // resources with a job running now
+  std::set<std::string> held;                     // resources with a job running now
   std::map<std::string, std::vector<int>> order;  // resource -> sequences, as run
   std::map<int64_t, int> claims;                  // job -> times claimed
   int overlaps = 0;
@@ -840,8 +843,10 @@ TEST_CASE("replicas: claiming at once, each job runs once, one per resource, in 
           std::lock_guard lock(mu);
           if (!res.empty()) held.erase(res);
         }
-        if (inbox.FinishJob(job, Done(kT0)).ok()) ++finished;
-        else ++errors;
+        if (inbox.FinishJob(job, Done(kT0)).ok())
+          ++finished;
+        else
+          ++errors;
       }
     });
   }
@@ -892,11 +897,15 @@ TEST_CASE("group commit: one event the server refuses fails alone, its group is 
     threads.emplace_back([&, i] {
       for (int n = 0; n < kEach; ++n) {
         const bool bad = i == 0 && n % 25 == 0;
-        auto r = t->Accept(MakeEvent((bad ? "bad-\xff-" : "good-") + std::to_string(i) + "-" +
-                                     std::to_string(n), {"h1", "h2"}));
-        if (r.ok() && r->verdict == Verdict::kAccepted) ++accepted;
-        else if (!r.ok() && r.status().code() == Status::Code::kInvalidArgument) ++refused;
-        else ++other;
+        auto r = t->Accept(
+            MakeEvent((bad ? "bad-\xff-" : "good-") + std::to_string(i) + "-" + std::to_string(n),
+                      {"h1", "h2"}));
+        if (r.ok() && r->verdict == Verdict::kAccepted)
+          ++accepted;
+        else if (!r.ok() && r.status().code() == Status::Code::kInvalidArgument)
+          ++refused;
+        else
+          ++other;
       }
     });
   }
@@ -993,8 +1002,10 @@ TEST_CASE("replicas: batch claims of many-handler events never fail on each othe
         }
         // Finished in reverse, so transactions touch the same rows in different orders.
         for (auto it = c->rbegin(); it != c->rend(); ++it) {
-          if (inbox.FinishJob(*it, Done(kT0)).ok()) ++finished;
-          else ++errors;
+          if (inbox.FinishJob(*it, Done(kT0)).ok())
+            ++finished;
+          else
+            ++errors;
         }
       }
     });

@@ -1,8 +1,8 @@
 // The `sql` handler's named parameters in PostgreSQL's positional form: what is a parameter
 // and what is quoted text, a comment or a cast.
-#include <catch2/catch.hpp>
-
 #include "inbox/postgres/named_params.h"
+
+#include <catch2/catch.hpp>
 
 using hookbox::pg::ToPositional;
 

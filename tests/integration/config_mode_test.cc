@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "daemon.h"

@@ -15,8 +15,6 @@
 //   - PRAGMA integrity_check is ok.
 // HOOKBOX_CRASH_ROUNDS sets the number of kills (default 3 in `make test`; `make crash-test`
 // runs many more).
-#include <catch2/catch.hpp>
-
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/file.h>
@@ -24,6 +22,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <mutex>
 #include <random>
 #include <set>
@@ -83,7 +82,8 @@ TEST_CASE("crash test: SIGKILL at random moments under load keeps every invarian
   TempDir dir;
   const int port = FreePort();
   Daemon d(dir, R"yaml(
-listen: 127.0.0.1:)yaml" + std::to_string(port) + R"yaml(
+listen: 127.0.0.1:)yaml" +
+                    std::to_string(port) + R"yaml(
 admin_listen: ""
 database: {DB}
 workers: 3
@@ -137,8 +137,8 @@ endpoints:
   std::mt19937 rng(std::random_device{}());
   const int rounds = Rounds();
   for (int round = 0; round < rounds; ++round) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(
-        std::uniform_int_distribution<int>(50, 400)(rng)));
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(std::uniform_int_distribution<int>(50, 400)(rng)));
     REQUIRE(d.Kill(SIGKILL) == 128 + SIGKILL);
     REQUIRE(LocksFree(dir, kOrders));
     d.Start();
@@ -149,12 +149,14 @@ endpoints:
 
   // Every accepted event ends processed or stale.
   json rows;
-  REQUIRE(hookbox::testing::Eventually([&] {
-    rows = d.Rows();
-    size_t settled = 0;
-    for (const json& r : rows) settled += r["status"] == "processed" || r["status"] == "stale";
-    return settled == rows.size();
-  }, 120s));
+  REQUIRE(hookbox::testing::Eventually(
+      [&] {
+        rows = d.Rows();
+        size_t settled = 0;
+        for (const json& r : rows) settled += r["status"] == "processed" || r["status"] == "stale";
+        return settled == rows.size();
+      },
+      120s));
   std::set<std::string> stored;
   size_t processed = 0;
   for (const json& r : rows) {

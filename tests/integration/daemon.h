@@ -7,6 +7,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -17,14 +18,12 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <httplib.h>
-#include <nlohmann/json.hpp>
 
 #include "verify/verify.h"
 
@@ -86,8 +85,9 @@ inline std::string AnswerLine(const httplib::Result& r) {
   auto j = nlohmann::json::parse(r->body, nullptr, false);
   const bool has = j.is_object() && j.contains("status") && j["status"].is_string();
   return std::to_string(r->status) + " " +
-         (has ? j["status"].get<std::string>()
-              : j.is_object() ? j.value("error", "") : std::string());
+         (has             ? j["status"].get<std::string>()
+          : j.is_object() ? j.value("error", "")
+                          : std::string());
 }
 
 // hookbox's headers as httplib's, without Content-Type (the POST call sets it).
@@ -107,8 +107,8 @@ inline httplib::Headers GithubSigned(const std::string& secret, const std::strin
   Endpoint github;
   github.name = "github";
   github.provider = Provider::kGithub;
-  return HttplibHeaders(Sign(github, {"value", secret}, body, std::chrono::system_clock::now(),
-                             delivery, event));
+  return HttplibHeaders(
+      Sign(github, {"value", secret}, body, std::chrono::system_clock::now(), delivery, event));
 }
 
 inline void WriteFile(const std::string& path, const std::string& text) {
@@ -166,8 +166,7 @@ class Daemon {
  public:
   Daemon(const TempDir& dir, std::string config_yaml, std::string db = "")
       : Daemon(dir, std::move(config_yaml), DaemonOptions{}, std::move(db)) {}
-  Daemon(const TempDir& dir, std::string config_yaml, DaemonOptions options,
-         std::string db = "")
+  Daemon(const TempDir& dir, std::string config_yaml, DaemonOptions options, std::string db = "")
       : dir_(dir.path().string()), options_(std::move(options)) {
     db_ = db.empty() ? dir_ + "/inbox.db" : db;
     config_ = dir_ + "/config.yaml";
@@ -287,8 +286,8 @@ class Daemon {
 
   // Sends raw bytes on a new connection and returns everything read until the server closes
   // or `timeout` passes.
-  std::string Raw(const std::string& bytes, std::chrono::milliseconds timeout =
-                                               std::chrono::milliseconds(3000)) const {
+  std::string Raw(const std::string& bytes,
+                  std::chrono::milliseconds timeout = std::chrono::milliseconds(3000)) const {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -354,8 +353,10 @@ class Daemon {
       for (int i = 0; i < n; ++i) pid_digits[i] = digits[n - 1 - i];
       pid_digits[n] = '\0';
       dup2(log_fd, 2);
-      if (listen_fd == 3) fcntl(3, F_SETFD, 0);  // keep it across exec
-      else dup2(listen_fd, 3);                     // dup2 clears close-on-exec
+      if (listen_fd == 3)
+        fcntl(3, F_SETFD, 0);  // keep it across exec
+      else
+        dup2(listen_fd, 3);  // dup2 clears close-on-exec
       execve(argv[0], argv, envp);
       _exit(127);
     }

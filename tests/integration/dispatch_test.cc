@@ -4,11 +4,10 @@
 // claim and the finishes of its attempts loses nothing: after the restart every job runs
 // again and finishes, none more often than the lease rules allow (the killed attempt and
 // one more), and the killed attempts' children did not outlive the daemon.
-#include <catch2/catch.hpp>
-
 #include <signal.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <map>
 #include <sstream>
 
@@ -39,7 +38,8 @@ endpoints:
     routes:
       - events: ["*"]
         handlers:
-          - exec: )" + exec + "\n";
+          - exec: )" +
+         exec + "\n";
 }
 
 void Send(const Daemon& d, int count) {
@@ -57,20 +57,20 @@ bool Running(pid_t pid) {
   return !state.empty() && state != "Z";
 }
 
-int Count(const Daemon& d, const std::string& sql) {
-  return std::stoi(RunSqlite(d.db(), sql));
-}
+int Count(const Daemon& d, const std::string& sql) { return std::stoi(RunSqlite(d.db(), sql)); }
 
 }  // namespace
 
 TEST_CASE("exec concurrency 32: the children run at the same time, never more than 32") {
   TempDir dir;
   // Each child writes "start <ns>" and "end <ns>" lines around a 1 s sleep.
-  Daemon d(dir, OpenEndpoint(
-                    R"x({command: [/bin/sh, -c, 'echo "start $(date +%s%N)" >> {DIR}/times; sleep 1; echo "end $(date +%s%N)" >> {DIR}/times'], timeout: 30s, concurrency: 32})x"));
+  Daemon d(
+      dir,
+      OpenEndpoint(
+          R"x({command: [/bin/sh, -c, 'echo "start $(date +%s%N)" >> {DIR}/times; sleep 1; echo "end $(date +%s%N)" >> {DIR}/times'], timeout: 30s, concurrency: 32})x"));
   Send(d, 64);
-  REQUIRE(Eventually([&] { return Count(d, "SELECT count(*) FROM jobs WHERE status = 'done'") == 64; },
-                     60s));
+  REQUIRE(Eventually(
+      [&] { return Count(d, "SELECT count(*) FROM jobs WHERE status = 'done'") == 64; }, 60s));
   // The most children running at once: walk the starts and ends in time order.
   std::vector<std::pair<long long, int>> edges;
   for (const std::string& line : ReadLines(dir / "times")) {
@@ -109,15 +109,17 @@ TEST_CASE("kill -9 between a batched claim and its finishes: every job runs agai
 
   d.Kill(SIGKILL);
   // The children die with the daemon (PR_SET_PDEATHSIG), long before their 60 s.
-  CHECK(Eventually([&] {
-    return std::all_of(first_children.begin(), first_children.end(),
-                       [](pid_t pid) { return !Running(pid); });
-  }, 10s));
+  CHECK(Eventually(
+      [&] {
+        return std::all_of(first_children.begin(), first_children.end(),
+                           [](pid_t pid) { return !Running(pid); });
+      },
+      10s));
 
   WriteFile(dir / "fast", "");
   d.Start();  // ends the dead process's leases at once: no wait for the 150 s lease
-  REQUIRE(Eventually([&] { return Count(d, "SELECT count(*) FROM jobs WHERE status = 'done'") == 20; },
-                     30s));
+  REQUIRE(Eventually(
+      [&] { return Count(d, "SELECT count(*) FROM jobs WHERE status = 'done'") == 20; }, 30s));
   // Each event ran twice: the killed attempt 1, then attempt 2, which finished.
   std::map<std::string, std::vector<std::string>> attempts;
   for (const std::string& line : ReadLines(dir / "runs")) {

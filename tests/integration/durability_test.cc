@@ -5,9 +5,8 @@
 // check that every delivery that was answered 200 is in the inbox, once. A kill -9 cannot
 // show what a power loss would (the OS still holds written pages); what it shows is that no
 // 200 leaves before its transaction is committed, and that the database opens cleanly after.
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -29,7 +28,8 @@ std::string Config(const std::string& durability) {
 listen: 127.0.0.1:0
 admin_listen: 127.0.0.1:0
 database: {DB}
-durability: )" + durability + R"(
+durability: )" +
+         durability + R"(
 workers: 0
 limits: {max_body: 64KiB, read_timeout: 5s, threads: 16}
 endpoints:
@@ -60,9 +60,10 @@ void Burst(int port, int sender, std::atomic<bool>& stop, Acknowledged& acked) {
   std::string previous;
   for (int i = 0; !stop; ++i) {
     const bool again = i % 5 == 4 && !previous.empty();
-    const std::string id = again ? previous : "s" + std::to_string(sender) + "-" + std::to_string(i);
-    const std::string body = json{{"ref", "refs/heads/main"}, {"id", id},
-                                  {"pad", std::string(2000, 'x')}}.dump();
+    const std::string id =
+        again ? previous : "s" + std::to_string(sender) + "-" + std::to_string(i);
+    const std::string body =
+        json{{"ref", "refs/heads/main"}, {"id", id}, {"pad", std::string(2000, 'x')}}.dump();
     auto r = cli.Post("/hooks/github", GithubSigned(kSecret, body, id), body, "application/json");
     if (!r) return;  // the daemon is gone
     if (r->status != 200) {

@@ -2,13 +2,12 @@
 // tmpfs mounted for the test, as root) and clients that send what no producer would. Each
 // gets its documented answer, leaves nothing half-written, and the daemon recovers without
 // a restart.
-#include <catch2/catch.hpp>
-
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <set>
 
@@ -78,7 +77,8 @@ endpoints:
   CHECK(accepted.size() > 5);
   // Still full: more 503s, no crash, health still answers.
   for (int i = 0; i < 5; ++i) {
-    auto r = d.Post("/hooks/open", {}, json{{"id", "more-" + std::to_string(i)}, {"pad", pad}}.dump());
+    auto r =
+        d.Post("/hooks/open", {}, json{{"id", "more-" + std::to_string(i)}, {"pad", pad}}.dump());
     REQUIRE(r);
     CHECK(r->status == 503);
   }
@@ -193,7 +193,8 @@ endpoints:
   for (int i = 0; i < 30; ++i) trickling.push_back(Connect(d.port()));
   std::atomic<bool> trickle{true};
   std::thread trickler([&] {
-    const std::string head = "POST /hooks/open HTTP/1.1\r\nHost: x\r\nX-Pad: aaaaaaaaaaaaaaaaaaaaaaa";
+    const std::string head =
+        "POST /hooks/open HTTP/1.1\r\nHost: x\r\nX-Pad: aaaaaaaaaaaaaaaaaaaaaaa";
     for (size_t at = 0; trickle && at < head.size(); ++at) {
       for (int fd : trickling) send(fd, head.data() + at, 1, MSG_NOSIGNAL);
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -233,7 +234,8 @@ endpoints:
   - {name: open, path: /hooks/open, verify: none}
 )");
   std::string head = "POST /hooks/open HTTP/1.1\r\nHost: x\r\n";
-  for (int i = 0; i < 80; ++i) head += "X-Big-" + std::to_string(i) + ": " + std::string(1000, 'b') + "\r\n";
+  for (int i = 0; i < 80; ++i)
+    head += "X-Big-" + std::to_string(i) + ": " + std::string(1000, 'b') + "\r\n";
   std::string answer = d.Raw(head + "Content-Length: 2\r\n\r\n{}");
   CHECK(answer.rfind("HTTP/1.1 431", 0) == 0);
   CHECK(d.Rows().empty());

@@ -7,10 +7,9 @@
 // is gone deliveries are accepted and an exec handler runs. Loopback only; each case takes a
 // few seconds at most. (The harness's Daemon starts the binary itself, so this file spawns
 // `prlimit hookbox serve` on its own, with the harness's helpers.)
-#include <catch2/catch.hpp>
-
 #include <poll.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 
 #include "daemon.h"
@@ -72,8 +71,8 @@ class LimitedDaemon {
   LimitedDaemon(const TempDir& dir, const std::string& nofile, const std::string& config_yaml)
       : dir_(dir.path().string()), config_(dir / "config.yaml"), log_(dir / "hookbox.log") {
     WriteFile(config_, config_yaml);
-    std::vector<std::string> argv_s = {Prlimit(), "--nofile=" + nofile, HOOKBOX_BIN, "serve",
-                                       "-c",      config_};
+    std::vector<std::string> argv_s = {Prlimit(), "--nofile=" + nofile, HOOKBOX_BIN, "serve", "-c",
+                                       config_};
     std::vector<char*> argv;
     for (auto& a : argv_s) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -173,8 +172,10 @@ bool ClosedByServer(int fd) {
 
 }  // namespace
 
-TEST_CASE("fdlimit: under 128 descriptors max_connections is lowered, a flood is shed, "
-          "handlers still run", "[fdlimit]") {
+TEST_CASE(
+    "fdlimit: under 128 descriptors max_connections is lowered, a flood is shed, "
+    "handlers still run",
+    "[fdlimit]") {
   if (Prlimit().empty()) {
     WARN("no prlimit (util-linux) on this machine: not checked");
     return;
@@ -204,21 +205,25 @@ TEST_CASE("fdlimit: under 128 descriptors max_connections is lowered, a flood is
     if (fd >= 0) flood.push_back(fd);
   }
   size_t shed = 0;
-  Eventually([&] {
-    shed = 0;
-    for (int fd : flood) shed += ClosedByServer(fd) ? 1 : 0;
-    return shed >= 150 - 40;
-  }, 3s);
+  Eventually(
+      [&] {
+        shed = 0;
+        for (int fd : flood) shed += ClosedByServer(fd) ? 1 : 0;
+        return shed >= 150 - 40;
+      },
+      3s);
   CHECK(shed >= 150 - 40 - 10);  // a few may still sit in the listen backlog
   CHECK(d.Running());
   for (int fd : flood) close(fd);
 
   // After it: deliveries are accepted again, and their exec handler job completes.
   std::string answer;
-  CHECK(Eventually([&] {
-    answer = AnswerLine(d.Post("after"));
-    return answer.rfind("200", 0) == 0;
-  }, 10s));
+  CHECK(Eventually(
+      [&] {
+        answer = AnswerLine(d.Post("after"));
+        return answer.rfind("200", 0) == 0;
+      },
+      10s));
   CHECK(answer == "200 accepted");
   CHECK(Eventually([&] { return d.Status("after") == "processed"; }, 10s));
   CHECK(ReadLines(dir / "runs") == std::vector<std::string>{"before", "after"});

@@ -1,10 +1,9 @@
 // End-to-end tests of handling: the real daemon runs real handler processes, files and SQL,
 // and the tests count side effects (lines a handler appended, rows it inserted), never log
 // lines. These are the contract tests of the handler release.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <random>
 #include <set>
 #include <thread>
@@ -23,9 +22,8 @@ using namespace std::chrono_literals;
 namespace {
 
 int CountStatus(const json& rows, const std::string& status) {
-  return static_cast<int>(std::count_if(rows.begin(), rows.end(), [&](const json& r) {
-    return r["status"] == status;
-  }));
+  return static_cast<int>(std::count_if(rows.begin(), rows.end(),
+                                        [&](const json& r) { return r["status"] == status; }));
 }
 
 json Show(const Daemon& d, const std::string& endpoint, const std::string& id) {
@@ -58,7 +56,8 @@ endpoints:
     routes:
       - events: ["order.*"]
         handlers:
-          - exec: {command: )" + Recorder("{DIR}/runs") + R"(, timeout: 10s}
+          - exec: {command: )" +
+                    Recorder("{DIR}/runs") + R"(, timeout: 10s}
           - file: {dir: "{DIR}/files"}
 )");
   const std::string body = R"({"id":"evt-1","type":"order.paid"})";
@@ -98,7 +97,8 @@ endpoints:
     strict_body: true
     routes:
       - events: ["*"]
-        handlers: [{exec: {command: )" + Recorder("{DIR}/runs") + R"(}}]
+        handlers: [{exec: {command: )" +
+                    Recorder("{DIR}/runs") + R"(}}]
 )");
   CHECK(AnswerLine(d.Post("/hooks/open", {}, R"({"id":"a","v":1})")) == "200 accepted");
   REQUIRE(Eventually([&] { return ReadLines(dir / "runs").size() == 1; }));
@@ -128,7 +128,8 @@ endpoints:
       - events: ["*"]
         handlers:
           - exec:
-              command: )" + Recorder("{DIR}/runs", "sleep 60 & echo $! >> {DIR}/pids; wait") + R"(
+              command: )" +
+                    Recorder("{DIR}/runs", "sleep 60 & echo $! >> {DIR}/pids; wait") + R"(
               timeout: 1s
 )");
   CHECK(AnswerLine(d.Post("/hooks/open", {}, R"({"id":"slow"})")) == "200 accepted");
@@ -172,9 +173,11 @@ endpoints:
       - events: ["*"]
         handlers:
           - exec:
-              command: )" + Recorder("{DIR}/runs",
-                                     "case $HOOKBOX_EVENT_ID in perm*) test -e {DIR}/fixed || exit 65;; "
-                                     "*) test -e {DIR}/marker || { touch {DIR}/marker; exit 3; };; esac") + R"(
+              command: )" +
+                    Recorder("{DIR}/runs",
+                             "case $HOOKBOX_EVENT_ID in perm*) test -e {DIR}/fixed || exit 65;; "
+                             "*) test -e {DIR}/marker || { touch {DIR}/marker; exit 3; };; esac") +
+                    R"(
 )");
   CHECK(AnswerLine(d.Post("/hooks/open", {}, R"({"id":"flaky"})")) == "200 accepted");
   REQUIRE(Eventually([&] { return Show(d, "open", "flaky")["status"] == "processed"; }));
@@ -279,9 +282,12 @@ endpoints:
   for (int i = 0; i < 16; ++i) {
     senders.emplace_back([&] {
       std::string s = AnswerLine(d.Post("/hooks/pay", {}, body));
-      if (s == "200 accepted") ++accepted;
-      else if (s == "200 duplicate") ++duplicate;
-      else ++other;
+      if (s == "200 accepted")
+        ++accepted;
+      else if (s == "200 duplicate")
+        ++duplicate;
+      else
+        ++other;
     });
   }
   for (auto& t : senders) t.join();
@@ -319,8 +325,11 @@ endpoints:
       - events: ["*"]
         handlers:
           - exec:
-              command: )" + Recorder("{DIR}/runs",
-                                     "case $HOOKBOX_EVENT_ID in slow*) sleep 3;; *) test -e {DIR}/marker || exit 3;; esac") + R"(
+              command: )" +
+                    Recorder("{DIR}/runs",
+                             "case $HOOKBOX_EVENT_ID in slow*) sleep 3;; *) test -e {DIR}/marker "
+                             "|| exit 3;; esac") +
+                    R"(
               timeout: 10s
 )");
   auto first = d.Post("/hooks/sync", {}, R"({"id":"s1"})");
@@ -337,7 +346,8 @@ endpoints:
 
   // A duplicate that arrives while the first still runs waits sync_wait, then gets 409.
   std::string slow_answer;  // Catch2 assertions stay on the test's own thread
-  std::thread slow([&] { slow_answer = AnswerLine(d.Post("/hooks/sync", {}, R"({"id":"slow-1"})")); });
+  std::thread slow(
+      [&] { slow_answer = AnswerLine(d.Post("/hooks/sync", {}, R"({"id":"slow-1"})")); });
   std::this_thread::sleep_for(500ms);
   auto busy = d.Post("/hooks/sync", {}, R"({"id":"slow-1"})");
   REQUIRE(busy);
@@ -413,13 +423,16 @@ endpoints:
   CHECK(d.Kill(SIGKILL) == 128 + SIGKILL);
   d.Start();
   json rows;
-  REQUIRE(Eventually([&] {
-    rows = d.Rows();
-    return CountStatus(rows, "processed") == kEvents;
-  }, 60s));
+  REQUIRE(Eventually(
+      [&] {
+        rows = d.Rows();
+        return CountStatus(rows, "processed") == kEvents;
+      },
+      60s));
   CHECK(rows.size() == kEvents);  // every 200 survived the kill
   // sql side effects: exactly once per event.
-  CHECK(hookbox::testing::RunSqlite(d.db(), "SELECT count(*), count(DISTINCT event_id) FROM effects") ==
+  CHECK(hookbox::testing::RunSqlite(d.db(),
+                                    "SELECT count(*), count(DISTINCT event_id) FROM effects") ==
         std::to_string(kEvents) + "|" + std::to_string(kEvents) + "\n");
   // file outputs are whole files; no temporary files are left.
   for (const std::string& id : answered) {

@@ -4,13 +4,12 @@
 // head the old edge read differently, header values percent-decoded into one event,
 // half-closed clients left unanswered, malformed hand-written answers, `Expect:
 // 100-continue` ignored, chunked bodies refused, and pipelined requests.
-#include <catch2/catch.hpp>
-
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <thread>
 
 #include "daemon.h"
@@ -266,24 +265,28 @@ TEST_CASE("Expect: 100-continue is answered from the head", "[listener]") {
   const std::string body = R"({"id":"evt-continue"})";
   SECTION("a good head: 100 Continue at once, then the answer") {
     Conn c(d.port());
-    REQUIRE(c.Send("POST /hooks/open HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
-                   "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n"));
+    REQUIRE(
+        c.Send("POST /hooks/open HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+               "Content-Length: " +
+               std::to_string(body.size()) + "\r\n\r\n"));
     CHECK(c.Pending(std::chrono::milliseconds(1000)) == "HTTP/1.1 100 Continue\r\n\r\n");
     REQUIRE(c.Send(body));
     CHECK(StatusOf(c.Response()) == 200);
   }
   SECTION("a body over max_body: 413 and never 100 Continue") {
     Conn c(d.port());
-    REQUIRE(c.Send("POST /hooks/open HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
-                   "Content-Length: 5000\r\n\r\n"));
+    REQUIRE(
+        c.Send("POST /hooks/open HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+               "Content-Length: 5000\r\n\r\n"));
     const std::string r = c.Response(std::chrono::milliseconds(1000));
     CHECK(StatusOf(r) == 413);
     CheckWellFormed(r);
   }
   SECTION("no endpoint at the path: 404 before the body") {
     Conn c(d.port());
-    REQUIRE(c.Send("POST /hooks/nope HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
-                   "Content-Length: 10\r\n\r\n"));
+    REQUIRE(
+        c.Send("POST /hooks/nope HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+               "Content-Length: 10\r\n\r\n"));
     const std::string r = c.Response(std::chrono::milliseconds(1000));
     CHECK(StatusOf(r) == 404);
     CheckWellFormed(r);

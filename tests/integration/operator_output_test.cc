@@ -3,7 +3,6 @@
 // control or bidi override acts on the operator's terminal, while `--json` and
 // `inbox show --raw-body` stay exact.
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "daemon.h"
@@ -79,11 +78,15 @@ TEST_CASE("inbox list and show escape terminal controls; --json and --raw-body a
   // reverses, around printable non-ASCII text and a newline.
   const std::string id = "evt-\u009b2J-\u202egnp.exe";
   const std::string type = "invoice\u202e.paid";
-  const std::string body = "{\"note\":\"\x1b]0;pwned\x07\x1b[31mred\u009b2J \u202e"
-                           "cod.exe ünïcode\"}\n{\"second\":\"line\"}";
+  const std::string body =
+      "{\"note\":\"\x1b]0;pwned\x07\x1b[31mred\u009b2J \u202e"
+      "cod.exe ünïcode\"}\n{\"second\":\"line\"}";
   // Bytes that are not UTF-8 (a bare 8-bit CSI and 0xff) in the id and the body, and a NUL.
   const std::string bad_id = std::string("evt-\x9b") + "31m-\xff";
-  const std::string bad_body = std::string("\x9b" "31mraw") + '\0' + "\xff\x1b[0m";
+  const std::string bad_body = std::string(
+                                   "\x9b"
+                                   "31mraw") +
+                               '\0' + "\xff\x1b[0m";
   REQUIRE(PostRaw(d, id, type, body).find("200 OK") != std::string::npos);
   REQUIRE(PostRaw(d, bad_id, "t", bad_body).find("200 OK") != std::string::npos);
 

@@ -3,10 +3,9 @@
 // real handler processes, and counts of side effects (lines an exec handler appended, rows a
 // sql handler inserted). Tagged [.postgres]: hidden from the plain `integration` run, run
 // by `integration_postgres`, which requires the cluster fixture.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <map>
 #include <random>
 #include <set>
@@ -33,7 +32,8 @@ std::string ReplicaConfig(const TempDir& shared, int workers, std::string endpoi
 listen: 127.0.0.1:0
 admin_listen: 127.0.0.1:0
 database: "{DB}"
-workers: )" + std::to_string(workers) + "\nendpoints:\n" + endpoints;
+workers: )" + std::to_string(workers) +
+                     "\nendpoints:\n" + endpoints;
   for (auto at = yaml.find("{SHARED}"); at != std::string::npos; at = yaml.find("{SHARED}")) {
     yaml.replace(at, 8, shared.path().string());
   }
@@ -78,8 +78,8 @@ std::string Exec(const std::string& command, const std::string& timeout = "10s",
 
 // A sql handler with one setup and one per-event statement (each in double quotes).
 std::string Sql(const std::string& setup, const std::string& statement) {
-  return "          - sql:\n              setup: [\"" + setup + "\"]\n              statements: [\"" +
-         statement + "\"]\n";
+  return "          - sql:\n              setup: [\"" + setup +
+         "\"]\n              statements: [\"" + statement + "\"]\n";
 }
 
 int ReadyStatus(const Daemon& d) {
@@ -115,9 +115,8 @@ TEST_CASE("replicas: the same event posted to both at once is accepted once, run
     INFO(body);
     CHECK(pair == std::vector<std::string>{"200 accepted", "200 duplicate"});
   }
-  REQUIRE(Eventually([&] {
-    return r.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == kEvents;
-  }));
+  REQUIRE(Eventually(
+      [&] { return r.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == kEvents; }));
   std::this_thread::sleep_for(300ms);
   auto runs = ReadLines(r.shared / "runs");
   CHECK(runs.size() == static_cast<size_t>(kEvents));
@@ -130,9 +129,10 @@ TEST_CASE("replicas: the same event posted to both at once is accepted once, run
 TEST_CASE("replicas: 1,000 events spread over both are each processed exactly once",
           "[.postgres]") {
   Replicas r(Endpoint(
-      "open", Exec(Recorder("runs")) +
-                  Sql("CREATE TABLE IF NOT EXISTS effects (event_id text NOT NULL, amount integer)",
-                      "INSERT INTO effects VALUES (:event_id, (:body::jsonb->>'amount')::integer)")));
+      "open",
+      Exec(Recorder("runs")) +
+          Sql("CREATE TABLE IF NOT EXISTS effects (event_id text NOT NULL, amount integer)",
+              "INSERT INTO effects VALUES (:event_id, (:body::jsonb->>'amount')::integer)")));
   constexpr int kEvents = 1000, kSenders = 4;
   std::atomic<int> next{0}, ok{0};
   std::vector<std::thread> senders;
@@ -147,9 +147,9 @@ TEST_CASE("replicas: 1,000 events spread over both are each processed exactly on
   }
   for (auto& t : senders) t.join();
   CHECK(ok == kEvents);
-  REQUIRE(Eventually([&] {
-    return r.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == kEvents;
-  }, 120s));
+  REQUIRE(Eventually(
+      [&] { return r.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == kEvents; },
+      120s));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   WARN("1,000 events accepted and processed by two replicas in " << seconds << " s");
@@ -168,12 +168,12 @@ TEST_CASE("replicas: 1,000 events spread over both are each processed exactly on
   CHECK(r.Count("SELECT count(*) FROM attempts WHERE outcome <> 'ok'") == 0);
 }
 
-TEST_CASE("replicas: one resource's jobs run in sequence order, never two at once",
-          "[.postgres]") {
-  Replicas r(Endpoint("open",
-                      Exec("[/bin/sh, -c, 'echo \"start $HOOKBOX_SEQUENCE\" >> {SHARED}/log; sleep 0.02;"
-                           " echo \"end $HOOKBOX_SEQUENCE\" >> {SHARED}/log']"),
-                      "    resource: body:/object\n    sequence: body:/seq\n"));
+TEST_CASE("replicas: one resource's jobs run in sequence order, never two at once", "[.postgres]") {
+  Replicas r(
+      Endpoint("open",
+               Exec("[/bin/sh, -c, 'echo \"start $HOOKBOX_SEQUENCE\" >> {SHARED}/log; sleep 0.02;"
+                    " echo \"end $HOOKBOX_SEQUENCE\" >> {SHARED}/log']"),
+               "    resource: body:/object\n    sequence: body:/seq\n"));
   std::vector<int> seqs(40);
   for (int i = 0; i < 40; ++i) seqs[i] = i + 1;
   std::shuffle(seqs.begin(), seqs.end(), std::mt19937(3));
@@ -205,20 +205,24 @@ TEST_CASE("replicas: one resource's jobs run in sequence order, never two at onc
 }
 
 TEST_CASE("replicas: a sync sql endpoint hit on both at once commits one row", "[.postgres]") {
-  Replicas r(Endpoint("pay",
-                      Sql("CREATE TABLE IF NOT EXISTS ledger (event_id text PRIMARY KEY,"
-                          " amount integer NOT NULL CHECK (amount > 0))",
-                          "INSERT INTO ledger VALUES (:event_id, (:body::jsonb->>'amount')::integer)"),
-                      "    mode: sync\n"));
+  Replicas r(
+      Endpoint("pay",
+               Sql("CREATE TABLE IF NOT EXISTS ledger (event_id text PRIMARY KEY,"
+                   " amount integer NOT NULL CHECK (amount > 0))",
+                   "INSERT INTO ledger VALUES (:event_id, (:body::jsonb->>'amount')::integer)"),
+               "    mode: sync\n"));
   const std::string body = R"({"id":"pay-1","amount":42})";
   std::atomic<int> accepted{0}, duplicate{0}, other{0};
   std::vector<std::thread> senders;
   for (int i = 0; i < 16; ++i) {
     senders.emplace_back([&, i] {
       std::string s = AnswerLine(r[i].Post("/hooks/pay", {}, body));
-      if (s == "200 accepted") ++accepted;
-      else if (s == "200 duplicate") ++duplicate;
-      else ++other;
+      if (s == "200 accepted")
+        ++accepted;
+      else if (s == "200 duplicate")
+        ++duplicate;
+      else
+        ++other;
     });
   }
   for (auto& t : senders) t.join();
@@ -238,19 +242,24 @@ TEST_CASE("replicas: a sync duplicate on the other replica waits on the first's 
           "[.postgres]") {
   // The first run takes 2 s; the duplicate, sent to the other replica meanwhile, waits for
   // it (up to sync_wait) instead of running the handler a second time.
-  Replicas r(Endpoint("sync", Exec(Recorder("runs", "sleep 2")), "    mode: sync\n    sync_wait: 8s\n"));
+  Replicas r(
+      Endpoint("sync", Exec(Recorder("runs", "sleep 2")), "    mode: sync\n    sync_wait: 8s\n"));
   std::string first;
   std::thread slow([&] { first = AnswerLine(r.a.Post("/hooks/sync", {}, R"({"id":"slow-1"})")); });
   REQUIRE(Eventually([&] { return ReadLines(r.shared / "runs").size() == 1; }, 10s));
   const auto sent = std::chrono::steady_clock::now();
   std::string second;
-  std::thread duplicate([&] { second = AnswerLine(r.b.Post("/hooks/sync", {}, R"({"id":"slow-1"})")); });
+  std::thread duplicate(
+      [&] { second = AnswerLine(r.b.Post("/hooks/sync", {}, R"({"id":"slow-1"})")); });
   // The wait is a real row lock: a server process of the shared database sits waiting for a
   // lock on the jobs rows the first replica holds (not a client polling the lease).
-  CHECK(Eventually([&] {
-    return r.Count("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+  CHECK(Eventually(
+      [&] {
+        return r.Count(
+                   "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
                    " AND query LIKE '%FROM jobs%FOR UPDATE%'") == 1;
-  }, 5s));
+      },
+      5s));
   duplicate.join();
   CHECK(second == "200 duplicate");
   CHECK(std::chrono::steady_clock::now() - sent > 1s);  // it waited for the first
@@ -329,9 +338,12 @@ TEST_CASE("a password in the PostgreSQL URL never reaches the log", "[.postgres]
 
 TEST_CASE("replicas: the CLI reads and changes the shared inbox", "[.postgres]") {
   Replicas r(Endpoint("open", Exec("[/bin/sh, -c, 'exit 65']")));
-  CHECK(AnswerLine(r.a.Post("/hooks/open", {}, R"({"id":"cli-1","x":"\u00e9"})")) == "200 accepted");
-  CHECK(AnswerLine(r.b.Post("/hooks/open", {}, R"({"id":"cli-1","x":"\u00e9"})")) == "200 duplicate");
-  REQUIRE(Eventually([&] { return r.Count("SELECT count(*) FROM inbox WHERE status = 'dead'") == 1; }));
+  CHECK(AnswerLine(r.a.Post("/hooks/open", {}, R"({"id":"cli-1","x":"\u00e9"})")) ==
+        "200 accepted");
+  CHECK(AnswerLine(r.b.Post("/hooks/open", {}, R"({"id":"cli-1","x":"\u00e9"})")) ==
+        "200 duplicate");
+  REQUIRE(
+      Eventually([&] { return r.Count("SELECT count(*) FROM inbox WHERE status = 'dead'") == 1; }));
   auto rows = r.b.Rows();  // the other replica's CLI sees the same inbox
   REQUIRE(rows.size() == 1);
   CHECK(rows[0]["event_id"] == "cli-1");
@@ -348,7 +360,8 @@ TEST_CASE("replicas: the CLI reads and changes the shared inbox", "[.postgres]")
   CHECK(r.a.Cli({"migrate"}).exit_code == 0);
   CHECK(r.a.Cli({"inbox", "retry", "open", "cli-1"}).exit_code == 0);
   CHECK(r.b.Cli({"inbox", "retry", "open", "nope"}).exit_code == 1);
-  REQUIRE(Eventually([&] { return r.Count("SELECT count(*) FROM inbox WHERE status = 'dead'") == 1; }));
+  REQUIRE(
+      Eventually([&] { return r.Count("SELECT count(*) FROM inbox WHERE status = 'dead'") == 1; }));
   CHECK(r.b.Cli({"inbox", "clear", "open", "cli-1"}).exit_code == 0);
   CHECK(r.Count("SELECT count(*) FROM jobs") == 0);
   CHECK(AnswerLine(r.b.Post("/hooks/open", {}, R"({"id":"cli-1"})")) == "200 accepted");
@@ -358,8 +371,8 @@ TEST_CASE("replicas: the CLI reads and changes the shared inbox", "[.postgres]")
   hookbox::testing::WriteFile(other / "bad.yaml",
                               "database: \"" + hookbox::pgtest::UrlFor("hookbox_missing") +
                                   "\"\nendpoints:\n  - {name: e, path: /e, verify: none}\n");
-  auto missing = hookbox::testing::RunHookbox(
-      {"inbox", "list", "-c", other / "bad.yaml"}, other.path().string());
+  auto missing = hookbox::testing::RunHookbox({"inbox", "list", "-c", other / "bad.yaml"},
+                                              other.path().string());
   CHECK(missing.exit_code == 2);
 }
 
@@ -377,20 +390,21 @@ TEST_CASE("replicas: kill -9 one mid-job; the other finishes its jobs when the l
           "200 accepted");
   }
   // A holds two jobs; then B starts (while A lives, so B cannot know A is gone) and A dies.
-  REQUIRE(Eventually([&] {
-    return db.Count("SELECT count(*) FROM jobs WHERE status = 'processing'") == 2;
-  }));
+  REQUIRE(Eventually(
+      [&] { return db.Count("SELECT count(*) FROM jobs WHERE status = 'processing'") == 2; }));
   Daemon b(b_dir, ReplicaConfig(shared, 2, endpoints), db.url());
   const auto killed_at = std::chrono::steady_clock::now();
   CHECK(a.Kill(SIGKILL) == 128 + SIGKILL);
   // B runs the four others at once, A's two only when their leases have run out.
-  REQUIRE(Eventually([&] {
-    return db.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == kEvents - 2;
-  }, 25s));
+  REQUIRE(Eventually(
+      [&] {
+        return db.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == kEvents - 2;
+      },
+      25s));
   CHECK(db.Count("SELECT count(*) FROM jobs WHERE status = 'processing'") == 2);
-  REQUIRE(Eventually([&] {
-    return db.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == kEvents;
-  }, 60s));
+  REQUIRE(Eventually(
+      [&] { return db.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == kEvents; },
+      60s));
   CHECK(std::chrono::steady_clock::now() - killed_at > 25s);
   // A's two attempts were abandoned; the takeovers began a full lease after them.
   CHECK(db.Count("SELECT count(*) FROM attempts WHERE outcome IS NULL"
@@ -407,8 +421,7 @@ TEST_CASE("replicas: kill -9 one mid-job; the other finishes its jobs when the l
   CHECK(runs.size() == static_cast<size_t>(kEvents + 2));
 }
 
-TEST_CASE("PostgreSQL restarted under load: 503 while down, no 200 lost, recovery",
-          "[.postgres]") {
+TEST_CASE("PostgreSQL restarted under load: 503 while down, no 200 lost, recovery", "[.postgres]") {
   Replicas r(Endpoint("open", Sql("CREATE TABLE IF NOT EXISTS effects (event_id text NOT NULL)",
                                   "INSERT INTO effects VALUES (:event_id)")),
              2);
@@ -457,8 +470,10 @@ TEST_CASE("PostgreSQL restarted under load: 503 while down, no 200 lost, recover
   std::vector<std::string> accepted, refused;
   for (const auto& [id, answer] : answers) {
     ++counts[answer];
-    if (answer == "200 accepted") accepted.push_back(id);
-    else refused.push_back(id);
+    if (answer == "200 accepted")
+      accepted.push_back(id);
+    else
+      refused.push_back(id);
   }
   INFO("answers: " << json(counts).dump());
   CHECK(counts["503 storage unavailable"] > 0);
@@ -482,9 +497,9 @@ TEST_CASE("PostgreSQL restarted under load: 503 while down, no 200 lost, recover
   // A job whose claim or finish was cut off by the restart runs again when its lease (the
   // sql kind's 30 s timeout + 30 s) ends.
   const int64_t total = static_cast<int64_t>(answers.size());
-  REQUIRE(Eventually([&] {
-    return r.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == total;
-  }, 90s));
+  REQUIRE(Eventually(
+      [&] { return r.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == total; },
+      90s));
   CHECK(r.Count("SELECT count(*) FROM effects") == total);
   CHECK(r.Count("SELECT count(DISTINCT event_id) FROM effects") == total);
 }

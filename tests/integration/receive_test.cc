@@ -1,9 +1,8 @@
 // End-to-end tests of the receive path: the real daemon on loopback, real HTTP, the real
 // SQLite inbox, checked through the real CLI. Each test says which answer of DESIGN.md it
 // proves.
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <thread>
 
 #include "daemon.h"
@@ -137,9 +136,12 @@ TEST_CASE("the same event on many connections at once makes one row and one 'acc
       while (!go) std::this_thread::yield();
       auto r = d.Post("/hooks/github", headers, body);
       std::string status = r && r->status == 200 ? Answer(r)["status"].get<std::string>() : "";
-      if (status == "accepted") ++accepted;
-      else if (status == "duplicate") ++duplicate;
-      else ++other;
+      if (status == "accepted")
+        ++accepted;
+      else if (status == "duplicate")
+        ++duplicate;
+      else
+        ++other;
     });
   }
   go = true;
@@ -241,9 +243,7 @@ TEST_CASE("the parser refuses before reading the body") {
   SECTION("chunked body over max_body: 413 as the chunks arrive") {
     CHECK(status_of(d.Raw(head + "Transfer-Encoding: chunked\r\n\r\n11170\r\n")) == 413);
   }
-  SECTION("no Content-Length: 411") {
-    CHECK(status_of(d.Raw(head + "\r\n")) == 411);
-  }
+  SECTION("no Content-Length: 411") { CHECK(status_of(d.Raw(head + "\r\n")) == 411); }
   SECTION("two Content-Length headers: 400") {
     CHECK(status_of(d.Raw(head + "Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}x")) == 400);
   }
@@ -297,7 +297,7 @@ TEST_CASE("no id in the body: the id is sha256 of the raw body; non-JSON bodies 
   TempDir dir;
   Daemon d(dir, kConfig);
   for (const std::string& body : {std::string(R"({"no_id":1})"), std::string("not json at all"),
-                                 std::string(R"({"id":""})"), std::string()}) {
+                                  std::string(R"({"id":""})"), std::string()}) {
     INFO(body);
     auto r = d.Post("/hooks/open", {}, body, "text/plain");
     REQUIRE(r);
@@ -323,8 +323,8 @@ TEST_CASE("sequence gate: lower is stale (kept, no jobs), equal is not stale") {
   };
   CHECK(post("evt_5", 500) == "accepted");
   CHECK(post("evt_3", 300) == "stale");
-  CHECK(post("evt_5b", 500) == "accepted");   // a tie is not stale
-  CHECK(post("evt_3", 300) == "duplicate");   // a duplicate of a stale event is a duplicate
+  CHECK(post("evt_5b", 500) == "accepted");  // a tie is not stale
+  CHECK(post("evt_3", 300) == "duplicate");  // a duplicate of a stale event is a duplicate
   CHECK(post("evt_9", 900) == "accepted");
   // Another resource has its own sequence.
   std::string other = StripeEvent("evt_other", "in_7", 100);
@@ -350,7 +350,7 @@ TEST_CASE("RFC 3339 sequences compare as instants") {
     return Answer(r)["status"].get<std::string>();
   };
   CHECK(post("e1", "2026-01-01T10:00:00+02:00") == "accepted");
-  CHECK(post("e2", "2026-01-01T07:59:59Z") == "stale");      // 08:00:00Z is the same instant
+  CHECK(post("e2", "2026-01-01T07:59:59Z") == "stale");  // 08:00:00Z is the same instant
   CHECK(post("e3", "2026-01-01T08:00:00.000Z") == "accepted");
 }
 
@@ -359,7 +359,8 @@ TEST_CASE("same id, other body: duplicate by default, 422 with strict_body") {
   Daemon d(dir, kConfig);
   // gh: not strict. The changed body is counted as a duplicate and logged as body_changed.
   std::string a = R"({"v":1})", b = R"({"v":2})";
-  CHECK(Answer(d.Post("/hooks/github", GithubSigned(kGithubSecret, a, "same-id"), a))["status"] == "accepted");
+  CHECK(Answer(d.Post("/hooks/github", GithubSigned(kGithubSecret, a, "same-id"), a))["status"] ==
+        "accepted");
   auto r = d.Post("/hooks/github", GithubSigned(kGithubSecret, b, "same-id"), b);
   CHECK(Answer(r)["status"] == "duplicate");
   CHECK(d.Log().find("\"body_changed\":true") != std::string::npos);
@@ -381,13 +382,13 @@ TEST_CASE("inbox clear: the next delivery of the event is accepted as new") {
   TempDir dir;
   Daemon d(dir, kConfig);
   std::string body = R"({"clear":"me"})";
-  CHECK(Answer(d.Post("/hooks/github", GithubSigned(kGithubSecret, body, "to-clear"), body))["status"] ==
-        "accepted");
+  CHECK(Answer(d.Post("/hooks/github", GithubSigned(kGithubSecret, body, "to-clear"),
+                      body))["status"] == "accepted");
   auto cleared = d.Cli({"inbox", "clear", "gh", "to-clear"});
   CHECK(cleared.exit_code == 0);
   CHECK(d.Rows().empty());
-  CHECK(Answer(d.Post("/hooks/github", GithubSigned(kGithubSecret, body, "to-clear"), body))["status"] ==
-        "accepted");
+  CHECK(Answer(d.Post("/hooks/github", GithubSigned(kGithubSecret, body, "to-clear"),
+                      body))["status"] == "accepted");
   CHECK(d.Rows().size() == 1);
   // Clearing what is not there is a lookup error.
   CHECK(d.Cli({"inbox", "clear", "gh", "never-seen"}).exit_code == 1);

@@ -17,9 +17,7 @@ namespace {
 
 const std::string kStandardKey = "0123456789abcdef0123456789abcdef";
 
-json Answer(const httplib::Result& r) {
-  return r ? json::parse(r->body, nullptr, false) : json();
-}
+json Answer(const httplib::Result& r) { return r ? json::parse(r->body, nullptr, false) : json(); }
 
 // The headers Svix sends: Standard Webhooks' signature under svix-* names.
 httplib::Headers SvixSigned(const std::string& secret, const std::string& body,
@@ -40,8 +38,7 @@ httplib::Headers SvixSigned(const std::string& secret, const std::string& body,
 
 }  // namespace
 
-TEST_CASE("replay: a svix-signed delivery with an added webhook-id is a duplicate",
-          "[replay]") {
+TEST_CASE("replay: a svix-signed delivery with an added webhook-id is a duplicate", "[replay]") {
   TempDir dir;
   const std::string secret = "whsec_" + hookbox::Base64Encode(kStandardKey);
   Daemon d(dir, R"(
@@ -53,7 +50,8 @@ endpoints:
   - name: svix
     path: /hooks/svix
     provider: standard
-    secrets: [{value: ")" + secret + R"("}]
+    secrets: [{value: ")" +
+                    secret + R"("}]
     routes:
       - events: ["*"]
         handlers: [{file: {dir: "{DIR}/out"}}]
@@ -84,9 +82,10 @@ endpoints:
   CHECK(rows[0]["duplicates"] == 3);
 }
 
-TEST_CASE("replay: a GitHub delivery with a fresh delivery id and a forged event type is a "
-          "duplicate with dedupe [id, body], a new event without",
-          "[replay]") {
+TEST_CASE(
+    "replay: a GitHub delivery with a fresh delivery id and a forged event type is a "
+    "duplicate with dedupe [id, body], a new event without",
+    "[replay]") {
   TempDir dir;
   const std::string secret = "gh-replay-secret";
   Daemon d(dir, R"(
@@ -98,7 +97,8 @@ endpoints:
   - name: gh-body
     path: /hooks/gh-body
     provider: github
-    secrets: [{value: ")" + secret + R"("}]
+    secrets: [{value: ")" +
+                    secret + R"("}]
     dedupe: [id, body]
     routes:
       - events: ["*"]
@@ -106,7 +106,8 @@ endpoints:
   - name: gh-id
     path: /hooks/gh-id
     provider: github
-    secrets: [{value: ")" + secret + R"("}]
+    secrets: [{value: ")" +
+                    secret + R"("}]
     routes:
       - events: ["*"]
         handlers: [{file: {dir: "{DIR}/out"}}]
@@ -164,17 +165,18 @@ endpoints:
   - name: std
     path: /hooks/std
     provider: standard
-    secrets: [{value: ")" + unpadded + R"("}]
+    secrets: [{value: ")" +
+                    unpadded + R"("}]
 )");
   // Signed by a producer holding the padded spelling.
   const std::string body = R"({"type":"user.created"})";
   hookbox::Endpoint standard;
   standard.provider = hookbox::Provider::kStandard;
-  auto r = d.Post("/hooks/std",
-                  hookbox::testing::HttplibHeaders(hookbox::Sign(
-                      standard, {"value", padded}, body, std::chrono::system_clock::now(),
-                      "msg_padded")),
-                  body);
+  auto r = d.Post(
+      "/hooks/std",
+      hookbox::testing::HttplibHeaders(hookbox::Sign(
+          standard, {"value", padded}, body, std::chrono::system_clock::now(), "msg_padded")),
+      body);
   REQUIRE(r);
   CHECK(r->status == 200);
   CHECK(Answer(r)["status"] == "ignored");  // no routes

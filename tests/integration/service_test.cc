@@ -2,12 +2,11 @@
 // (a fake NOTIFY_SOCKET and WATCHDOG_USEC in its environment, a listening socket passed as
 // fd 3), stopped with SIGTERM in the middle of traffic, reloaded with SIGHUP under load,
 // purged with the CLI, and scraped on /metrics with a strict Prometheus text parser.
-#include <catch2/catch.hpp>
-
 #include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <functional>
 #include <mutex>
 #include <set>
@@ -48,14 +47,17 @@ endpoints:
 // {DIR} are the Daemon's.
 std::string GithubConfig(const std::vector<std::string>& secrets, int workers = 0) {
   std::string list;
-  for (const std::string& s : secrets) list += (list.empty() ? "" : ", ") + ("{value: \"" + s + "\"}");
+  for (const std::string& s : secrets)
+    list += (list.empty() ? "" : ", ") + ("{value: \"" + s + "\"}");
   return "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\ndatabase: {DB}\nworkers: " +
          std::to_string(workers) +
          "\nendpoints:\n"
          "  - name: gh\n"
          "    path: /hooks/github\n"
          "    provider: github\n"
-         "    secrets: [" + list + "]\n"
+         "    secrets: [" +
+         list +
+         "]\n"
          "    routes:\n"
          "      - events: [\"push\"]\n"
          "        handlers: [{file: {dir: \"{DIR}/out\"}}]\n";
@@ -98,8 +100,10 @@ class Traffic {
           auto [headers, body] = request(id);
           auto r = client.Post(path.c_str(), headers, body, "application/json");
           std::lock_guard lock(mu_);
-          if (r && r->status == 200) ok_.push_back(id);
-          else ++failed_;
+          if (r && r->status == 200)
+            ok_.push_back(id);
+          else
+            ++failed_;
         }
       });
     }
@@ -286,10 +290,10 @@ TEST_CASE("hookbox purge: --dry-run deletes nothing and reports what purge then 
   post({{"id", "old-seq-2"}, {"r", "res"}, {"s", 2}});
   post({{"id", "old-seq-1"}, {"r", "res"}, {"s", 1}});  // stale
   // Age the "old" rows and the sequence gate past retention (7d, 90d), as time would.
-  hookbox::testing::RunSqlite(
-      d.db(), "UPDATE inbox SET received_at = '2020-01-01T00:00:00.000Z'"
-              " WHERE event_id LIKE 'old-%'; UPDATE sequences SET updated_at ="
-              " '2020-01-01T00:00:00.000Z';");
+  hookbox::testing::RunSqlite(d.db(),
+                              "UPDATE inbox SET received_at = '2020-01-01T00:00:00.000Z'"
+                              " WHERE event_id LIKE 'old-%'; UPDATE sequences SET updated_at ="
+                              " '2020-01-01T00:00:00.000Z';");
   REQUIRE(d.Rows().size() == 8);
 
   auto dry = d.Cli({"purge", "--dry-run", "--json"});
@@ -330,10 +334,11 @@ TEST_CASE("/metrics parses as Prometheus text and counts what was sent") {
     REQUIRE(r);
     return r->status;
   };
-  for (const char* id : {"m-1", "m-2", "m-3"}) CHECK(post(GithubSigned("secret-a", body, id)) == 200);
-  CHECK(post(GithubSigned("secret-a", body, "m-1")) == 200);          // duplicate
-  CHECK(post(GithubSigned("wrong-secret", body, "m-4")) == 401);      // mismatch
-  CHECK(post(GithubSigned("wrong-secret", body, "m-5")) == 401);      // mismatch
+  for (const char* id : {"m-1", "m-2", "m-3"})
+    CHECK(post(GithubSigned("secret-a", body, id)) == 200);
+  CHECK(post(GithubSigned("secret-a", body, "m-1")) == 200);                       // duplicate
+  CHECK(post(GithubSigned("wrong-secret", body, "m-4")) == 401);                   // mismatch
+  CHECK(post(GithubSigned("wrong-secret", body, "m-5")) == 401);                   // mismatch
   CHECK(post({{"X-GitHub-Delivery", "m-6"}, {"X-GitHub-Event", "push"}}) == 401);  // missing
   CHECK(post({}, "/hooks/nowhere") == 404);
 
@@ -350,7 +355,11 @@ TEST_CASE("/metrics parses as Prometheus text and counts what was sent") {
     return m.Get(R"(hookbox_jobs{status="done"})") == 3 &&
            m.Sum("hookbox_attempts_total", {{"endpoint", "gh"}, {"outcome", "ok"}}) == 3;
   }));
-  INFO([&] { std::string e; for (auto& s : m.errors) e += s + "\n"; return e; }());
+  INFO([&] {
+    std::string e;
+    for (auto& s : m.errors) e += s + "\n";
+    return e;
+  }());
   CHECK(m.errors.empty());
   CHECK(content_type == "text/plain; version=0.0.4; charset=utf-8");
   CHECK(m.Get(R"(hookbox_deliveries_total{endpoint="gh",outcome="accepted"})") == 3);

@@ -1,11 +1,11 @@
 // Unit tests of the metrics registry: what it renders must parse as Prometheus text, label
 // values must be escaped, histograms must stay consistent, and recording from many threads
 // must lose nothing.
-#include <catch2/catch.hpp>
+#include "ops/metrics.h"
 
+#include <catch2/catch.hpp>
 #include <thread>
 
-#include "ops/metrics.h"
 #include "tests/ops/prometheus_text.h"
 
 using namespace hookbox;
@@ -23,7 +23,8 @@ std::string Errors(const hookbox::testing::Exposition& e) {
 
 TEST_CASE("counters render with their labels and parse back") {
   MetricsRegistry r;
-  CounterFamily& deliveries = r.AddCounter("t_deliveries_total", "Deliveries.", {"endpoint", "outcome"});
+  CounterFamily& deliveries =
+      r.AddCounter("t_deliveries_total", "Deliveries.", {"endpoint", "outcome"});
   deliveries.With({"stripe", "accepted"}).Inc();
   deliveries.With({"stripe", "accepted"}).Inc(2);
   deliveries.With({"gh", "duplicate"}).Inc();
@@ -115,10 +116,10 @@ TEST_CASE("concurrent recording loses no increment") {
 }
 
 TEST_CASE("the test parser itself refuses malformed text") {
-  for (const char* bad : {"metric{a=\"x} 1\n", "metric 1 2 3\n", "1metric 1\n",
-                          "metric{a=\"\\q\"} 1\n", "metric one\n", "m 1\nm 1\n",
-                          "# TYPE m counter\n# TYPE m counter\n",
-                          "# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_count 2\n"}) {
+  for (const char* bad :
+       {"metric{a=\"x} 1\n", "metric 1 2 3\n", "1metric 1\n", "metric{a=\"\\q\"} 1\n",
+        "metric one\n", "m 1\nm 1\n", "# TYPE m counter\n# TYPE m counter\n",
+        "# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_count 2\n"}) {
     INFO(bad);
     CHECK_FALSE(ParsePrometheusText(bad).errors.empty());
   }

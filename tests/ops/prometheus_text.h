@@ -20,9 +20,9 @@
 namespace hookbox::testing {
 
 struct Exposition {
-  std::map<std::string, double> samples;      // canonical key -> value
-  std::map<std::string, std::string> types;   // family name -> type
-  std::vector<std::string> errors;            // "line N: what"; empty when it parsed
+  std::map<std::string, double> samples;     // canonical key -> value
+  std::map<std::string, std::string> types;  // family name -> type
+  std::vector<std::string> errors;           // "line N: what"; empty when it parsed
 
   std::optional<double> Get(const std::string& key) const {
     auto it = samples.find(key);
@@ -123,8 +123,8 @@ inline Exposition ParsePrometheusText(const std::string& text) {
         if (!helped.insert(name).second) error("second HELP for " + name);
         std::string help = line.substr(std::min(line.size(), 7 + name.size() + 1));
         for (size_t i = 0; i < help.size(); ++i) {
-          if (help[i] == '\\' && (i + 1 >= help.size() || (help[i + 1] != '\\' &&
-                                                            help[i + 1] != 'n'))) {
+          if (help[i] == '\\' &&
+              (i + 1 >= help.size() || (help[i + 1] != '\\' && help[i + 1] != 'n'))) {
             error("bad escape in HELP of " + name);
           }
           if (help[i] == '\\') ++i;
@@ -165,19 +165,31 @@ inline Exposition ParsePrometheusText(const std::string& text) {
         std::string value;
         while (at < line.size() && line[at] != '"') {
           if (line[at] == '\\') {
-            if (at + 1 >= line.size()) { ok = false; break; }
+            if (at + 1 >= line.size()) {
+              ok = false;
+              break;
+            }
             char e = line[at + 1];
-            if (e == '\\') value += '\\';
-            else if (e == '"') value += '"';
-            else if (e == 'n') value += '\n';
-            else { ok = false; break; }
+            if (e == '\\')
+              value += '\\';
+            else if (e == '"')
+              value += '"';
+            else if (e == 'n')
+              value += '\n';
+            else {
+              ok = false;
+              break;
+            }
             at += 2;
           } else {
             if (line[at] == '\n') ok = false;
             value += line[at++];
           }
         }
-        if (!ok || at >= line.size()) { ok = false; break; }
+        if (!ok || at >= line.size()) {
+          ok = false;
+          break;
+        }
         ++at;  // closing quote
         for (const auto& [k, v] : labels) {
           if (k == label) ok = false;
@@ -226,8 +238,10 @@ inline Exposition ParsePrometheusText(const std::string& text) {
         auto le = std::find_if(labels.begin(), labels.end(),
                                [](const auto& l) { return l.first == "le"; });
         std::optional<double> bound = le == labels.end() ? std::nullopt : Value(le->second);
-        if (!bound) error("histogram bucket without a valid le: " + line);
-        else buckets[series].emplace_back(*bound, *value);
+        if (!bound)
+          error("histogram bucket without a valid le: " + line);
+        else
+          buckets[series].emplace_back(*bound, *value);
       } else if (name == family + "_count") {
         counts[series] = *value;
       } else if (name != family + "_sum") {

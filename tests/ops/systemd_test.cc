@@ -1,15 +1,15 @@
 // Unit tests of the systemd glue against a fake NOTIFY_SOCKET: a unix datagram socket made
 // by the test, which is all systemd's side of the protocol is. Also the environment checks
 // of the watchdog and socket activation (LISTEN_PID must name this process).
-#include <catch2/catch.hpp>
+#include "ops/systemd.h"
 
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <string>
 
-#include "ops/systemd.h"
 #include "tests/ops/fake_notify_socket.h"
 
 using namespace hookbox;

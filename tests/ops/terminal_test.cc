@@ -1,11 +1,10 @@
 // Unit tests of the terminal escaping of untrusted text (src/ops/terminal.h): every control,
 // C1, bidi and invisible format character and every byte of invalid UTF-8 comes out as
 // visible ASCII; printable UTF-8 stays as it is.
-#include <catch2/catch.hpp>
-
-#include <string>
-
 #include "ops/terminal.h"
+
+#include <catch2/catch.hpp>
+#include <string>
 
 using hookbox::TerminalSafe;
 using hookbox::TerminalSafeText;
@@ -22,10 +21,12 @@ bool InertForTerminal(const std::string& s, bool allow_newlines) {
     if (c == 0xc2 && i + 1 < s.size() && (static_cast<unsigned char>(s[i + 1]) & 0xe0) == 0x80)
       return false;
     if (c == 0xe2 && i + 2 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
-        static_cast<unsigned char>(s[i + 2]) >= 0xaa && static_cast<unsigned char>(s[i + 2]) <= 0xae)
+        static_cast<unsigned char>(s[i + 2]) >= 0xaa &&
+        static_cast<unsigned char>(s[i + 2]) <= 0xae)
       return false;
     if (c == 0xe2 && i + 2 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x81 &&
-        static_cast<unsigned char>(s[i + 2]) >= 0xa6 && static_cast<unsigned char>(s[i + 2]) <= 0xa9)
+        static_cast<unsigned char>(s[i + 2]) >= 0xa6 &&
+        static_cast<unsigned char>(s[i + 2]) <= 0xa9)
       return false;
   }
   return true;
@@ -62,13 +63,15 @@ TEST_CASE("C1 controls, bidi and invisible format characters become \\uXXXX") {
 }
 
 TEST_CASE("each byte of invalid UTF-8 becomes \\xNN, and decoding resumes after it") {
-  CHECK(TerminalSafe("a\xff" "b") == "a\\xffb");
-  CHECK(TerminalSafe("\x9b" "31m") == "\\x9b31m");              // a bare C1 byte (8-bit CSI)
-  CHECK(TerminalSafe("\xc0\xaf") == "\\xc0\\xaf");              // overlong '/'
-  CHECK(TerminalSafe("\xed\xa0\x80") == "\\xed\\xa0\\x80");     // a surrogate
+  CHECK(TerminalSafe("a\xff"
+                     "b") == "a\\xffb");
+  CHECK(TerminalSafe("\x9b"
+                     "31m") == "\\x9b31m");                           // a bare C1 byte (8-bit CSI)
+  CHECK(TerminalSafe("\xc0\xaf") == "\\xc0\\xaf");                    // overlong '/'
+  CHECK(TerminalSafe("\xed\xa0\x80") == "\\xed\\xa0\\x80");           // a surrogate
   CHECK(TerminalSafe("\xf4\x90\x80\x80") == "\\xf4\\x90\\x80\\x80");  // past U+10FFFF
-  CHECK(TerminalSafe("\xe2\x80") == "\\xe2\\x80");              // cut short at the end
-  CHECK(TerminalSafe("\xe2\x80z\u00fc") == "\\xe2\\x80z\u00fc");  // cut short, then text
+  CHECK(TerminalSafe("\xe2\x80") == "\\xe2\\x80");                    // cut short at the end
+  CHECK(TerminalSafe("\xe2\x80z\u00fc") == "\\xe2\\x80z\u00fc");      // cut short, then text
 }
 
 TEST_CASE("a field reads back as exactly one input: backslashes are doubled") {

@@ -1,9 +1,10 @@
 // Unit tests of identification: provider defaults, configured sources, the sha256 fallback,
 // bounds on client-controlled fields, and sequence values.
+#include "receive/identify.h"
+
 #include <catch2/catch.hpp>
 
 #include "ops/clock.h"
-#include "receive/identify.h"
 #include "receive/receiver.h"
 #include "verify/crypto.h"
 
@@ -39,8 +40,8 @@ TEST_CASE("provider defaults for id and type") {
     auto a = Identify(Ep(Provider::kStandard), {{"webhook-id", "msg_1"}}, R"({"type":"t"})");
     CHECK(a->event_id == "msg_1");
     CHECK(a->event_type == "t");
-    auto b = Identify(Ep(Provider::kStandard), {{"svix-id", "msg_2"}, {"svix-signature", "v1,x"}},
-                      "{}");
+    auto b =
+        Identify(Ep(Provider::kStandard), {{"svix-id", "msg_2"}, {"svix-signature", "v1,x"}}, "{}");
     CHECK(b->event_id == "msg_2");
     CHECK(b->id_source == "header:svix-id");
   }
@@ -55,17 +56,18 @@ TEST_CASE("provider defaults for id and type") {
     CHECK(a->event_id == "msg_signed");
     CHECK(a->id_source == "header:svix-id");
     // webhook-signed: the webhook-id, never a svix-id, even when webhook-id is missing.
-    auto b = Identify(Ep(Provider::kStandard),
-                      {{"webhook-signature", "v1,x"}, {"webhook-id", "msg_w"}, {"svix-id", "s"}},
-                      "{}");
+    auto b =
+        Identify(Ep(Provider::kStandard),
+                 {{"webhook-signature", "v1,x"}, {"webhook-id", "msg_w"}, {"svix-id", "s"}}, "{}");
     CHECK(b->event_id == "msg_w");
-    auto c = Identify(Ep(Provider::kStandard), {{"webhook-signature", "v1,x"}, {"svix-id", "s"}},
-                      "{}");
+    auto c =
+        Identify(Ep(Provider::kStandard), {{"webhook-signature", "v1,x"}, {"svix-id", "s"}}, "{}");
     CHECK(c->id_source == "sha256");
   }
   SECTION("shopify: X-Shopify-Event-Id, else X-Shopify-Webhook-Id") {
     auto a = Identify(Ep(Provider::kShopify),
-                      {{"X-Shopify-Event-Id", "e"}, {"X-Shopify-Webhook-Id", "w"},
+                      {{"X-Shopify-Event-Id", "e"},
+                       {"X-Shopify-Webhook-Id", "w"},
                        {"X-Shopify-Topic", "orders/create"}},
                       "{}");
     CHECK(a->event_id == "e");
@@ -74,8 +76,7 @@ TEST_CASE("provider defaults for id and type") {
     CHECK(b->event_id == "w");
   }
   SECTION("slack: body /event_id and /event/type") {
-    auto a = Identify(Ep(Provider::kSlack), {},
-                      R"({"event_id":"Ev1","event":{"type":"message"}})");
+    auto a = Identify(Ep(Provider::kSlack), {}, R"({"event_id":"Ev1","event":{"type":"message"}})");
     CHECK(a->event_id == "Ev1");
     CHECK(a->event_type == "message");
   }
@@ -84,7 +85,8 @@ TEST_CASE("provider defaults for id and type") {
                       {{"X-Gitlab-Event-UUID", "u"}, {"X-Gitlab-Event", "Push Hook"}}, "{}");
     CHECK(a->event_id == "u");
     CHECK(a->event_type == "Push Hook");
-    auto b = Identify(Ep(Provider::kGitlab), {{"Idempotency-Key", "k"}, {"X-Gitlab-Event-UUID", "u"}}, "{}");
+    auto b = Identify(Ep(Provider::kGitlab),
+                      {{"Idempotency-Key", "k"}, {"X-Gitlab-Event-UUID", "u"}}, "{}");
     CHECK(b->event_id == "k");
   }
 }
@@ -117,13 +119,16 @@ TEST_CASE("missing, empty or non-JSON ids fall back to sha256 of the raw body") 
 }
 
 TEST_CASE("identity fields are bounded") {
-  auto long_id = Identify(Ep(Provider::kGithub), {{"X-GitHub-Delivery", std::string(513, 'a')}}, "");
+  auto long_id =
+      Identify(Ep(Provider::kGithub), {{"X-GitHub-Delivery", std::string(513, 'a')}}, "");
   CHECK(long_id.status().code() == Status::Code::kInvalidArgument);
   auto ok_id = Identify(Ep(Provider::kGithub), {{"X-GitHub-Delivery", std::string(512, 'a')}}, "");
   CHECK(ok_id.ok());
   auto ctl = Identify(Ep(Provider::kStripe), {}, R"({"id":"a\u0001b"})");
   CHECK(ctl.status().code() == Status::Code::kInvalidArgument);
-  auto del = Identify(Ep(Provider::kStripe), {}, "{\"id\":\"a\x7f" "b\"}");
+  auto del = Identify(Ep(Provider::kStripe), {},
+                      "{\"id\":\"a\x7f"
+                      "b\"}");
   CHECK(del.status().code() == Status::Code::kInvalidArgument);
   auto type = Identify(Ep(Provider::kStripe), {}, R"({"id":"x","type":"a\nb"})");
   CHECK(type.status().code() == Status::Code::kInvalidArgument);
@@ -159,8 +164,12 @@ TEST_CASE("routes: every matching route's handlers, each once, in config order")
 }
 
 TEST_CASE("stored headers leave credentials out") {
-  Headers h = {{"Authorization", "Bearer x"}, {"X-Gitlab-Token", "secret"},
-               {"Cookie", "c"}, {"X-GitHub-Event", "push"}, {"X-Multi", "1"}, {"X-Multi", "2"}};
+  Headers h = {{"Authorization", "Bearer x"},
+               {"X-Gitlab-Token", "secret"},
+               {"Cookie", "c"},
+               {"X-GitHub-Event", "push"},
+               {"X-Multi", "1"},
+               {"X-Multi", "2"}};
   std::string json = StoredHeadersJson(h);
   CHECK(json.find("Bearer") == std::string::npos);
   CHECK(json.find("secret") == std::string::npos);

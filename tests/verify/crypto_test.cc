@@ -98,8 +98,7 @@ TEST_CASE("Base64Decode rejects everything but canonical padded base64", "[crypt
   CHECK(Base64Decode("") == std::string());
 }
 
-TEST_CASE("Base64DecodeOptionalPadding: with or without the padding, nothing else",
-          "[crypto]") {
+TEST_CASE("Base64DecodeOptionalPadding: with or without the padding, nothing else", "[crypto]") {
   std::string data;
   for (int i = 0; i < 40; ++i) {
     std::string encoded = Base64Encode(data);
@@ -110,8 +109,8 @@ TEST_CASE("Base64DecodeOptionalPadding: with or without the padding, nothing els
   }
   CHECK(Base64DecodeOptionalPadding("Zg") == std::string("f"));
   CHECK(Base64DecodeOptionalPadding("Zm8") == std::string("fo"));
-  for (const char* bad : {"Zg=", "Zm9", "Z", "Zm9vZ", "QR", "Zg =", "Zg\n", "Zm9v-_8",
-                          "=", "Z=g"}) {
+  for (const char* bad :
+       {"Zg=", "Zm9", "Z", "Zm9vZ", "QR", "Zg =", "Zg\n", "Zm9v-_8", "=", "Z=g"}) {
     INFO(bad);
     CHECK_FALSE(Base64DecodeOptionalPadding(bad));
   }

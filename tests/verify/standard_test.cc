@@ -125,8 +125,7 @@ TEST_CASE("standard: padding is not part of the key (issue 13)", "[standard]") {
         reason::kMismatch);  // half the padding is not base64
 }
 
-TEST_CASE("standard: the config accepts exactly the secrets verification can use",
-          "[standard]") {
+TEST_CASE("standard: the config accepts exactly the secrets verification can use", "[standard]") {
   // Issue 13: a secret that passed check-config and could then never verify. Every short
   // text over an alphabet with the corner cases (padding, bad bits, other characters).
   const std::string alphabet = "AQgw=+/-_ ";
@@ -144,8 +143,8 @@ TEST_CASE("standard: the config accepts exactly the secrets verification can use
     const std::string secret = "whsec_" + text;
     INFO(secret);
     Endpoint endpoint = testing::MakeEndpoint(Provider::kStandard, {secret});
-    const bool signs = Sign(endpoint, endpoint.secrets[0], kBody, At(kT), kId).count(
-                           "webhook-signature") == 1;
+    const bool signs =
+        Sign(endpoint, endpoint.secrets[0], kBody, At(kT), kId).count("webhook-signature") == 1;
     CHECK(config_internal::IsStandardWebhooksSecret(secret) == signs);
     usable += signs;
   }

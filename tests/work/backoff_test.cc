@@ -1,8 +1,8 @@
 // Unit tests of retry scheduling: exponential ceilings, full jitter bounds, Retry-After,
 // and when a job is dead.
-#include <catch2/catch.hpp>
-
 #include "work/backoff.h"
+
+#include <catch2/catch.hpp>
 
 using namespace hookbox;
 using namespace std::chrono_literals;

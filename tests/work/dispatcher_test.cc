@@ -5,19 +5,19 @@
 // file (HOOKBOX_TEST_DATABASE: a PostgreSQL URL instead), seen through a wrapper that only
 // counts the calls and passes each on unchanged. The handlers are test handlers that record
 // what ran, and when.
-#include <catch2/catch.hpp>
+#include "work/dispatcher.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <thread>
 
 #include "inbox/inbox.h"
-#include "work/dispatcher.h"
 
 using namespace hookbox;
 using namespace std::chrono_literals;
@@ -52,8 +52,8 @@ class CountingInbox final : public Inbox {
     }
     return in_.FinishJobs(f);
   }
-  StatusOr<Outcome> FinishJob(const ClaimedJob& job, const JobOutcome& outcome,
-                              const SqlWork* sql, const JobOutcome* sql_failed) override {
+  StatusOr<Outcome> FinishJob(const ClaimedJob& job, const JobOutcome& outcome, const SqlWork* sql,
+                              const JobOutcome* sql_failed) override {
     return in_.FinishJob(job, outcome, sql, sql_failed);
   }
   StatusOr<AcceptResult> Accept(const Event& e) override { return in_.Accept(e); }
@@ -207,7 +207,8 @@ TEST_CASE("dispatcher: one claim takes every due head of its resource, order kep
   t.AddHandler("ep", h);
   for (int i = 0; i < 20; ++i) t.Accept("ep", "free-" + std::to_string(i));
   for (const char* r : {"ra", "rb", "rc"}) {
-    for (int seq = 1; seq <= 5; ++seq) t.Accept("ep", std::string(r) + "-" + std::to_string(seq), r, seq);
+    for (int seq = 1; seq <= 5; ++seq)
+      t.Accept("ep", std::string(r) + "-" + std::to_string(seq), r, seq);
   }
 
   Dispatcher d(*t.counting, t.config, t.handlers, t.clock);
@@ -238,7 +239,8 @@ TEST_CASE("dispatcher: one claim takes every due head of its resource, order kep
       if (id.rfind(std::string(r) + "-", 0) == 0) order.push_back(id);
     }
     std::vector<std::string> expected;
-    for (int seq = 1; seq <= 5; ++seq) expected.push_back(std::string(r) + "-" + std::to_string(seq) + pid);
+    for (int seq = 1; seq <= 5; ++seq)
+      expected.push_back(std::string(r) + "-" + std::to_string(seq) + pid);
     CHECK(order == expected);
   }
 }

@@ -2,11 +2,11 @@
 // reserve), and max_connections fitted under the soft open-file limit — kept, lowered, or
 // refused when not even the minimum fits. Pure arithmetic; the process's own limits are
 // only read, in the last test.
-#include <catch2/catch.hpp>
+#include "ops/fdlimit.h"
 
 #include <sys/resource.h>
 
-#include "ops/fdlimit.h"
+#include <catch2/catch.hpp>
 
 using namespace hookbox;
 

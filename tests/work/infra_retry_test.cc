@@ -5,11 +5,10 @@
 // hookbox_handler_infra_failures_total. The inbox is a temporary SQLite file; with
 // HOOKBOX_TEST_DATABASE set to the URL of an empty PostgreSQL database the same tests run
 // against PostgreSQL instead.
-#include <catch2/catch.hpp>
-
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 

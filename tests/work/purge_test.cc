@@ -2,10 +2,11 @@
 // daylight-saving changes (TZ set per test, a fake clock, no sleeping), the retention
 // cutoffs, and a purge run by the schedule on a real SQLite inbox removing exactly the rows
 // past retention (and counting them in hookbox_purged_rows_total).
-#include <catch2/catch.hpp>
+#include "work/purge.h"
 
 #include <time.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -13,7 +14,6 @@
 
 #include "inbox/inbox.h"
 #include "ops/daemon_metrics.h"
-#include "work/purge.h"
 
 using namespace hookbox;
 using namespace std::chrono_literals;
@@ -29,8 +29,10 @@ class ZoneScope {
     tzset();
   }
   ~ZoneScope() {
-    if (old_) setenv("TZ", old_->c_str(), 1);
-    else unsetenv("TZ");
+    if (old_)
+      setenv("TZ", old_->c_str(), 1);
+    else
+      unsetenv("TZ");
     tzset();
   }
 
@@ -169,9 +171,12 @@ TEST_CASE("spring forward: a purge_at the clock skips runs once, when the gap en
   CHECK(NextDailyRun(Utc("2026-03-28T12:00:00Z"), {1, 30}) == Utc("2026-03-29T00:30:00Z"));
   // Ticking through the week around it, minute by minute: once a day, every day.
   auto runs = RunsBetween("02:30", Utc("2026-03-26T12:00:00Z"), Utc("2026-04-01T12:00:00Z"));
-  CHECK(runs == std::map<std::string, int>{{"2026-03-27", 1}, {"2026-03-28", 1},
-                                           {"2026-03-29", 1}, {"2026-03-30", 1},
-                                           {"2026-03-31", 1}, {"2026-04-01", 1}});
+  CHECK(runs == std::map<std::string, int>{{"2026-03-27", 1},
+                                           {"2026-03-28", 1},
+                                           {"2026-03-29", 1},
+                                           {"2026-03-30", 1},
+                                           {"2026-03-31", 1},
+                                           {"2026-04-01", 1}});
 }
 
 TEST_CASE("fall back: a purge_at the clock shows twice runs at the first only") {
@@ -184,16 +189,18 @@ TEST_CASE("fall back: a purge_at the clock shows twice runs at the first only") 
   // Between the two 02:30s, the second is not a new run.
   CHECK(NextDailyRun(Utc("2026-10-25T01:10:00Z"), at) == Utc("2026-10-26T01:30:00Z"));
   auto runs = RunsBetween("02:30", Utc("2026-10-23T12:00:00Z"), Utc("2026-10-28T12:00:00Z"));
-  CHECK(runs == std::map<std::string, int>{{"2026-10-24", 1}, {"2026-10-25", 1},
-                                           {"2026-10-26", 1}, {"2026-10-27", 1},
+  CHECK(runs == std::map<std::string, int>{{"2026-10-24", 1},
+                                           {"2026-10-25", 1},
+                                           {"2026-10-26", 1},
+                                           {"2026-10-27", 1},
                                            {"2026-10-28", 1}});
 }
 
 TEST_CASE("a purge at midnight runs once per day across the new year") {
   ZoneScope zone("Europe/Berlin");
   auto runs = RunsBetween("00:00", Utc("2026-12-29T12:00:00Z"), Utc("2027-01-02T12:00:00Z"), 7min);
-  CHECK(runs == std::map<std::string, int>{{"2026-12-30", 1}, {"2026-12-31", 1},
-                                           {"2027-01-01", 1}, {"2027-01-02", 1}});
+  CHECK(runs == std::map<std::string, int>{
+                    {"2026-12-30", 1}, {"2026-12-31", 1}, {"2027-01-01", 1}, {"2027-01-02", 1}});
 }
 
 TEST_CASE("cutoffs come from retention and the clock") {

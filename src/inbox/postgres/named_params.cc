@@ -59,8 +59,8 @@ PositionalSql ToPositional(std::string_view sql) {
       }
       copy_to(std::min(j, sql.size()));
     } else if (c == '\'') {
-      const bool escape = i > 0 && (sql[i - 1] == 'E' || sql[i - 1] == 'e') &&
-                          (i < 2 || !IsWordChar(sql[i - 2]));
+      const bool escape =
+          i > 0 && (sql[i - 1] == 'E' || sql[i - 1] == 'e') && (i < 2 || !IsWordChar(sql[i - 2]));
       copy_to(QuotedEnd(sql, i, '\'', escape));
     } else if (c == '"') {
       copy_to(QuotedEnd(sql, i, '"', false));

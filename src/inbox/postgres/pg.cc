@@ -86,15 +86,21 @@ int64_t Result::Affected() const {
 StatusOr<std::unique_ptr<Conn>> Conn::Connect(const std::string& url,
                                               const std::vector<std::string>& setup) {
   // Defaults first: anything the URL says overrides them (expand_dbname, left to right).
-  const char* keys[] = {"connect_timeout", "application_name", "keepalives_idle",
-                        "keepalives_interval", "keepalives_count", "dbname", nullptr};
+  const char* keys[] = {"connect_timeout",
+                        "application_name",
+                        "keepalives_idle",
+                        "keepalives_interval",
+                        "keepalives_count",
+                        "dbname",
+                        nullptr};
   const char* values[] = {"5", "hookbox", "10", "5", "3", url.c_str(), nullptr};
   PGconn* raw = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   if (!raw) return Status::Unavailable("cannot connect to PostgreSQL", "out of memory");
   std::unique_ptr<Conn> conn(new Conn(raw));
   // Notices ("relation already exists, skipping") would go to stderr, which is hookbox's
   // JSON log.
-  PQsetNoticeProcessor(raw, [](void*, const char*) {}, nullptr);
+  PQsetNoticeProcessor(
+      raw, [](void*, const char*) {}, nullptr);
   if (PQstatus(raw) != CONNECTION_OK) {
     return Status::Unavailable("cannot connect to PostgreSQL", Trim(PQerrorMessage(raw)));
   }
@@ -115,16 +121,16 @@ Status Conn::Error(const PGresult* r, std::string_view what) {
   if (msg.empty()) msg = "unknown error";
   const std::string about = std::string(what) + ": " + msg;
   // Connection exceptions (08), and the server terminating or refusing the session.
-  if (PQstatus(c_) != CONNECTION_OK || code.empty() || StartsWith(code, "08") ||
-      code == "57P01" || code == "57P02" || code == "57P03") {
+  if (PQstatus(c_) != CONNECTION_OK || code.empty() || StartsWith(code, "08") || code == "57P01" ||
+      code == "57P02" || code == "57P03") {
     broken_ = true;
     return Status::Unavailable("storage unavailable", about);
   }
   // Lock timeout, cancelled statement, serialization failure, deadlock, read-only server
   // (a standby after failover), insufficient resources (disk full, too many connections),
   // system errors: the next try may well succeed.
-  if (code == "55P03" || code == "57014" || code == "40001" || code == "40P01" ||
-      code == "25006" || StartsWith(code, "53") || StartsWith(code, "58")) {
+  if (code == "55P03" || code == "57014" || code == "40001" || code == "40P01" || code == "25006" ||
+      StartsWith(code, "53") || StartsWith(code, "58")) {
     return Status::Unavailable("storage unavailable", about);
   }
   if (code == "22021" || code == "22P05") {
@@ -133,8 +139,7 @@ Status Conn::Error(const PGresult* r, std::string_view what) {
   return Status::Internal("storage error", about + " (SQLSTATE " + code + ")");
 }
 
-StatusOr<std::string> Conn::PreparedName(const std::string& sql, bool text_params,
-                                         int n_params) {
+StatusOr<std::string> Conn::PreparedName(const std::string& sql, bool text_params, int n_params) {
   auto it = prepared_.find(sql);
   if (it != prepared_.end()) return it->second;
   std::string name = "hb" + std::to_string(prepared_.size() + 1);
@@ -220,7 +225,7 @@ StatusOr<Pool::Handle> Pool::Take(bool wait) {
     }
   }
   const auto now = std::chrono::steady_clock::now();
-  if (now < retry_at_) return last_error_;  // reconnect backoff: fail fast
+  if (now < retry_at_) return last_error_;               // reconnect backoff: fail fast
   if (backoff_.count() > 0) retry_at_ = now + backoff_;  // one probe per backoff window
   ++open_;
   lock.unlock();

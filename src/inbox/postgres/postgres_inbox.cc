@@ -94,8 +94,8 @@ std::string TextArray(const std::vector<std::string>& items) {
 }
 
 // Result of a StatusOr<Result>, or return its failure.
-#define HOOKBOX_EXEC(var, expr)            \
-  auto var##_or = (expr);                  \
+#define HOOKBOX_EXEC(var, expr)                 \
+  auto var##_or = (expr);                       \
   if (!var##_or.ok()) return var##_or.status(); \
   Result& var = *var##_or
 
@@ -106,9 +106,12 @@ Status Exec(Conn& c, const std::string& sql, const Params& p = {}) {
 
 const char* JobStatusFor(JobOutcome::Next next) {
   switch (next) {
-    case JobOutcome::Next::kDone: return "done";
-    case JobOutcome::Next::kRetry: return "pending";
-    case JobOutcome::Next::kDead: return "dead";
+    case JobOutcome::Next::kDone:
+      return "done";
+    case JobOutcome::Next::kRetry:
+      return "pending";
+    case JobOutcome::Next::kDead:
+      return "dead";
   }
   return "pending";
 }
@@ -123,14 +126,22 @@ struct UserStatement {
 Params EventParams(const UserStatement& st, const HandlerEvent& e) {
   Params p;
   for (const std::string& name : st.names) {
-    if (name == ":event_id") p.Add(e.event_id);
-    else if (name == ":endpoint") p.Add(e.endpoint);
-    else if (name == ":type") p.Add(e.event_type);
-    else if (name == ":resource") p.Add(e.resource_id);
-    else if (name == ":sequence") p.Add(e.sequence);
-    else if (name == ":body") p.Add(e.body);
-    else if (name == ":received_at") p.Add(e.received_at);
-    else p.AddNull();  // the sql handler refuses unknown names at load
+    if (name == ":event_id")
+      p.Add(e.event_id);
+    else if (name == ":endpoint")
+      p.Add(e.endpoint);
+    else if (name == ":type")
+      p.Add(e.event_type);
+    else if (name == ":resource")
+      p.Add(e.resource_id);
+    else if (name == ":sequence")
+      p.Add(e.sequence);
+    else if (name == ":body")
+      p.Add(e.body);
+    else if (name == ":received_at")
+      p.Add(e.received_at);
+    else
+      p.AddNull();  // the sql handler refuses unknown names at load
   }
   return p;
 }
@@ -156,7 +167,8 @@ Status Migrate(Conn& c, bool create, std::vector<std::string>* applied) {
   for (const Migration& m : kPostgresMigrations) {
     if (m.version <= version) continue;
     if (s = c.Run(m.sql); !s.ok()) return s;
-    if (s = Exec(c, "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())",
+    if (s = Exec(c,
+                 "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, now())",
                  Params().Add(int64_t{m.version}).Add(m.name));
         !s.ok()) {
       return s;
@@ -191,8 +203,8 @@ Status SettleRow(Conn& c, int64_t inbox_id, const std::string& now) {
 const std::string& ClaimColumns() {
   static const std::string columns =
       "j.id, j.inbox_id, j.handler, j.attempts, i.endpoint, i.event_id, i.event_type,"
-      " i.resource_id, i.sequence, i.body, i.headers, " + T("i.received_at") +
-      ", (SELECT count(*) FROM attempts a WHERE a.job = j.id)";
+      " i.resource_id, i.sequence, i.body, i.headers, " +
+      T("i.received_at") + ", (SELECT count(*) FROM attempts a WHERE a.job = j.id)";
   return columns;
 }
 
@@ -266,11 +278,12 @@ Status LeaseJobs(Conn& c, const std::vector<ClaimedJob>& jobs, const std::string
 Status ClaimEventInto(Conn& c, int64_t inbox_id, const std::string& owner, TimePoint now,
                       std::chrono::milliseconds lease, EventClaim* out) {
   const std::string now_text = FormatTime(now);
-  auto locked_or = c.Exec("SELECT status = 'processing' AND lease_until >= $2::timestamptz"
-                          " FROM jobs WHERE inbox_id = $1"
-                          " AND status IN ('pending', 'processing') ORDER BY id"
-                          " FOR UPDATE NOWAIT",
-                          Params().Add(inbox_id).Add(now_text));
+  auto locked_or = c.Exec(
+      "SELECT status = 'processing' AND lease_until >= $2::timestamptz"
+      " FROM jobs WHERE inbox_id = $1"
+      " AND status IN ('pending', 'processing') ORDER BY id"
+      " FOR UPDATE NOWAIT",
+      Params().Add(inbox_id).Add(now_text));
   if (!locked_or.ok()) {
     if (c.last_sqlstate() != "55P03") return locked_or.status();
     out->state = EventClaim::State::kBusy;
@@ -304,8 +317,7 @@ constexpr const char* kRowColumnsHead =
 
 const std::string& RowColumns() {
   static const std::string columns = std::string(kRowColumnsHead) + T("received_at") + ", " +
-                                     T("processed_at") + ", duplicates, " +
-                                     T("last_duplicate_at");
+                                     T("processed_at") + ", duplicates, " + T("last_duplicate_at");
   return columns;
 }
 
@@ -380,11 +392,11 @@ class PostgresInbox final : public Inbox {
     return claimed;
   }
 
-  StatusOr<Outcome> FinishJob(const ClaimedJob& job, const JobOutcome& outcome,
-                              const SqlWork* sql, const JobOutcome* sql_failed) override {
+  StatusOr<Outcome> FinishJob(const ClaimedJob& job, const JobOutcome& outcome, const SqlWork* sql,
+                              const JobOutcome* sql_failed) override {
     Outcome recorded = outcome.outcome;
-    Status s = Transact(
-        [&](Conn& c) { return FinishInto(c, job, outcome, sql, sql_failed, &recorded); });
+    Status s =
+        Transact([&](Conn& c) { return FinishInto(c, job, outcome, sql, sql_failed, &recorded); });
     if (!s.ok()) return s;
     return recorded;
   }
@@ -404,8 +416,8 @@ class PostgresInbox final : public Inbox {
         const FinishRequest& f = finishes[i];
         Outcome recorded = f.outcome.outcome;
         if (Status sp = c.Run("SAVEPOINT finish"); !sp.ok()) return sp;
-        Status one = FinishInto(c, *f.job, f.outcome, f.sql, f.sql ? &f.sql_failed : nullptr,
-                                &recorded);
+        Status one =
+            FinishInto(c, *f.job, f.outcome, f.sql, f.sql ? &f.sql_failed : nullptr, &recorded);
         if (!one.ok()) {
           if (c.broken()) return one;
           if (Status rb = c.Run("ROLLBACK TO SAVEPOINT finish"); !rb.ok()) return rb;
@@ -448,8 +460,7 @@ class PostgresInbox final : public Inbox {
     ids += '}';
     Conn& c = **handle;
     if (!c.Run("BEGIN").ok() ||
-        !c.Exec("SELECT 1 FROM jobs WHERE id = ANY($1::bigint[]) FOR KEY SHARE",
-                Params().Add(ids))
+        !c.Exec("SELECT 1 FROM jobs WHERE id = ANY($1::bigint[]) FOR KEY SHARE", Params().Add(ids))
              .ok()) {
       return nullptr;  // the handle rolls back whatever began
     }
@@ -477,7 +488,7 @@ class PostgresInbox final : public Inbox {
       return false;
     }
     (void)c.Exec(lock_jobs, p);  // returns when the holder ends, or after `wait`
-    return true;  // the handle rolls back: nothing of this wait stays locked
+    return true;                 // the handle rolls back: nothing of this wait stays locked
   }
 
   StatusOr<int> Retry(const std::string& endpoint, const std::string& event_id,
@@ -566,13 +577,13 @@ class PostgresInbox final : public Inbox {
     std::vector<InboxRow> rows;
     Status s = Read([&](Conn& c) -> Status {
       rows.clear();
-      HOOKBOX_EXEC(q, c.Exec("SELECT " + RowColumns() +
-                                 " FROM inbox WHERE ($1 = '' OR endpoint = $1)"
-                                 " AND ($2 = '' OR status = $2)"
-                                 " AND ($3 = '' OR received_at >= NULLIF($3, '')::timestamptz)"
-                                 " ORDER BY received_at DESC, id DESC LIMIT $4",
-                             Params().Add(f.endpoint).Add(f.status).Add(f.since).Add(
-                                 int64_t{f.limit})));
+      HOOKBOX_EXEC(
+          q, c.Exec("SELECT " + RowColumns() +
+                        " FROM inbox WHERE ($1 = '' OR endpoint = $1)"
+                        " AND ($2 = '' OR status = $2)"
+                        " AND ($3 = '' OR received_at >= NULLIF($3, '')::timestamptz)"
+                        " ORDER BY received_at DESC, id DESC LIMIT $4",
+                    Params().Add(f.endpoint).Add(f.status).Add(f.since).Add(int64_t{f.limit})));
       for (int i = 0; i < q.rows(); ++i) rows.push_back(ReadRow(q, i));
       return Status::Ok();
     });
@@ -592,9 +603,9 @@ class PostgresInbox final : public Inbox {
           if (q.rows() == 0) return Status::NotFound("no such event", endpoint + " " + event_id);
           d.row = ReadRow(q, 0);
           d.row.body = q.Bytes(0, 14);
-          HOOKBOX_EXEC(jq, c.Exec("SELECT id, handler, status, attempts, " +
-                                      T("next_attempt_at") + ", lease_owner, " +
-                                      T("lease_until") + ", last_error FROM jobs"
+          HOOKBOX_EXEC(jq, c.Exec("SELECT id, handler, status, attempts, " + T("next_attempt_at") +
+                                      ", lease_owner, " + T("lease_until") +
+                                      ", last_error FROM jobs"
                                       " WHERE inbox_id = $1 ORDER BY id",
                                   Params().Add(d.row.id)));
           for (int i = 0; i < jq.rows(); ++i) {
@@ -610,8 +621,8 @@ class PostgresInbox final : public Inbox {
             d.jobs.push_back(std::move(j));
           }
           for (JobRow& j : d.jobs) {
-            HOOKBOX_EXEC(aq, c.Exec("SELECT number, " + T("started_at") + ", " +
-                                        T("finished_at") + ", coalesce(outcome, ''), detail"
+            HOOKBOX_EXEC(aq, c.Exec("SELECT number, " + T("started_at") + ", " + T("finished_at") +
+                                        ", coalesce(outcome, ''), detail"
                                         " FROM attempts WHERE job = $1 ORDER BY number",
                                     Params().Add(j.id)));
             for (int i = 0; i < aq.rows(); ++i) {
@@ -808,23 +819,25 @@ class PostgresInbox final : public Inbox {
       rows += std::string(i ? "," : "") + "(";
       for (int n = 1; n <= 12; ++n) rows += (n > 1 ? ", " : "") + at(n);
       rows += ")";
-      input += std::string(i ? "," : "") + "(" + at(1) + "::text, " + at(2) + "::text, " +
-               at(12) + "::timestamptz, " + at(13) + "::text[])";
+      input += std::string(i ? "," : "") + "(" + at(1) + "::text, " + at(2) + "::text, " + at(12) +
+               "::timestamptz, " + at(13) + "::text[])";
     }
     HOOKBOX_EXEC(ins, c.Exec("WITH row AS (INSERT INTO inbox (endpoint, event_id, id_source,"
                              " event_type, resource_id, sequence, sequence_key, body_sha256,"
-                             " headers, body, status, received_at) VALUES " + rows +
-                             " ON CONFLICT (endpoint, event_id) DO NOTHING"
-                             " RETURNING id, endpoint, event_id),"
-                             " input (endpoint, event_id, received_at, handlers) AS (VALUES " +
-                             input + "),"
-                             " jobs AS (INSERT INTO jobs (inbox_id, handler, status,"
-                             " next_attempt_at, sync) SELECT row.id, t.h, 'pending',"
-                             " input.received_at, false FROM row JOIN input"
-                             " USING (endpoint, event_id),"
-                             " unnest(input.handlers) WITH ORDINALITY AS t (h, n)"
-                             " ORDER BY row.id, t.n)"
-                             " SELECT endpoint, event_id FROM row",
+                             " headers, body, status, received_at) VALUES " +
+                                 rows +
+                                 " ON CONFLICT (endpoint, event_id) DO NOTHING"
+                                 " RETURNING id, endpoint, event_id),"
+                                 " input (endpoint, event_id, received_at, handlers) AS (VALUES " +
+                                 input +
+                                 "),"
+                                 " jobs AS (INSERT INTO jobs (inbox_id, handler, status,"
+                                 " next_attempt_at, sync) SELECT row.id, t.h, 'pending',"
+                                 " input.received_at, false FROM row JOIN input"
+                                 " USING (endpoint, event_id),"
+                                 " unnest(input.handlers) WITH ORDINALITY AS t (h, n)"
+                                 " ORDER BY row.id, t.n)"
+                                 " SELECT endpoint, event_id FROM row",
                              params));
     std::set<std::pair<std::string, std::string>> stored;
     for (int i = 0; i < ins.rows(); ++i) stored.emplace(ins.Text(i, 0), ins.Text(i, 1));
@@ -877,8 +890,12 @@ class PostgresInbox final : public Inbox {
                             " WHERE endpoint = $1 AND event_id = $2"
                             " AND (NOT $4::boolean OR body_sha256 = $5)"
                             " RETURNING body_sha256 <> $5",
-                            Params().Add(e.endpoint).Add(e.event_id).Add(now).Add(e.strict_body).Add(
-                                e.body_sha256)));
+                            Params()
+                                .Add(e.endpoint)
+                                .Add(e.event_id)
+                                .Add(now)
+                                .Add(e.strict_body)
+                                .Add(e.body_sha256)));
     if (up.rows() > 0) {
       out->body_changed = up.Bool(0, 0);
       return Status::Ok();
@@ -923,12 +940,13 @@ class PostgresInbox final : public Inbox {
     const std::string now = FormatTime(e.received_at);
     Params p = RowParams(e, now);
     p.Add(TextArray(e.handlers));
-    HOOKBOX_EXEC(ins, c.Exec(std::string("WITH row AS (") + kInsertRow + " RETURNING id),"
-                             " jobs AS (INSERT INTO jobs (inbox_id, handler, status,"
-                             " next_attempt_at, sync) SELECT row.id, t.h, 'pending',"
-                             " $12::timestamptz, false FROM row,"
-                             " unnest($13::text[]) WITH ORDINALITY AS t (h, n) ORDER BY t.n)"
-                             " SELECT id FROM row",
+    HOOKBOX_EXEC(ins, c.Exec(std::string("WITH row AS (") + kInsertRow +
+                                 " RETURNING id),"
+                                 " jobs AS (INSERT INTO jobs (inbox_id, handler, status,"
+                                 " next_attempt_at, sync) SELECT row.id, t.h, 'pending',"
+                                 " $12::timestamptz, false FROM row,"
+                                 " unnest($13::text[]) WITH ORDINALITY AS t (h, n) ORDER BY t.n)"
+                                 " SELECT id FROM row",
                              p));
     if (ins.rows() == 0) return CountDuplicate(c, e, now, out);
     out->verdict = e.handlers.empty() ? Verdict::kIgnored : Verdict::kAccepted;
@@ -972,8 +990,7 @@ class PostgresInbox final : public Inbox {
                                     .Add(now)));
       if (gate.rows() == 0) {
         out->verdict = Verdict::kStale;
-        return Exec(c, "UPDATE inbox SET status = 'stale' WHERE id = $1",
-                    Params().Add(inbox_id));
+        return Exec(c, "UPDATE inbox SET status = 'stale' WHERE id = $1", Params().Add(inbox_id));
       }
     }
     if (e.handlers.empty()) {
@@ -1044,19 +1061,22 @@ class PostgresInbox final : public Inbox {
     std::vector<std::pair<std::string, ClaimedJob>> due;  // (next_attempt_at, job)
     for (const char* way : {"j.status = 'pending' AND j.next_attempt_at <= $1::timestamptz",
                             "j.status = 'processing' AND j.lease_until < $1::timestamptz"}) {
-      HOOKBOX_EXEC(q, c.Exec("SELECT " + ClaimColumns() + ", " + T("j.next_attempt_at") +
-                                 " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
-                                 " WHERE " + way + " AND NOT j.sync"
-                                 " AND (i.resource_id = '' OR NOT EXISTS ("
-                                 "   SELECT 1 FROM inbox i2 JOIN jobs j2 ON j2.inbox_id = i2.id"
-                                 "   WHERE i2.endpoint = i.endpoint AND i2.resource_id = i.resource_id"
-                                 "   AND j2.id <> j.id AND j2.status IN ('pending', 'processing')"
-                                 "   AND ((i2.id, j2.id) < (i.id, j.id)"
-                                 "        OR (j2.status = 'processing'"
-                                 "            AND j2.lease_until >= $1::timestamptz))))"
-                                 " ORDER BY j.status, j.next_attempt_at, j.id LIMIT $2"
-                                 " FOR UPDATE OF j SKIP LOCKED",
-                             Params().Add(now_text).Add(int64_t{max})));
+      HOOKBOX_EXEC(q,
+                   c.Exec("SELECT " + ClaimColumns() + ", " + T("j.next_attempt_at") +
+                              " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                              " WHERE " +
+                              way +
+                              " AND NOT j.sync"
+                              " AND (i.resource_id = '' OR NOT EXISTS ("
+                              "   SELECT 1 FROM inbox i2 JOIN jobs j2 ON j2.inbox_id = i2.id"
+                              "   WHERE i2.endpoint = i.endpoint AND i2.resource_id = i.resource_id"
+                              "   AND j2.id <> j.id AND j2.status IN ('pending', 'processing')"
+                              "   AND ((i2.id, j2.id) < (i.id, j.id)"
+                              "        OR (j2.status = 'processing'"
+                              "            AND j2.lease_until >= $1::timestamptz))))"
+                              " ORDER BY j.status, j.next_attempt_at, j.id LIMIT $2"
+                              " FOR UPDATE OF j SKIP LOCKED",
+                          Params().Add(now_text).Add(int64_t{max})));
       for (int i = 0; i < q.rows(); ++i) due.emplace_back(q.Text(i, 13), ReadClaim(q, i));
     }
     std::sort(due.begin(), due.end(), [](const auto& a, const auto& b) {
@@ -1130,10 +1150,14 @@ class PostgresInbox final : public Inbox {
     const std::string finished = FormatTime(effective->finished_at);
     Params cas;
     cas.Add(JobStatusFor(effective->next));
-    if (effective->next == JobOutcome::Next::kRetry) cas.Add(FormatTime(effective->next_attempt_at));
-    else cas.AddNull();
-    if (effective->outcome != Outcome::kOk) cas.Add(effective->detail);
-    else cas.AddNull();
+    if (effective->next == JobOutcome::Next::kRetry)
+      cas.Add(FormatTime(effective->next_attempt_at));
+    else
+      cas.AddNull();
+    if (effective->outcome != Outcome::kOk)
+      cas.Add(effective->detail);
+    else
+      cas.AddNull();
     cas.Add(job.job_id).Add(job.lease_token).Add(finished).Add(OutcomeName(effective->outcome));
     cas.Add(effective->detail).Add(int64_t{job.event.attempt});
     cas.Add(int64_t{effective->refund_try ? 1 : 0});
@@ -1155,8 +1179,8 @@ class PostgresInbox final : public Inbox {
 
   // Counts (dry run) or deletes, one batch per transaction, the rows a purge query selects;
   // the delete takes the batch size as its last parameter.
-  StatusOr<int64_t> PurgeRows(const PurgeRequest& r, const char* count_sql,
-                              const char* delete_sql, const Params& params) {
+  StatusOr<int64_t> PurgeRows(const PurgeRequest& r, const char* count_sql, const char* delete_sql,
+                              const Params& params) {
     if (r.dry_run) {
       int64_t n = 0;
       Status s = Read([&](Conn& c) -> Status {
@@ -1186,7 +1210,7 @@ class PostgresInbox final : public Inbox {
   pg::Pool pool_;
   pg::Pool holds_;
   GroupCommit<PendingAccept> accepts_;
-  std::mutex user_mu_;  // guards user_sql_
+  std::mutex user_mu_;                             // guards user_sql_
   std::map<std::string, UserStatement> user_sql_;  // the sql handlers' statements, translated
 };
 

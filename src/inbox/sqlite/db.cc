@@ -64,8 +64,8 @@ StatusOr<std::unique_ptr<Db>> Db::Open(const std::string& path, bool create, boo
     // processes opening one new database at once): retried here, for as long as the busy
     // timeout would have waited.
     Status s = db->Exec(pragma);
-    for (int waited_ms = 0; !s.ok() && waited_ms < 5000 &&
-                            (sqlite3_errcode(raw) & 0xff) == SQLITE_BUSY;
+    for (int waited_ms = 0;
+         !s.ok() && waited_ms < 5000 && (sqlite3_errcode(raw) & 0xff) == SQLITE_BUSY;
          waited_ms += 5) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       s = db->Exec(pragma);

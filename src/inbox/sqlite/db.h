@@ -47,8 +47,10 @@ class Stmt final {
     return *this;
   }
   Stmt& Bind(int i, std::optional<int64_t> v) {
-    if (v) sqlite3_bind_int64(stmt_, i, *v);
-    else sqlite3_bind_null(stmt_, i);
+    if (v)
+      sqlite3_bind_int64(stmt_, i, *v);
+    else
+      sqlite3_bind_null(stmt_, i);
     return *this;
   }
   // Ready for the next use of the same statement within one scope (a loop of inserts).

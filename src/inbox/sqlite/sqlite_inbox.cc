@@ -23,8 +23,8 @@ namespace {
 using sqlite::Db;
 
 // Result of a StatusOr-returning Prepare, or return its failure.
-#define HOOKBOX_PREPARE(var, db, sql)  \
-  auto var##_or = (db).Prepare(sql);   \
+#define HOOKBOX_PREPARE(var, db, sql)           \
+  auto var##_or = (db).Prepare(sql);            \
   if (!var##_or.ok()) return var##_or.status(); \
   auto& var = *var##_or.value()
 
@@ -46,7 +46,9 @@ Status Migrate(Db& db, std::vector<std::string>* applied) {
     if (s = db.Exec(m.sql); !s.ok()) return s;
     HOOKBOX_PREPARE(rec, db,
                     "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)");
-    rec.Bind(1, int64_t{m.version}).Bind(2, m.name).Bind(3, FormatTime(std::chrono::system_clock::now()));
+    rec.Bind(1, int64_t{m.version})
+        .Bind(2, m.name)
+        .Bind(3, FormatTime(std::chrono::system_clock::now()));
     if (s = rec.Run(); !s.ok()) return s;
     if (applied) applied->push_back(m.name);
   }
@@ -87,8 +89,8 @@ std::string NewLeaseToken() {
 // Binds the `sql` handler's named parameters that a statement uses.
 void BindEventParams(sqlite::Stmt& q, const HandlerEvent& e) {
   const std::pair<const char*, const std::string*> params[] = {
-      {":event_id", &e.event_id}, {":endpoint", &e.endpoint}, {":type", &e.event_type},
-      {":resource", &e.resource_id}, {":sequence", &e.sequence}, {":body", &e.body},
+      {":event_id", &e.event_id},      {":endpoint", &e.endpoint}, {":type", &e.event_type},
+      {":resource", &e.resource_id},   {":sequence", &e.sequence}, {":body", &e.body},
       {":received_at", &e.received_at}};
   for (const auto& [name, value] : params) {
     if (int i = q.ParamIndex(name); i > 0) q.Bind(i, *value);
@@ -116,9 +118,12 @@ Status SettleRow(Db& db, int64_t inbox_id, const std::string& now) {
 
 const char* JobStatusFor(JobOutcome::Next next) {
   switch (next) {
-    case JobOutcome::Next::kDone: return "done";
-    case JobOutcome::Next::kRetry: return "pending";
-    case JobOutcome::Next::kDead: return "dead";
+    case JobOutcome::Next::kDone:
+      return "done";
+    case JobOutcome::Next::kRetry:
+      return "pending";
+    case JobOutcome::Next::kDead:
+      return "dead";
   }
   return "pending";
 }
@@ -341,9 +346,10 @@ Status RunSyncSql(Db& db, const Event& e, int64_t inbox_id, const std::string& n
         return Status::Internal("sql handler failed", s.ToString());
       }
     }
-    HOOKBOX_PREPARE(done, db,
-                    "UPDATE jobs SET status = 'done', attempts = 1 WHERE inbox_id = ? AND handler = ?"
-                    " RETURNING id");
+    HOOKBOX_PREPARE(
+        done, db,
+        "UPDATE jobs SET status = 'done', attempts = 1 WHERE inbox_id = ? AND handler = ?"
+        " RETURNING id");
     done.Bind(1, inbox_id).Bind(2, handler);
     int64_t job_id = 0;
     if (done.Step(&s)) job_id = done.Int(0);
@@ -549,11 +555,11 @@ class SqliteInbox final : public Inbox {
     return claimed;
   }
 
-  StatusOr<Outcome> FinishJob(const ClaimedJob& job, const JobOutcome& outcome,
-                              const SqlWork* sql, const JobOutcome* sql_failed) override {
+  StatusOr<Outcome> FinishJob(const ClaimedJob& job, const JobOutcome& outcome, const SqlWork* sql,
+                              const JobOutcome* sql_failed) override {
     Outcome recorded = outcome.outcome;
-    Status s = Write(
-        [&](Db& db) { return FinishInto(db, job, outcome, sql, sql_failed, &recorded); });
+    Status s =
+        Write([&](Db& db) { return FinishInto(db, job, outcome, sql, sql_failed, &recorded); });
     if (!s.ok()) return s;
     return recorded;
   }
@@ -565,13 +571,15 @@ class SqliteInbox final : public Inbox {
         const FinishRequest& f = finishes[i];
         Outcome recorded = f.outcome.outcome;
         (void)RunCached(db, kFinishSavepoint);
-        Status one = FinishInto(db, *f.job, f.outcome, f.sql, f.sql ? &f.sql_failed : nullptr,
-                                &recorded);
+        Status one =
+            FinishInto(db, *f.job, f.outcome, f.sql, f.sql ? &f.sql_failed : nullptr, &recorded);
         if (!one.ok() && !db.InTransaction()) return one;  // the whole group is lost
         if (!one.ok()) (void)RunCached(db, kFinishRollbackTo);
         (void)RunCached(db, kFinishRelease);
-        if (one.ok()) results[i] = recorded;
-        else results[i] = one;
+        if (one.ok())
+          results[i] = recorded;
+        else
+          results[i] = one;
       }
       return Status::Ok();
     });
@@ -587,8 +595,7 @@ class SqliteInbox final : public Inbox {
       Status st;
       int64_t inbox_id = 0;
       {
-        HOOKBOX_PREPARE(q, db,
-                        "SELECT id, status FROM inbox WHERE endpoint = ? AND event_id = ?");
+        HOOKBOX_PREPARE(q, db, "SELECT id, status FROM inbox WHERE endpoint = ? AND event_id = ?");
         q.Bind(1, endpoint).Bind(2, event_id);
         if (!q.Step(&st)) {
           if (!st.ok()) return st;
@@ -735,11 +742,10 @@ class SqliteInbox final : public Inbox {
         {"ignored", {&counts.ignored, &processed_before}},
         {"dead", {&counts.dead, &dead_before}}};
     for (const auto& [status, target] : kinds) {
-      auto n = PurgeRows(
-          r, "SELECT count(*) FROM inbox WHERE status = ?1 AND received_at < ?2",
-          "DELETE FROM inbox WHERE id IN (SELECT id FROM inbox WHERE status = ?1"
-          " AND received_at < ?2 LIMIT ?3)",
-          status, *target.second);
+      auto n = PurgeRows(r, "SELECT count(*) FROM inbox WHERE status = ?1 AND received_at < ?2",
+                         "DELETE FROM inbox WHERE id IN (SELECT id FROM inbox WHERE status = ?1"
+                         " AND received_at < ?2 LIMIT ?3)",
+                         status, *target.second);
       if (!n.ok()) return n.status();
       *target.first = *n;
     }
@@ -822,8 +828,9 @@ class SqliteInbox final : public Inbox {
     InboxDetail d;
     Status s;
     {
-      HOOKBOX_PREPARE(q, db, std::string("SELECT ") + kRowColumns +
-                                 ", body FROM inbox WHERE endpoint = ? AND event_id = ?");
+      HOOKBOX_PREPARE(q, db,
+                      std::string("SELECT ") + kRowColumns +
+                          ", body FROM inbox WHERE endpoint = ? AND event_id = ?");
       q.Bind(1, endpoint).Bind(2, event_id);
       if (!q.Step(&s)) {
         if (!s.ok()) return s;
@@ -919,9 +926,8 @@ class SqliteInbox final : public Inbox {
 
   // Counts (dry run) or deletes, one batch per write transaction, the rows a purge query
   // selects with ?1 = status, ?2 = cutoff, ?3 = batch size.
-  StatusOr<int64_t> PurgeRows(const PurgeRequest& r, const char* count_sql,
-                              const char* delete_sql, const std::string& status,
-                              const std::string& cutoff) {
+  StatusOr<int64_t> PurgeRows(const PurgeRequest& r, const char* count_sql, const char* delete_sql,
+                              const std::string& status, const std::string& cutoff) {
     if (r.dry_run) {
       std::lock_guard lock(read_mu_);
       HOOKBOX_PREPARE(q, *reader_, count_sql);
@@ -960,8 +966,7 @@ class SqliteInbox final : public Inbox {
       } else if (took < kPurgeTransaction / 4) {
         batch = std::min<int64_t>(r.batch, batch * 2);
       }
-      std::this_thread::sleep_for(
-          std::max<std::chrono::steady_clock::duration>(took, kPurgePause));
+      std::this_thread::sleep_for(std::max<std::chrono::steady_clock::duration>(took, kPurgePause));
     }
   }
 
@@ -1000,10 +1005,14 @@ class SqliteInbox final : public Inbox {
 
 const char* VerdictName(Verdict v) {
   switch (v) {
-    case Verdict::kAccepted: return "accepted";
-    case Verdict::kDuplicate: return "duplicate";
-    case Verdict::kStale: return "stale";
-    case Verdict::kIgnored: return "ignored";
+    case Verdict::kAccepted:
+      return "accepted";
+    case Verdict::kDuplicate:
+      return "duplicate";
+    case Verdict::kStale:
+      return "stale";
+    case Verdict::kIgnored:
+      return "ignored";
   }
   return "?";
 }
