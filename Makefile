@@ -3,6 +3,7 @@
 #   make test   install dependencies, build, run every test (unit, integration, interop),
 #               then the same suite under ASan+UBSan, the concurrency tests under TSan, and
 #               short fuzz and crash runs
+#   make lint        clang-format check and clang-tidy (.clang-format, .clang-tidy); run by CI
 #   make install     build, then install the binary, the systemd units and
 #                    /etc/hookbox/config.yaml (if absent) under the configured prefix
 #                    (/usr/local); DESTDIR= stages it
@@ -30,7 +31,8 @@ CRASH_ROUNDS ?= 100
 SOAK_MINUTES ?= 30
 FUZZ_TARGETS = verify identify config receive http
 
-.PHONY: all deps build run test interop-deps install clean test-asan test-tsan fuzz fuzz-smoke \
+.PHONY: all deps build run test lint interop-deps install clean test-asan test-tsan fuzz \
+        fuzz-smoke
         fuzz-build crash-test soak bench bench-replicas bench-handlers bench-scale
 
 all: build
@@ -119,6 +121,16 @@ bench-handlers: deps
 
 bench-scale: deps
 	@bench/bench.sh scale
+
+# The formatting of every C++ file (.clang-format) and the checks of .clang-tidy over every
+# file the build compiles (the fuzz harnesses and bench tools, built by other compilers and
+# builds, are only format-checked). CI runs it after `make test`.
+LINT_FILES = git ls-files '*.cc' '*.h' | grep -v '^tests/interop/'
+TIDY_FILES = git ls-files '*.cc' | grep -v -e '^tests/interop/' -e '^tests/fuzz/fuzz_' -e '^bench/'
+lint: build
+	@$(LINT_FILES) | xargs clang-format --dry-run -Werror
+	@$(TIDY_FILES) | xargs -P$(JOBS) -n4 clang-tidy -p $(BUILD) --quiet
+	@echo "lint: clean"
 
 # The prefix is fixed at configure time (the units name the binary's path):
 #   cmake -S . -B build -DCMAKE_INSTALL_PREFIX=/usr && make install

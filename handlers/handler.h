@@ -99,7 +99,10 @@ class Handler {
   // need not outlive the call. False when the kind has no such path: the dispatcher then
   // calls Run() on a thread of its own.
   using Done = std::function<void(HandlerResult)>;
-  virtual bool Start(const HandlerEvent& /*event*/, Done /*done*/) { return false; }
+  // `done` by value, unused here: the overrides keep it (hence the NOLINT).
+  virtual bool Start(const HandlerEvent& /*event*/, Done /*done*/) {  // NOLINT
+    return false;
+  }
 
   static constexpr int kDefaultConcurrency = 4;
   static constexpr int kMaxConcurrency = 1024;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what hookbox needs to build and test on Debian 12, and nothing when it is all
-# there already. Runs apt-get as root, or through sudo. Called by `make run` and `make test`.
+# there already. Runs apt-get as root, or through sudo. Called by `make run`, `make test` and `make lint`.
 set -euo pipefail
 
 packages=(
@@ -13,6 +13,7 @@ packages=(
   clang libfuzzer-14-dev libclang-rt-14-dev
   libboost1.81-dev     # Boost.Beast: the listener's HTTP parser (src/http/request_parser.cc)
   libhttp-parser-dev   # nodejs http-parser: the second reading in tests/fuzz/fuzz_http.cc
+  clang-format clang-tidy   # make lint
 )
 
 missing=()

@@ -7,7 +7,9 @@
 // 2 the database cannot be opened (cli/cli.h: ExitCodeFor).
 #include <CLI/CLI.hpp>
 #include <cstdlib>
+#include <exception>
 #include <functional>
+#include <iostream>
 #include <string>
 
 #include "cli/cli.h"
@@ -128,4 +130,12 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace hookbox::cli
 
-int main(int argc, char** argv) { return hookbox::cli::Main(argc, argv); }
+int main(int argc, char** argv) {
+  try {
+    return hookbox::cli::Main(argc, argv);
+  } catch (const std::exception& e) {
+    // Every verb reports its own failures; this is the last guard against a bug.
+    std::cerr << "hookbox: unexpected error: " << e.what() << "\n";
+    return EXIT_FAILURE;
+  }
+}

@@ -86,7 +86,7 @@ HandlerResult CannotStart(const std::string& what, int error) {
   return r;
 }
 
-std::string WithOutput(std::string head, const std::string& output) {
+std::string WithOutput(const std::string& head, const std::string& output) {
   return output.empty() ? head : head + "; output: " + output;
 }
 
@@ -182,7 +182,7 @@ bool ExecHandler::Start(const HandlerEvent& event, Done done) {
   // The handler may be swapped out (SIGHUP) while the child runs: the callback keeps what
   // it needs by value.
   w.done = [done = std::move(done), timeout = spec_.timeout, permanent = spec_.permanent_exit_codes,
-            pid = child.pid](ChildEnd end) { done(ResultOf(end, timeout, permanent, pid)); };
+            pid = child.pid](const ChildEnd& end) { done(ResultOf(end, timeout, permanent, pid)); };
   WatchChild(std::move(w));
   return true;
 }

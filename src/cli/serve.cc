@@ -224,8 +224,8 @@ bool FitDescriptors(Config& c) {
 // makes it once the inbox is open and the handlers are built.
 class Daemon {
  public:
-  Daemon(std::string config_path, std::shared_ptr<const Config> config,
-         std::shared_ptr<const HandlerSet> handlers, std::unique_ptr<Inbox> inbox)
+  Daemon(std::string config_path, const std::shared_ptr<const Config>& config,
+         const std::shared_ptr<const HandlerSet>& handlers, std::unique_ptr<Inbox> inbox)
       : config_path_(std::move(config_path)),
         config_(config),
         c_(*config_),

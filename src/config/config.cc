@@ -558,7 +558,7 @@ void Loader::ReadSecrets(const YAML::Node& node, const std::string& where, Endpo
     // Copies: the iterator's key/value pair is a temporary.
     const YAML::Node entry_key = item.begin()->first;
     const YAML::Node arg = item.begin()->second;
-    const std::string kind = entry_key.Scalar();
+    const std::string& kind = entry_key.Scalar();
     std::optional<SecretSource> source;
     for (const auto& c : kSecretSources) {
       if (c.name == kind) source = c.value;

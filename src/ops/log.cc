@@ -7,7 +7,7 @@
 
 namespace hookbox {
 
-void Log(const char* level, nlohmann::json fields) {
+void Log(const char* level, const nlohmann::json& fields) {
   nlohmann::json line = {{"time", FormatTime(std::chrono::system_clock::now())}, {"level", level}};
   line.update(fields);
   // Invalid UTF-8 from a client (an event id, a path) is replaced, never thrown on.

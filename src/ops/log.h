@@ -8,9 +8,9 @@
 namespace hookbox {
 
 // Adds "time" (RFC 3339 UTC, ms) and "level", then writes the line.
-void Log(const char* level, nlohmann::json fields);
-inline void LogInfo(nlohmann::json fields) { Log("info", std::move(fields)); }
-inline void LogWarn(nlohmann::json fields) { Log("warn", std::move(fields)); }
-inline void LogError(nlohmann::json fields) { Log("error", std::move(fields)); }
+void Log(const char* level, const nlohmann::json& fields);
+inline void LogInfo(const nlohmann::json& fields) { Log("info", fields); }
+inline void LogWarn(const nlohmann::json& fields) { Log("warn", fields); }
+inline void LogError(const nlohmann::json& fields) { Log("error", fields); }
 
 }  // namespace hookbox

@@ -255,11 +255,11 @@ Answer Receiver::Receive(const Delivery& d) const {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
             .count();
     if (answer.status >= 500)
-      LogError(std::move(log));
+      LogError(log);
     else if (answer.status >= 400)
-      LogWarn(std::move(log));
+      LogWarn(log);
     else
-      LogInfo(std::move(log));
+      LogInfo(log);
     return answer;
   };
 

@@ -85,7 +85,7 @@ StatusOr<JobOutcome> Report(const FinishRequest& finish, const StatusOr<Outcome>
   if (!recorded.ok()) {
     log["error"] = recorded.status().ToString();
     log["result"] = "discarded";
-    LogWarn(std::move(log));
+    LogWarn(log);
     return recorded.status();
   }
   log["next"] = NextName(outcome.next);
@@ -94,9 +94,9 @@ StatusOr<JobOutcome> Report(const FinishRequest& finish, const StatusOr<Outcome>
     log["next_attempt_at"] = FormatTime(outcome.next_attempt_at);
   }
   if (outcome.outcome == Outcome::kOk)
-    LogInfo(std::move(log));
+    LogInfo(log);
   else
-    LogWarn(std::move(log));
+    LogWarn(log);
   return outcome;
 }
 

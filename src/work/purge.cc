@@ -19,7 +19,7 @@ using std::chrono::sys_days;
 struct Wall {
   int64_t day = 0;
   int64_t second = 0;
-  auto operator<=>(const Wall&) const = default;
+  auto operator<=>(const Wall&) const = default;  // NOLINT(modernize-use-nullptr): a false positive
 };
 
 Wall LocalWall(time_t t) {
@@ -117,7 +117,7 @@ StatusOr<PurgeCounts> PurgeNow(Inbox& inbox, const Retention& retention, TimePoi
     log[kind] = n;
     Metrics().purged_rows.With({kind}).Inc(static_cast<uint64_t>(n));
   }
-  LogInfo(std::move(log));
+  LogInfo(log);
   return counts;
 }
 

@@ -91,7 +91,7 @@ class Downstream final {
   std::condition_variable released_cv_;
 };
 
-Answer Reply(int status, std::string body = "", Headers headers = {}) {
+Answer Reply(int status, const std::string& body = "", const Headers& headers = {}) {
   return [=](const httplib::Request&, httplib::Response& res) {
     res.status = status;
     for (const auto& [name, value] : headers) res.set_header(name, value);

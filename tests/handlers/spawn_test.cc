@@ -204,10 +204,11 @@ TEST_CASE("spawn: argv reaches the program verbatim, stdin arrives, stdout and s
   const std::string body = "line one\nline two\n";
   REQUIRE(::write(in.write, body.data(), body.size()) == static_cast<ssize_t>(body.size()));
   in.CloseWrite();
-  Strings argv({"/bin/sh", "-c",
-                "printf '[%s]' \"$@\"; echo; cat; echo to-stderr >&2; "
-                "kill -s USR1 $$; echo not-reached",  // USR1 at its default kills it
-                "sh", "two words", "$HOME;`id`", "*", ""});
+  // USR1 at its default disposition kills the script.
+  const char* const script =
+      "printf '[%s]' \"$@\"; echo; cat; echo to-stderr >&2; "
+      "kill -s USR1 $$; echo not-reached";
+  Strings argv({"/bin/sh", "-c", script, "sh", "two words", "$HOME;`id`", "*", ""});
   Strings env({"PATH=/usr/bin:/bin"});
   sigset_t usr1, saved_mask;
   sigemptyset(&usr1);

@@ -876,7 +876,7 @@ TEST_CASE("identity fields that are not UTF-8: PostgreSQL refuses them as Invali
     CHECK(r->verdict == Verdict::kAccepted);
   }
   Event binary = MakeEvent("binary-body");
-  binary.body = std::string("\xff\x00\x01 any bytes", 14);
+  binary.body = std::string("\xff\x00\x01 any bytes", 13);
   REQUIRE(t->Accept(binary).ok());
   auto shown = t->Show("ep", "binary-body");
   REQUIRE(shown.ok());
@@ -956,8 +956,8 @@ TEST_CASE("queue stats, lease owners, and ending the leases of an owner that is 
 
 TEST_CASE("List filters by endpoint, status and time, newest first, up to the limit") {
   TestInbox t;
-  auto at = [](std::string id, TimePoint when) {
-    Event e = MakeEvent(std::move(id));
+  auto at = [](const std::string& id, TimePoint when) {
+    Event e = MakeEvent(id);
     e.received_at = when;
     return e;
   };

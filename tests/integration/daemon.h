@@ -164,9 +164,10 @@ struct DaemonOptions {
 // for the test's temporary directory.
 class Daemon {
  public:
-  Daemon(const TempDir& dir, std::string config_yaml, std::string db = "")
-      : Daemon(dir, std::move(config_yaml), DaemonOptions{}, std::move(db)) {}
-  Daemon(const TempDir& dir, std::string config_yaml, DaemonOptions options, std::string db = "")
+  Daemon(const TempDir& dir, std::string config_yaml, const std::string& db = "")
+      : Daemon(dir, std::move(config_yaml), DaemonOptions{}, db) {}
+  Daemon(const TempDir& dir, std::string config_yaml, DaemonOptions options,
+         const std::string& db = "")
       : dir_(dir.path().string()), options_(std::move(options)) {
     db_ = db.empty() ? dir_ + "/inbox.db" : db;
     config_ = dir_ + "/config.yaml";
@@ -195,7 +196,7 @@ class Daemon {
     std::vector<std::string> env_s = options_.env;
     for (char** e = environ; *e; ++e) env_s.emplace_back(*e);
     if (options_.listen_fd >= 0) {
-      env_s.push_back("LISTEN_FDS=1");
+      env_s.emplace_back("LISTEN_FDS=1");
       // Filled in by the child with its own pid, which no one knows before fork().
       env_s.push_back("LISTEN_PID=" + std::string(20, '\0'));
     }
@@ -318,7 +319,7 @@ class Daemon {
   }
 
   CliResult Cli(std::vector<std::string> args) const {
-    args.push_back("-c");
+    args.emplace_back("-c");
     args.push_back(config_);
     return RunHookbox(args, dir_);
   }

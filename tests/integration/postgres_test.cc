@@ -27,7 +27,7 @@ namespace {
 
 // A config for one replica: {DB} is the shared database, {SHARED} a directory both
 // replicas' handlers write to, {WORKERS} the worker count; `endpoints` is YAML.
-std::string ReplicaConfig(const TempDir& shared, int workers, std::string endpoints) {
+std::string ReplicaConfig(const TempDir& shared, int workers, const std::string& endpoints) {
   std::string yaml = R"(
 listen: 127.0.0.1:0
 admin_listen: 127.0.0.1:0

@@ -89,7 +89,7 @@ class Traffic {
   using Request = std::function<std::pair<httplib::Headers, std::string>(const std::string& id)>;
 
   Traffic(int port, const std::string& path, const std::string& prefix, int threads,
-          Request request) {
+          const Request& request) {
     for (int t = 0; t < threads; ++t) {
       threads_.emplace_back([=, this] {
         httplib::Client client("127.0.0.1", port);

@@ -107,7 +107,7 @@ inline Exposition ParsePrometheusText(const std::string& text) {
     out.errors.push_back("line " + std::to_string(n) + ": " + what);
   };
   if (!text.empty() && text.back() != '\n') {
-    out.errors.push_back("the exposition does not end with a newline");
+    out.errors.emplace_back("the exposition does not end with a newline");
   }
   for (std::string line; std::getline(lines, line);) {
     ++n;

@@ -81,7 +81,11 @@ class TestDatabase {
     if (!r.empty()) throw std::runtime_error("CREATE DATABASE failed: " + r);
   }
   ~TestDatabase() {
-    pgtest::Query(UrlFor("postgres"), "DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)");
+    try {
+      pgtest::Query(UrlFor("postgres"), "DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)");
+    } catch (...) {
+      // The cluster is gone: nothing left to drop.
+    }
   }
   TestDatabase(const TestDatabase&) = delete;
   TestDatabase& operator=(const TestDatabase&) = delete;

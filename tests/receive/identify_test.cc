@@ -108,8 +108,9 @@ TEST_CASE("configured sources override the defaults") {
 }
 
 TEST_CASE("missing, empty or non-JSON ids fall back to sha256 of the raw body") {
-  for (std::string body : {std::string("{}"), std::string(R"({"id":""})"), std::string("not json"),
-                           std::string(R"({"id":{"nested":1}})"), std::string()}) {
+  for (const std::string& body :
+       {std::string("{}"), std::string(R"({"id":""})"), std::string("not json"),
+        std::string(R"({"id":{"nested":1}})"), std::string()}) {
     INFO(body);
     auto id = Identify(Ep(Provider::kStripe), {}, body);
     REQUIRE(id.ok());

@@ -148,7 +148,7 @@ struct Setup {
     if (!dir.empty()) std::filesystem::remove_all(dir);
   }
 
-  void AddHandler(const std::string& endpoint, std::shared_ptr<RecordingHandler> h) {
+  void AddHandler(const std::string& endpoint, const std::shared_ptr<RecordingHandler>& h) {
     Endpoint ep;
     ep.name = endpoint;
     config->endpoints.push_back(ep);

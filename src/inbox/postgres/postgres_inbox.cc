@@ -1120,7 +1120,7 @@ class PostgresInbox final : public Inbox {
   // and the row's status.
   Status FinishInto(Conn& c, const ClaimedJob& job, const JobOutcome& outcome, const SqlWork* sql,
                     const JobOutcome* sql_failed, Outcome* recorded) {
-    const Status lost = Status::Conflict("lease lost", "job " + std::to_string(job.job_id));
+    Status lost = Status::Conflict("lease lost", "job " + std::to_string(job.job_id));
     if (sql && outcome.outcome == Outcome::kOk) {
       HOOKBOX_EXEC(held, c.Exec("SELECT 1 FROM jobs WHERE id = $1 AND lease_token = $2"
                                 " AND status = 'processing' FOR NO KEY UPDATE",
@@ -1222,7 +1222,7 @@ StatusOr<std::unique_ptr<Inbox>> OpenPostgresInbox(const InboxOptions& options,
   // (Unavailable, 503) instead of holding the request. durability: normal lets a commit
   // return before its WAL is flushed (the last commits may be lost if the server crashes).
   std::vector<std::string> setup = {"SET lock_timeout = '5s'"};
-  if (!options.durable) setup.push_back("SET synchronous_commit = off");
+  if (!options.durable) setup.emplace_back("SET synchronous_commit = off");
   auto inbox = std::make_unique<PostgresInbox>(options.database, std::move(setup));
   if (Status s = inbox->Open(options.create, applied); !s.ok()) {
     if (s.code() == Status::Code::kUnavailable) return s;
