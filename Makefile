@@ -32,8 +32,7 @@ SOAK_MINUTES ?= 30
 FUZZ_TARGETS = verify identify config receive http
 
 .PHONY: all deps build run test lint interop-deps install clean test-asan test-tsan fuzz \
-        fuzz-smoke
-        fuzz-build crash-test soak bench bench-replicas bench-handlers bench-scale
+        fuzz-smoke fuzz-build crash-test soak bench bench-replicas bench-handlers bench-scale
 
 all: build
 
