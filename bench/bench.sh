@@ -20,7 +20,8 @@
 # server names), BENCH_RESULTS (file to update, bench/RESULTS.md; "" = none). handlers only:
 # BENCH_HANDLER_CONCURRENCY (writes `concurrency: N` into each handler; unset: not written),
 # BENCH_HANDLER_WORKERS (writes `workers: N`; unset: not written), BENCH_DRAIN_MAX (longest
-# wait for a run's jobs after its load, s, 120).
+# wait for a run's jobs after its load, s, 120). replicas only: BENCH_CAP_CORES (each replica's
+# CPU cap, cores, 0.5).
 set -euo pipefail
 mode=${1:-table}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -98,6 +99,7 @@ args=(--hookbox "$build/hookbox" --ceiling "$build/tools/ceiling" --webhook "$(c
 [ -n "${BENCH_HANDLER_CONCURRENCY:-}" ] && args+=(--handler-concurrency "$BENCH_HANDLER_CONCURRENCY")
 [ -n "${BENCH_HANDLER_WORKERS:-}" ] && args+=(--handler-workers "$BENCH_HANDLER_WORKERS")
 [ -n "${BENCH_DRAIN_MAX:-}" ] && args+=(--drain-max "$BENCH_DRAIN_MAX")
+[ -n "${BENCH_CAP_CORES:-}" ] && args+=(--cap-cores "$BENCH_CAP_CORES")
 results=${BENCH_RESULTS-$root/bench/RESULTS.md}
 [ -n "$results" ] && args+=(--results "$results")
 command="make bench"
@@ -105,7 +107,7 @@ command="make bench"
 [ "$mode" = replicas ] && command="make bench-replicas"
 [ "$mode" = handlers ] && command="make bench-handlers"
 for v in BENCH_DURATION BENCH_ROUNDS BENCH_CONNECTIONS BENCH_EVENTS BENCH_ONLY \
-         BENCH_HANDLER_CONCURRENCY BENCH_HANDLER_WORKERS BENCH_DRAIN_MAX; do
+         BENCH_HANDLER_CONCURRENCY BENCH_HANDLER_WORKERS BENCH_DRAIN_MAX BENCH_CAP_CORES; do
   [ -n "${!v:-}" ] && command="$v=${!v} $command"
 done
 exec python3 "$root/bench/run.py" "$mode" "${args[@]}" --command "$command"

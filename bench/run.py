@@ -467,7 +467,7 @@ class HookboxPostgres:
 CGROUP_V1_CPU = "/sys/fs/cgroup/cpu"  # cgroup v1's cpu controller (cpu.cfs_quota_us)
 CGROUP_V2 = "/sys/fs/cgroup"          # cgroup v2's unified hierarchy, when mounted there
 CAP_PERIOD_US = 100000
-CAP_QUOTA_US = 50000                  # half a core per replica
+CAP_QUOTA_US = 50000                  # half a core per replica (--cap-cores)
 
 
 class CapUnavailable(Exception):
@@ -644,12 +644,12 @@ class CappedHookboxPostgres(HookboxPostgres):
     """HookboxPostgres whose replicas each run in their own CpuCap (hookbox-bench-replica-N),
     as if each had a host of half a core; the PostgreSQL cluster and wrk are not capped."""
 
-    def __init__(self, workdir, binary, cluster, replicas, threads):
+    def __init__(self, workdir, binary, cluster, replicas, threads, quota_us=CAP_QUOTA_US):
         super().__init__(workdir, binary, cluster, replicas, threads)
         self.members = [CappedHookbox(m.workdir, binary, threads, m.db,
-                                      CpuCap("replica-%d" % (i + 1)))
+                                      CpuCap("replica-%d" % (i + 1), quota_us))
                         for i, m in enumerate(self.members)]
-        cores = CAP_QUOTA_US / CAP_PERIOD_US
+        cores = quota_us / CAP_PERIOD_US
         self.name = ("hookbox full, PostgreSQL, 1 replica capped at %g core "
                      "(accept only, workers: 0)" % cores if replicas == 1 else
                      "hookbox full, PostgreSQL, %d replicas each capped at %g core "
@@ -1044,12 +1044,13 @@ def replicas(args):
     one uncapped PostgreSQL cluster, loaded by uncapped wrk as the table's PostgreSQL rows."""
     out = os.path.join(args.out, "replicas")
     cluster = PgCluster(args.pg_cluster, os.path.join(out, "postgres"))
+    quota_us = int(round(args.cap_cores * CAP_PERIOD_US))
     servers = [CappedHookboxPostgres(os.path.join(out, "hookbox-pg-capped-%d" % n),
-                                     args.hookbox, cluster, n, args.server_threads)
+                                     args.hookbox, cluster, n, args.server_threads, quota_us)
                for n in (1, 2)]
     if args.only:
         servers = [s for s in servers if re.search(args.only, s.name)]
-    probe = CpuCap("probe")
+    probe = CpuCap("probe", quota_us)
     try:
         probe.create()
         cap_text = probe.describe().replace(probe.name, "hookbox-bench-replica-N")
@@ -1118,11 +1119,12 @@ def replicas(args):
     checks = [(n, i) for s in servers for r in runs[s.name]
               for n, i in r["threads_at_start"] + r["threads_after"]]
     all_in = all(n == i for n, i in checks)
+    after = [n for s in servers for r in runs[s.name] for n, _ in r["threads_after"]]
+    counts = (min(after), max(after))
     text += ("\nCaps: %s (read back after writing). %s\n" % (
         cap_text, "Every thread of every replica was in its cgroup, checked right after "
-        "start and after each load (%d to %d threads per replica after the load)." % (
-            min(n for s in servers for r in runs[s.name] for n, _ in r["threads_after"]),
-            max(n for s in servers for r in runs[s.name] for n, _ in r["threads_after"]))
+        "start and after each load (%s threads per replica after the load)." % (
+            "%d to %d" % counts if counts[0] != counts[1] else "%d" % counts[0])
         if all_in else "NOT every thread was in its cgroup: %s." % checks))
     notes = []
     for s in servers:
@@ -1835,6 +1837,8 @@ def main():
     ap.add_argument("--accept-only-key", default="workers: 0",
                     help="handlers: the top-level YAML that makes the accept-only row's jobs "
                          "wait (default: \"workers: 0\")")
+    ap.add_argument("--cap-cores", type=float, default=CAP_QUOTA_US / CAP_PERIOD_US,
+                    help="replicas: each replica's CPU cap, in cores (default 0.5)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--connections", type=int, default=16)
     ap.add_argument("--wrk-threads", type=int, default=2)
