@@ -1,8 +1,7 @@
 // The `file` handler: one file per event, <dir>/<endpoint>/<safe id>.json, holding the body
 // bytes exactly. The write is atomic and durable: a temp file (an O_EXCL name that no safe
 // name can take, since safe names never start with ".") is written and fsynced, renamed
-// over the final name, and the directory fsynced (one fsync for the renames of all the
-// attempts in flight in that folder: FolderSyncs), so after Run returns ok the file survives
+// over the final name, and the directory fsynced, so after Run returns ok the file survives
 // a crash, and at no point does a reader see part of a body. Event ids come from producers:
 // SafeFileName makes sure none can name a path outside <dir>/<endpoint>/.
 #include "handlers/file/file.h"
@@ -15,13 +14,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <map>
-#include <memory>
-#include <mutex>
 #include <set>
 
 #include "verify/crypto.h"
@@ -81,54 +76,6 @@ void SweepAbandonedTemps(const std::string& dir) {
   }
 }
 
-// Directory fsyncs shared by the attempts that rename into one folder at the same time:
-// one fsync of a directory makes every rename done in it before the fsync began durable, so
-// an attempt whose rename an fsync already in flight does not cover waits for it and then
-// for the next one, which one of the waiting attempts runs for all of them. With n attempts
-// at once, about one directory fsync instead of n.
-class FolderSyncs final {
- public:
-  // 0 once the renames done so far in `folder` are durable, else the fsync's errno.
-  int Sync(const std::string& folder, int dir_fd) {
-    State& st = StateOf(folder);
-    std::unique_lock lock(st.mu);
-    const uint64_t mine = ++st.renamed;
-    while (st.synced < mine) {
-      if (st.busy) {
-        st.cv.wait(lock);
-        continue;
-      }
-      st.busy = true;
-      const uint64_t covers = st.renamed;  // every one of these renames has returned
-      lock.unlock();
-      const int err = ::fsync(dir_fd) == 0 ? 0 : errno;
-      lock.lock();
-      st.busy = false;
-      if (err == 0) st.synced = std::max(st.synced, covers);
-      st.cv.notify_all();
-      if (err != 0) return err;  // the others waiting try again themselves
-    }
-    return 0;
-  }
-
- private:
-  struct State {
-    std::mutex mu;
-    std::condition_variable cv;
-    uint64_t renamed = 0, synced = 0;
-    bool busy = false;
-  };
-  State& StateOf(const std::string& folder) {
-    std::lock_guard lock(mu_);
-    std::unique_ptr<State>& st = states_[folder];  // one per endpoint folder
-    if (!st) st = std::make_unique<State>();
-    return *st;
-  }
-
-  std::mutex mu_;
-  std::map<std::string, std::unique_ptr<State>> states_;
-};
-
 class FileHandler final : public Handler {
  public:
   FileHandler(std::string dir, int concurrency) : dir_(std::move(dir)), concurrency_(concurrency) {}
@@ -143,7 +90,6 @@ class FileHandler final : public Handler {
 
   const std::string dir_;  // absolute, exists since load
   const int concurrency_;
-  mutable FolderSyncs syncs_;
 };
 
 int FileHandler::OpenFolder(const std::string& folder) const {
@@ -196,9 +142,10 @@ HandlerResult FileHandler::Run(const HandlerEvent& event) {
     return Failed(step, folder + "/" + name, err);
   }
   // The rename is durable only once the directory is.
-  if (int sync_err = syncs_.Sync(folder, dir_fd); sync_err != 0) {
+  if (::fsync(dir_fd) != 0) {
+    err = errno;
     ::close(dir_fd);
-    return Failed("cannot fsync", folder, sync_err);
+    return Failed("cannot fsync", folder, err);
   }
   ::close(dir_fd);
   return {Outcome::kOk, "wrote " + folder + "/" + name, {}};
