@@ -182,18 +182,16 @@ void WarnIfSecretsExposed(const Config& c) {
   }
 }
 
-// The handlers are built here only to count their slots (each kind's concurrency); serve
-// builds them again once the inbox is open, for the sql kind's setup.
-DescriptorNeeds NeedsOf(const Config& c) {
-  std::vector<std::string> ignored;
-  const int slots = c.workers == 0 ? 0 : BuildHandlers(c, &ignored).total_concurrency;
+// `handlers`: the built handlers, whose slots (each kind's concurrency) need descriptors.
+DescriptorNeeds NeedsOf(const Config& c, const HandlerSet& handlers) {
+  const int slots = c.workers == 0 ? 0 : handlers.total_concurrency;
   return DescriptorNeeds{slots, c.limits.threads, pg::IsPostgresUrl(c.database)};
 }
 
 // Raises the soft open-file limit to the hard one, then lowers limits.max_connections to
 // what fits under it beside the descriptors the rest of the daemon needs (ops/fdlimit.h).
 // False, after saying why, when not even the minimum fits.
-bool FitDescriptors(Config& c) {
+bool FitDescriptors(Config& c, const HandlerSet& handlers) {
   auto limit = RaiseNofileLimit();
   if (!limit.ok()) {
     LogWarn({{"msg", "cannot read the open-file limit"}, {"error", limit.status().ToString()}});
@@ -202,7 +200,7 @@ bool FitDescriptors(Config& c) {
   if (limit->soft != limit->before) {
     LogInfo({{"msg", "raised the open-file limit"}, {"from", limit->before}, {"to", limit->soft}});
   }
-  auto fit = FitConnections(limit->soft, c.limits.max_connections, NeedsOf(c));
+  auto fit = FitConnections(limit->soft, c.limits.max_connections, NeedsOf(c, handlers));
   if (!fit.ok()) {
     std::cerr << "hookbox: " << fit.status().ToString() << "\n";
     LogError({{"msg", "limits.max_connections does not fit the open-file limit"},
@@ -392,24 +390,26 @@ int Serve(const std::string& config_path) {
   sigset_t signals = BlockServeSignals();
   // Take the sockets systemd may have passed before anything could inherit them.
   const std::vector<int> activated = TakeListenFds();
-  // Load and check the config (every problem is reported before stopping); raise the
-  // open-file limit and fit max_connections under it; open the inbox and bring its schema
-  // up to date.
+  // Load and check the config (every problem is reported before stopping); open the inbox
+  // and bring its schema up to date.
   std::vector<std::string> applied;
   Opened opened = LoadAndOpen(config_path, {.resolve_secrets = true,
                                             .create = true,
                                             .check =
                                                 [](Config& c) {
                                                   WarnIfSecretsExposed(c);
-                                                  return FitDescriptors(c);
+                                                  return true;
                                                 },
                                             .applied = &applied});
   if (!opened.inbox) return opened.exit_code;
   for (const std::string& m : applied) LogInfo({{"msg", "migrated"}, {"migration", m}});
-  auto config = std::make_shared<const Config>(std::move(*opened.config));
-  // Build the handlers; run the sql handlers' setup.
-  auto handlers = BuildAndPrepare(*config, *opened.inbox);
+  // Build the handlers (once); run the sql handlers' setup. Then raise the open-file limit
+  // and fit max_connections under it, beside what the handlers' slots need.
+  Config& loaded = *opened.config;
+  auto handlers = BuildAndPrepare(loaded, *opened.inbox);
   if (!handlers) return kExitUsage;
+  if (!FitDescriptors(loaded, *handlers)) return kExitUsage;
+  auto config = std::make_shared<const Config>(std::move(loaded));
   // Start the dispatcher, then the receive pipeline that feeds it, the daily purge, and the
   // listeners: webhooks on `listen` (or systemd's socket); health and metrics on
   // `admin_listen`.
