@@ -6,6 +6,10 @@
 // hand and its own (LevelDB's DBImpl::Write works the same way).
 //
 // The queue entries live on the callers' stacks: queueing allocates nothing.
+//
+// Exclusive(fn) queues a turn that is no group: when it reaches the front, fn runs alone
+// and the items queued behind it wait until it returns (SQLite's WAL restart uses it: see
+// sqlite_inbox.cc). A leader's group stops before such a turn.
 #pragma once
 
 #include <algorithm>
@@ -30,7 +34,11 @@ class GroupCommit {
     queue_.push_back(&mine);
     mine.cv.wait(lock, [&] { return mine.done || queue_.front() == &mine; });
     if (mine.done) return;
-    std::vector<Entry*> group(queue_.begin(), queue_.begin() + std::min(queue_.size(), max_group));
+    std::vector<Entry*> group;
+    for (Entry* e : queue_) {
+      if (group.size() == max_group || e->item == nullptr) break;
+      group.push_back(e);
+    }
     lock.unlock();
     std::vector<Item*> items;
     items.reserve(group.size());
@@ -45,10 +53,25 @@ class GroupCommit {
     if (!queue_.empty()) queue_.front()->cv.notify_one();
   }
 
+  // Runs fn() on the calling thread once every item queued before this call has run, while
+  // the items queued after it wait.
+  template <typename Fn>
+  void Exclusive(Fn&& fn) {
+    Entry mine{nullptr};
+    std::unique_lock lock(mu_);
+    queue_.push_back(&mine);
+    mine.cv.wait(lock, [&] { return queue_.front() == &mine; });
+    lock.unlock();
+    fn();
+    lock.lock();
+    queue_.pop_front();
+    if (!queue_.empty()) queue_.front()->cv.notify_one();
+  }
+
  private:
   struct Entry {
     explicit Entry(Item* i) : item(i) {}
-    Item* item;
+    Item* item;  // null: an Exclusive turn
     bool done = false;
     std::condition_variable cv;  // signalled when done, or when this entry leads
   };

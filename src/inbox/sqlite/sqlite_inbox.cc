@@ -870,31 +870,27 @@ class SqliteInbox final : public Inbox {
     return d;
   }
 
-  // WAL checkpoints, off the accept path. SQLite's own runs inside the COMMIT that finds
-  // 1000 pages in the WAL: copying them into the database file and fsyncing it then delays
-  // every delivery of that group by milliseconds. Here the writer only counts pages: every
-  // kCheckpointPages new ones wake the checkpointer thread, which copies the WAL into the
-  // database on its own connection (PASSIVE: it never waits for, or blocks, the writer or
-  // readers). Under steady load that copy always ends a little behind the writer, and SQLite
-  // starts the WAL file over only once all of it is in the database; so when the WAL has
-  // grown past kWalRestartPages and little of it is left to copy, the writer copies that
-  // rest itself, and its next transaction starts the WAL file anew. Called by SQLite on the
-  // leading write's thread after each commit, with the number of pages in the WAL.
-  static int OnWalCommit(void* self, sqlite3* db, const char* name, int pages) {
+  // WAL checkpoints, never on the accept path. SQLite's own would run inside the COMMIT that
+  // finds 1000 pages in the WAL, copying them into the database file and fsyncing it while
+  // every delivery of that group waits. Here the writer only counts: after each commit
+  // (OnWalCommit, on the leading write's thread) it notes the WAL's length and, every
+  // kCheckpointPages new pages, wakes the checkpointer thread, which copies the WAL into the
+  // database on its own connection (PASSIVE: it never waits for, or blocks, writers or
+  // readers).
+  //
+  // SQLite starts the WAL file over only when a write begins with all of it copied, which
+  // under steady load never happens by itself: each copy ends a little behind the writer.
+  // So once the WAL has passed kWalRestartPages, the checkpointer copies again until what is
+  // left is short (each pass copies only what came in during the one before), then copies
+  // that rest in an Exclusive turn of the group commit: writes queue meanwhile, for the copy
+  // of at most kRestartTail pages and one fsync of the database, never for the bulk; the
+  // next write starts the WAL over, and journal_size_limit cuts the file back after a burst.
+  // If the disk cannot keep up and the WAL reaches kWalForcePages, the rest is copied in the
+  // turn whatever its length, so that the WAL stays bounded.
+  static int OnWalCommit(void* self, sqlite3*, const char*, int pages) {
     auto* inbox = static_cast<SqliteInbox*>(self);
     if (pages < inbox->next_checkpoint_ - kCheckpointPages) {
       inbox->next_checkpoint_ = kCheckpointPages;  // the WAL started over
-      inbox->checkpointed_ = 0;
-    }
-    const int left = pages - std::min(pages, inbox->checkpointed_.load());
-    if (pages >= kWalRestartPages &&
-        (left <= kCheckpointPages / 4 || pages >= 4 * kWalRestartPages)) {
-      int copied = 0;
-      if (sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nullptr, &copied) ==
-          SQLITE_OK) {
-        inbox->checkpointed_ = copied;
-      }
-      return SQLITE_OK;
     }
     if (pages >= inbox->next_checkpoint_) {
       inbox->next_checkpoint_ = pages + kCheckpointPages;
@@ -915,13 +911,30 @@ class SqliteInbox final : public Inbox {
         if (checkpoint_stopping_) return;
         checkpoint_due_ = false;
       }
-      int copied = 0;
+      WalState wal;
       // BUSY (another checkpoint runs, say in a CLI process) is fine: the next wake retries.
-      if (sqlite3_wal_checkpoint_v2(checkpoint_db_->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE,
-                                    nullptr, &copied) == SQLITE_OK) {
-        checkpointed_ = copied;
+      if (!CopyWal(&wal)) continue;
+      for (int pass = 0; pass < kCatchUpPasses && wal.pages >= kWalRestartPages &&
+                         wal.pages < kWalForcePages && wal.left() > kRestartTail;
+           ++pass) {
+        if (!CopyWal(&wal)) break;
+      }
+      if (wal.pages >= kWalRestartPages &&
+          (wal.left() <= kRestartTail || wal.pages >= kWalForcePages)) {
+        writes_.Exclusive([&] { CopyWal(&wal); });
       }
     }
+  }
+
+  struct WalState {
+    int pages = 0;   // frames in the WAL
+    int copied = 0;  // of which already in the database file
+    int left() const { return pages - copied; }
+  };
+
+  bool CopyWal(WalState* wal) {
+    return sqlite3_wal_checkpoint_v2(checkpoint_db_->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE,
+                                     &wal->pages, &wal->copied) == SQLITE_OK;
   }
 
   // Counts (dry run) or deletes, one batch per write transaction, the rows a purge query
@@ -987,10 +1000,14 @@ class SqliteInbox final : public Inbox {
   std::mutex read_mu_;  // guards reader_
   std::unique_ptr<Db> reader_;
 
-  // About 4 MiB of WAL per background checkpoint (SQLite's own default interval), and the
-  // WAL file started over at about 32 MiB.
+  // About 4 MiB of WAL per background checkpoint (SQLite's own default interval); the WAL
+  // file started over at about 32 MiB, after at most kCatchUpPasses extra copies, with at
+  // most kRestartTail pages (1 MiB) copied while writes wait, or whatever is left at 128 MiB.
   static constexpr int kCheckpointPages = 1000;
   static constexpr int kWalRestartPages = 8000;
+  static constexpr int kWalForcePages = 4 * kWalRestartPages;
+  static constexpr int kRestartTail = 256;
+  static constexpr int kCatchUpPasses = 8;
   std::unique_ptr<Db> checkpoint_db_;  // owned by checkpointer_ after construction
   std::thread checkpointer_;
   std::mutex checkpoint_mu_;  // guards checkpoint_due_, checkpoint_stopping_
@@ -998,7 +1015,6 @@ class SqliteInbox final : public Inbox {
   bool checkpoint_due_ = false;
   bool checkpoint_stopping_ = false;
   int next_checkpoint_ = kCheckpointPages;  // the leading write only
-  std::atomic<int> checkpointed_{0};        // WAL pages already in the database file
 };
 
 }  // namespace
@@ -1028,6 +1044,9 @@ StatusOr<std::unique_ptr<Inbox>> OpenSqliteInbox(const InboxOptions& options,
   // The SAVEPOINT of each write keeps the original of every page the write changes in a
   // statement journal: in memory, not in a temporary file written page by page.
   if (Status s = (*writer)->Exec("PRAGMA temp_store=MEMORY"); !s.ok()) return s;
+  // After a burst, the WAL file's first write past its start cuts it back to 64 MiB (see
+  // CheckpointLoop for when it starts over).
+  if (Status s = (*writer)->Exec("PRAGMA journal_size_limit=67108864"); !s.ok()) return s;
   auto reader = Db::Open(options.database, false, options.durable);
   if (!reader.ok()) return reader.status();
   auto checkpointer = Db::Open(options.database, false, options.durable);
