@@ -460,6 +460,116 @@ TEST_CASE("FinishJobs: one batch, each finish its own compare-and-swap and sql s
   CHECK(t.Count("SELECT count(*) FROM attempts WHERE finished_at IS NULL") == 1);
 }
 
+TEST_CASE("FinishJobs without sql: every outcome in one batch, a lost lease changes nothing") {
+  TestInbox t;
+  Accept(t, MakeEvent("two", {"h1", "h2"}));   // both jobs finish: processed
+  Accept(t, MakeEvent("half", {"h1", "h2"}));  // one of two: still processing
+  for (const char* id : {"retry", "dead", "lost"}) Accept(t, MakeEvent(id));
+  auto jobs = Claim(t, kT0);
+  REQUIRE(jobs.size() == 7);
+  std::map<std::string, std::vector<ClaimedJob*>> by_event;
+  for (ClaimedJob& j : jobs) by_event[j.event.event_id].push_back(&j);
+  ClaimedJob stale = *by_event["lost"][0];
+  stale.lease_token = "not-the-token";
+
+  JobOutcome retry;
+  retry.outcome = Outcome::kFailed;
+  retry.detail = "exit 3";
+  retry.next = JobOutcome::Next::kRetry;
+  retry.next_attempt_at = kT0 + 30s;
+  retry.finished_at = kT0 + 2s;
+  retry.refund_try = true;
+  JobOutcome dead = retry;
+  dead.outcome = Outcome::kPermanent;
+  dead.next = JobOutcome::Next::kDead;
+  dead.refund_try = false;
+  std::vector<FinishRequest> batch = {{by_event["two"][0], Done(kT0 + 1s), nullptr, {}},
+                                      {by_event["two"][1], Done(kT0 + 3s), nullptr, {}},
+                                      {by_event["half"][0], Done(kT0 + 1s), nullptr, {}},
+                                      {by_event["retry"][0], retry, nullptr, {}},
+                                      {by_event["dead"][0], dead, nullptr, {}},
+                                      {&stale, Done(kT0), nullptr, {}}};
+  auto results = t->FinishJobs(batch);
+  REQUIRE(results.size() == batch.size());
+  for (size_t i = 0; i < 5; ++i) {
+    REQUIRE(results[i].ok());
+    CHECK(*results[i] == batch[i].outcome.outcome);
+  }
+  CHECK(results[5].status().code() == Status::Code::kConflict);
+
+  auto status_of = [&](const std::string& id) {
+    auto shown = t->Show("ep", id);
+    REQUIRE(shown.ok());
+    return shown->row.status;
+  };
+  CHECK(status_of("two") == "processed");
+  CHECK(status_of("half") == "processing");
+  CHECK(status_of("retry") == "processing");
+  CHECK(status_of("dead") == "dead");
+  CHECK(status_of("lost") == "processing");
+  // processed_at is the time of the row's last finish.
+  auto two = t->Show("ep", "two");
+  REQUIRE(two.ok());
+  CHECK(two->row.processed_at == FormatTime(kT0 + 3s));
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE processed_at IS NOT NULL") == 1);
+  // The retry: pending, its try given back, its error kept, due at its time.
+  CHECK(t.Count("SELECT count(*) FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                " WHERE i.event_id = 'retry' AND j.status = 'pending' AND j.attempts = 0"
+                " AND j.last_error = 'exit 3' AND j.lease_token IS NULL") == 1);
+  CHECK(Claim(t, kT0 + 29s).empty());  // the retry is not due yet; the rest are leased
+  auto due = Claim(t, kT0 + 31s);
+  REQUIRE(due.size() == 1);
+  CHECK(due[0].event.event_id == "retry");
+  // The lost lease: the job is still the other owner's, its attempt still open.
+  CHECK(t.Count("SELECT count(*) FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                " WHERE i.event_id = 'lost' AND j.status = 'processing'") == 1);
+  // Open: half's second job, the lost one, and the retry's new attempt claimed above.
+  CHECK(t.Count("SELECT count(*) FROM attempts WHERE finished_at IS NULL") == 3);
+  CHECK(t.Count("SELECT count(*) FROM attempts WHERE outcome = 'permanent'") == 1);
+  CHECK(t.Count("SELECT count(*) FROM attempts WHERE outcome = 'ok'") == 3);
+}
+
+TEST_CASE("finishes whose handler output is not UTF-8 are stored (PostgreSQL: U+FFFD)") {
+  TestInbox t;
+  for (const char* id : {"good", "bad", "alone"}) Accept(t, MakeEvent(id));
+  auto jobs = Claim(t, kT0);
+  REQUIRE(jobs.size() == 3);
+  std::sort(jobs.begin(), jobs.end(), [](const ClaimedJob& a, const ClaimedJob& b) {
+    return a.event.event_id < b.event.event_id;  // alone, bad, good
+  });
+  JobOutcome binary;
+  binary.outcome = Outcome::kFailed;
+  static const char kOutput[] = "stderr: \xff\xfe\0 \xc3\xa9 \xed\xa0\x80";
+  binary.detail = std::string(kOutput, sizeof kOutput - 1);
+  binary.next = JobOutcome::Next::kRetry;
+  binary.next_attempt_at = kT0 + 1s;
+  // A batch (PostgreSQL: one statement for all) and a finish of its own (FinishJob).
+  auto results =
+      t->FinishJobs({{&jobs[2], Done(kT0), nullptr, {}}, {&jobs[1], binary, nullptr, {}}});
+  REQUIRE(results.size() == 2);
+  REQUIRE(results[0].ok());
+  REQUIRE(results[1].ok());
+  CHECK(*results[1] == Outcome::kFailed);
+  auto alone = t->FinishJob(jobs[0], binary, nullptr, nullptr);
+  REQUIRE(alone.ok());
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id = 'good' AND status = 'processed'") ==
+        1);
+  CHECK(t.Count("SELECT count(*) FROM jobs WHERE status = 'pending'") == 2);
+  for (const char* id : {"bad", "alone"}) {
+    auto shown = t->Show("ep", id);
+    REQUIRE(shown.ok());
+    REQUIRE(shown->jobs.size() == 1);
+    REQUIRE(shown->jobs[0].attempt_rows.size() == 1);
+    const std::string stored = shown->jobs[0].attempt_rows[0].detail;
+    if (OnPostgres()) {
+      // Each bad byte, the NUL and each byte of the encoded surrogate become U+FFFD; é stays.
+      CHECK(stored == "stderr: \uFFFD\uFFFD\uFFFD \u00e9 \uFFFD\uFFFD\uFFFD");
+    } else {
+      CHECK(stored == binary.detail);
+    }
+  }
+}
+
 TEST_CASE("List, Show and Stats read what was stored") {
   TestInbox t;
   Accept(t, MakeEvent("a"));

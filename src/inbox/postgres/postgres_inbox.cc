@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <tuple>
@@ -79,18 +80,61 @@ std::string NewLeaseToken() {
 }
 
 // A PostgreSQL array literal of texts: {"a","b\"c"}.
-std::string TextArray(const std::vector<std::string>& items) {
+// A handler's output as PostgreSQL text, which must be UTF-8 without NUL: each byte that
+// does not begin a valid UTF-8 sequence (RFC 3629: no overlong forms, no surrogates, nothing
+// past U+10FFFF), and each NUL, becomes U+FFFD. (SQLite stores the bytes as they are.)
+std::string StorableText(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t len = c == 0     ? 0
+                 : c < 0x80 ? 1
+                 : c < 0xC2 ? 0
+                 : c < 0xE0 ? 2
+                 : c < 0xF0 ? 3
+                 : c < 0xF5 ? 4
+                            : 0;
+    bool ok = len > 0 && i + len <= s.size();
+    for (size_t k = 1; ok && k < len; ++k)
+      ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+    if (ok && len > 2) {
+      const auto d = static_cast<unsigned char>(s[i + 1]);
+      ok = !(c == 0xE0 && d < 0xA0) && !(c == 0xED && d > 0x9F) && !(c == 0xF0 && d < 0x90) &&
+           !(c == 0xF4 && d > 0x8F);
+    }
+    if (ok) {
+      out.append(s.substr(i, len));
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
+std::string TextArray(const std::vector<std::optional<std::string>>& items) {
   std::string out = "{";
   for (size_t i = 0; i < items.size(); ++i) {
     if (i) out += ',';
+    if (!items[i]) {
+      out += "NULL";
+      continue;
+    }
     out += '"';
-    for (char c : items[i]) {
+    for (char c : *items[i]) {
       if (c == '"' || c == '\\') out += '\\';
       out += c;
     }
     out += '"';
   }
   return out + "}";
+}
+
+std::string TextArray(const std::vector<std::string>& items) {
+  return TextArray(std::vector<std::optional<std::string>>(items.begin(), items.end()));
 }
 
 // Result of a StatusOr<Result>, or return its failure.
@@ -401,8 +445,12 @@ class PostgresInbox final : public Inbox {
     return recorded;
   }
 
-  // One transaction for the batch, a savepoint per finish. The finishes lock their jobs and
-  // inbox rows in (inbox_id, job_id) order, so two replicas' batches cannot deadlock.
+  // One transaction for the batch. The finishes lock their jobs and then their inbox rows,
+  // rows in id order, so two replicas' batches cannot deadlock. A batch in which no finish
+  // runs sql statements (the common case) is three statements whatever its size
+  // (FinishMany); one with sql, or whose FinishMany the server refuses as a whole (text it
+  // cannot store), goes finish by finish in (inbox_id, job_id) order, a savepoint each, so
+  // that only the bad one fails.
   std::vector<StatusOr<Outcome>> FinishJobs(const std::vector<FinishRequest>& finishes) override {
     std::vector<size_t> order(finishes.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -410,25 +458,23 @@ class PostgresInbox final : public Inbox {
       return std::tie(finishes[a].job->inbox_id, finishes[a].job->job_id) <
              std::tie(finishes[b].job->inbox_id, finishes[b].job->job_id);
     });
-    std::vector<StatusOr<Outcome>> results(finishes.size(), Status::Internal("not finished"));
-    Status s = Transact([&](Conn& c) -> Status {
-      for (size_t i : order) {
-        const FinishRequest& f = finishes[i];
-        Outcome recorded = f.outcome.outcome;
-        if (Status sp = c.Run("SAVEPOINT finish"); !sp.ok()) return sp;
-        Status one =
-            FinishInto(c, *f.job, f.outcome, f.sql, f.sql ? &f.sql_failed : nullptr, &recorded);
-        if (!one.ok()) {
-          if (c.broken()) return one;
-          if (Status rb = c.Run("ROLLBACK TO SAVEPOINT finish"); !rb.ok()) return rb;
-          results[i] = one;
-        } else {
-          results[i] = recorded;
-        }
-        if (Status rel = c.Run("RELEASE SAVEPOINT finish"); !rel.ok()) return rel;
-      }
-      return Status::Ok();
+    const bool plain = std::none_of(finishes.begin(), finishes.end(), [](const FinishRequest& f) {
+      return f.sql && f.outcome.outcome == Outcome::kOk;
     });
+    std::vector<StatusOr<Outcome>> results(finishes.size(), Status::Internal("not finished"));
+    Status s = Transact(
+        [&](Conn& c) -> Status {
+          if (plain && finishes.size() > 1) {
+            Status many = FinishMany(c, finishes, &results);
+            if (many.ok() || c.broken()) return many;
+            if (Status rb = c.Run("ROLLBACK TO SAVEPOINT many"); !rb.ok()) return rb;
+          }
+          for (size_t i : order) {
+            if (Status one = FinishAlone(c, finishes[i], &results[i]); !one.ok()) return one;
+          }
+          return Status::Ok();
+        },
+        "BEGIN; SAVEPOINT many");
     if (!s.ok()) std::fill(results.begin(), results.end(), StatusOr<Outcome>(s));
     return results;
   }
@@ -1114,6 +1160,115 @@ class PostgresInbox final : public Inbox {
     return LeaseJobs(c, *out, owner, now, lease);
   }
 
+  // One finish of a batch in a savepoint of its own: *result is its outcome, or its failure
+  // when only it failed; the return is a failure of the whole transaction.
+  Status FinishAlone(Conn& c, const FinishRequest& f, StatusOr<Outcome>* result) {
+    Outcome recorded = f.outcome.outcome;
+    if (Status sp = c.Run("SAVEPOINT finish"); !sp.ok()) return sp;
+    Status one =
+        FinishInto(c, *f.job, f.outcome, f.sql, f.sql ? &f.sql_failed : nullptr, &recorded);
+    if (!one.ok()) {
+      if (c.broken()) return one;
+      if (Status rb = c.Run("ROLLBACK TO SAVEPOINT finish"); !rb.ok()) return rb;
+      *result = one;
+    } else {
+      *result = recorded;
+    }
+    return c.Run("RELEASE SAVEPOINT finish");
+  }
+
+  // Finishes without sql statements, all at once: one statement moves every job whose lease
+  // token still matches (the compare-and-swap of FinishInto) and records its attempt, a
+  // second locks the jobs' inbox rows in id order, a third settles them (its own statement,
+  // so that it sees what other transactions committed before the locks were granted, as
+  // SettleRow does). A job whose lease was lost gets Conflict and changes nothing.
+  Status FinishMany(Conn& c, const std::vector<FinishRequest>& finishes,
+                    std::vector<StatusOr<Outcome>>* results) {
+    std::vector<std::optional<std::string>> job, token, status, next_at, last_error, finished,
+        outcome, detail, number, refund;
+    for (const FinishRequest& f : finishes) {
+      const JobOutcome& o = f.outcome;
+      job.emplace_back(std::to_string(f.job->job_id));
+      token.emplace_back(f.job->lease_token);
+      status.emplace_back(JobStatusFor(o.next));
+      next_at.push_back(o.next == JobOutcome::Next::kRetry
+                            ? std::optional<std::string>(FormatTime(o.next_attempt_at))
+                            : std::nullopt);
+      last_error.push_back(o.outcome != Outcome::kOk
+                               ? std::optional<std::string>(StorableText(o.detail))
+                               : std::nullopt);
+      finished.emplace_back(FormatTime(o.finished_at));
+      outcome.emplace_back(OutcomeName(o.outcome));
+      detail.emplace_back(StorableText(o.detail));
+      number.emplace_back(std::to_string(f.job->event.attempt));
+      refund.emplace_back(o.refund_try ? "1" : "0");
+    }
+    Params p;
+    for (const auto* column : {&job, &token, &status, &next_at, &last_error, &finished, &outcome,
+                               &detail, &number, &refund}) {
+      p.Add(TextArray(*column));
+    }
+    HOOKBOX_EXEC(
+        moved, c.Exec("WITH f AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[],"
+                      " $4::timestamptz[], $5::text[], $6::timestamptz[], $7::text[], $8::text[],"
+                      " $9::integer[], $10::integer[]) AS f (job, token, status, next_at,"
+                      " last_error, finished, outcome, detail, number, refund)),"
+                      " cas AS (UPDATE jobs j SET status = f.status,"
+                      " next_attempt_at = coalesce(f.next_at, j.next_attempt_at),"
+                      " last_error = f.last_error, attempts = greatest(j.attempts - f.refund, 0),"
+                      " lease_owner = NULL, lease_token = NULL, lease_until = NULL FROM f"
+                      " WHERE j.id = f.job AND j.lease_token = f.token AND j.status = 'processing'"
+                      " RETURNING j.id, j.inbox_id),"
+                      " attempt AS (UPDATE attempts a SET finished_at = f.finished,"
+                      " outcome = f.outcome, detail = f.detail FROM f JOIN cas ON cas.id = f.job"
+                      " WHERE a.job = f.job AND a.number = f.number)"
+                      " SELECT id, inbox_id FROM cas",
+                      p));
+    std::set<int64_t> done;
+    std::map<int64_t, std::string> rows;  // inbox id -> the latest finish of its jobs
+    for (int r = 0; r < moved.rows(); ++r) done.insert(moved.Int(r, 0));
+    for (size_t i = 0; i < finishes.size(); ++i) {
+      if (!done.count(finishes[i].job->job_id)) continue;
+      std::string& at = rows[finishes[i].job->inbox_id];
+      at = std::max(at, *finished[i]);  // same format throughout: text order is time order
+    }
+    if (!rows.empty()) {
+      std::vector<std::string> ids, ats;
+      for (const auto& [id, at] : rows) {
+        ids.push_back(std::to_string(id));
+        ats.push_back(at);
+      }
+      Params settle;
+      settle.Add(TextArray(ids)).Add(TextArray(ats));
+      Status s = Exec(c, "SELECT 1 FROM inbox WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE",
+                      Params().Add(TextArray(ids)));
+      if (!s.ok()) return s;
+      s = Exec(c,
+               "UPDATE inbox i SET"
+               " status = CASE"
+               "   WHEN EXISTS (SELECT 1 FROM jobs WHERE inbox_id = i.id AND status = 'dead')"
+               "     THEN 'dead'"
+               "   WHEN NOT EXISTS (SELECT 1 FROM jobs WHERE inbox_id = i.id AND status <> 'done')"
+               "     THEN 'processed'"
+               "   ELSE 'processing' END,"
+               " processed_at = CASE"
+               "   WHEN NOT EXISTS (SELECT 1 FROM jobs WHERE inbox_id = i.id AND status <> 'done')"
+               "     THEN r.at ELSE NULL END"
+               " FROM unnest($1::bigint[], $2::timestamptz[]) AS r (id, at) WHERE i.id = r.id",
+               settle);
+      if (!s.ok()) return s;
+    }
+    for (size_t i = 0; i < finishes.size(); ++i) {
+      if (done.count(finishes[i].job->job_id)) {
+        (*results)[i] = finishes[i].outcome.outcome;
+      } else {
+        (*results)[i] =
+            Status::Conflict("lease lost", "job " + std::to_string(finishes[i].job->job_id));
+      }
+    }
+    return Status::Ok();
+  }
+
   // The finishing transaction's body: the sql handler's statements (only once the lease is
   // known to be held: nothing of a worker that lost its lease runs), then the job moved on
   // with a compare-and-swap on the lease token and the attempt recorded (one statement),
@@ -1155,11 +1310,11 @@ class PostgresInbox final : public Inbox {
     else
       cas.AddNull();
     if (effective->outcome != Outcome::kOk)
-      cas.Add(effective->detail);
+      cas.Add(StorableText(effective->detail));
     else
       cas.AddNull();
     cas.Add(job.job_id).Add(job.lease_token).Add(finished).Add(OutcomeName(effective->outcome));
-    cas.Add(effective->detail).Add(int64_t{job.event.attempt});
+    cas.Add(StorableText(effective->detail)).Add(int64_t{job.event.attempt});
     cas.Add(int64_t{effective->refund_try ? 1 : 0});
     HOOKBOX_EXEC(moved, c.Exec("WITH cas AS (UPDATE jobs SET status = $1,"
                                " next_attempt_at = coalesce($2::timestamptz, next_attempt_at),"
