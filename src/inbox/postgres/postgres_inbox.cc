@@ -222,25 +222,65 @@ Status Migrate(Conn& c, bool create, std::vector<std::string>* applied) {
   return Status::Ok();
 }
 
-// Sets the inbox row's status from its jobs: dead if any job is dead, processed when all are
-// done, processing otherwise. The row lock comes first, so the jobs are read as of after any
-// concurrent settle of the same row committed.
-Status SettleRow(Conn& c, int64_t inbox_id, const std::string& now) {
-  Status s = Exec(c, "SELECT 1 FROM inbox WHERE id = $1 FOR UPDATE", Params().Add(inbox_id));
+// Sets each inbox row's status from its jobs: dead if any job is dead, processed (at the
+// time given for the row) when all are done, processing otherwise. The rows are locked
+// first, in id order, in a statement of their own, so that the jobs are read as of after
+// any concurrent settle of the same rows committed. `rows`: inbox id -> finish time.
+Status SettleRows(Conn& c, const std::map<int64_t, std::string>& rows) {
+  std::vector<std::string> ids, ats;
+  for (const auto& [id, at] : rows) {
+    ids.push_back(std::to_string(id));
+    ats.push_back(at);
+  }
+  Status s = Exec(c, "SELECT 1 FROM inbox WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE",
+                  Params().Add(TextArray(ids)));
   if (!s.ok()) return s;
   return Exec(c,
-              "UPDATE inbox SET"
+              "UPDATE inbox i SET"
               " status = CASE"
-              "   WHEN EXISTS (SELECT 1 FROM jobs WHERE inbox_id = $1 AND status = 'dead')"
+              "   WHEN EXISTS (SELECT 1 FROM jobs WHERE inbox_id = i.id AND status = 'dead')"
               "     THEN 'dead'"
-              "   WHEN NOT EXISTS (SELECT 1 FROM jobs WHERE inbox_id = $1 AND status <> 'done')"
+              "   WHEN NOT EXISTS (SELECT 1 FROM jobs WHERE inbox_id = i.id AND status <> 'done')"
               "     THEN 'processed'"
               "   ELSE 'processing' END,"
               " processed_at = CASE"
-              "   WHEN NOT EXISTS (SELECT 1 FROM jobs WHERE inbox_id = $1 AND status <> 'done')"
-              "     THEN $2::timestamptz ELSE NULL END"
-              " WHERE id = $1",
-              Params().Add(inbox_id).Add(now));
+              "   WHEN NOT EXISTS (SELECT 1 FROM jobs WHERE inbox_id = i.id AND status <> 'done')"
+              "     THEN r.at ELSE NULL END"
+              " FROM unnest($1::bigint[], $2::timestamptz[]) AS r (id, at) WHERE i.id = r.id",
+              Params().Add(TextArray(ids)).Add(TextArray(ats)));
+}
+
+Status SettleRow(Conn& c, int64_t inbox_id, const std::string& now) {
+  return SettleRows(c, {{inbox_id, now}});
+}
+
+// The arrays FinishMany's statement unnests: one element per finish, in each column.
+Params FinishArrays(const std::vector<FinishRequest>& finishes) {
+  std::vector<std::optional<std::string>> job, token, status, next_at, last_error, finished,
+      outcome, detail, number, refund;
+  for (const FinishRequest& f : finishes) {
+    const JobOutcome& o = f.outcome;
+    job.emplace_back(std::to_string(f.job->job_id));
+    token.emplace_back(f.job->lease_token);
+    status.emplace_back(JobStatusFor(o.next));
+    next_at.push_back(o.next == JobOutcome::Next::kRetry
+                          ? std::optional<std::string>(FormatTime(o.next_attempt_at))
+                          : std::nullopt);
+    last_error.push_back(o.outcome != Outcome::kOk
+                             ? std::optional<std::string>(StorableText(o.detail))
+                             : std::nullopt);
+    finished.emplace_back(FormatTime(o.finished_at));
+    outcome.emplace_back(OutcomeName(o.outcome));
+    detail.emplace_back(StorableText(o.detail));
+    number.emplace_back(std::to_string(f.job->event.attempt));
+    refund.emplace_back(o.refund_try ? "1" : "0");
+  }
+  Params p;
+  for (const auto* column : {&job, &token, &status, &next_at, &last_error, &finished, &outcome,
+                             &detail, &number, &refund}) {
+    p.Add(TextArray(*column));
+  }
+  return p;
 }
 
 // The columns a claim reads: the job, and the stored event its handler gets.
@@ -1184,30 +1224,6 @@ class PostgresInbox final : public Inbox {
   // SettleRow does). A job whose lease was lost gets Conflict and changes nothing.
   Status FinishMany(Conn& c, const std::vector<FinishRequest>& finishes,
                     std::vector<StatusOr<Outcome>>* results) {
-    std::vector<std::optional<std::string>> job, token, status, next_at, last_error, finished,
-        outcome, detail, number, refund;
-    for (const FinishRequest& f : finishes) {
-      const JobOutcome& o = f.outcome;
-      job.emplace_back(std::to_string(f.job->job_id));
-      token.emplace_back(f.job->lease_token);
-      status.emplace_back(JobStatusFor(o.next));
-      next_at.push_back(o.next == JobOutcome::Next::kRetry
-                            ? std::optional<std::string>(FormatTime(o.next_attempt_at))
-                            : std::nullopt);
-      last_error.push_back(o.outcome != Outcome::kOk
-                               ? std::optional<std::string>(StorableText(o.detail))
-                               : std::nullopt);
-      finished.emplace_back(FormatTime(o.finished_at));
-      outcome.emplace_back(OutcomeName(o.outcome));
-      detail.emplace_back(StorableText(o.detail));
-      number.emplace_back(std::to_string(f.job->event.attempt));
-      refund.emplace_back(o.refund_try ? "1" : "0");
-    }
-    Params p;
-    for (const auto* column : {&job, &token, &status, &next_at, &last_error, &finished, &outcome,
-                               &detail, &number, &refund}) {
-      p.Add(TextArray(*column));
-    }
     HOOKBOX_EXEC(
         moved, c.Exec("WITH f AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[],"
                       " $4::timestamptz[], $5::text[], $6::timestamptz[], $7::text[], $8::text[],"
@@ -1222,51 +1238,23 @@ class PostgresInbox final : public Inbox {
                       " attempt AS (UPDATE attempts a SET finished_at = f.finished,"
                       " outcome = f.outcome, detail = f.detail FROM f JOIN cas ON cas.id = f.job"
                       " WHERE a.job = f.job AND a.number = f.number)"
-                      " SELECT id, inbox_id FROM cas",
-                      p));
+                      " SELECT id FROM cas",
+                      FinishArrays(finishes)));
     std::set<int64_t> done;
-    std::map<int64_t, std::string> rows;  // inbox id -> the latest finish of its jobs
     for (int r = 0; r < moved.rows(); ++r) done.insert(moved.Int(r, 0));
+    std::map<int64_t, std::string> rows;  // inbox id -> the latest finish of its jobs
     for (size_t i = 0; i < finishes.size(); ++i) {
-      if (!done.count(finishes[i].job->job_id)) continue;
-      std::string& at = rows[finishes[i].job->inbox_id];
-      at = std::max(at, *finished[i]);  // same format throughout: text order is time order
-    }
-    if (!rows.empty()) {
-      std::vector<std::string> ids, ats;
-      for (const auto& [id, at] : rows) {
-        ids.push_back(std::to_string(id));
-        ats.push_back(at);
+      const ClaimedJob& job = *finishes[i].job;
+      if (done.count(job.job_id) == 0) {
+        (*results)[i] = Status::Conflict("lease lost", "job " + std::to_string(job.job_id));
+        continue;
       }
-      Params settle;
-      settle.Add(TextArray(ids)).Add(TextArray(ats));
-      Status s = Exec(c, "SELECT 1 FROM inbox WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE",
-                      Params().Add(TextArray(ids)));
-      if (!s.ok()) return s;
-      s = Exec(c,
-               "UPDATE inbox i SET"
-               " status = CASE"
-               "   WHEN EXISTS (SELECT 1 FROM jobs WHERE inbox_id = i.id AND status = 'dead')"
-               "     THEN 'dead'"
-               "   WHEN NOT EXISTS (SELECT 1 FROM jobs WHERE inbox_id = i.id AND status <> 'done')"
-               "     THEN 'processed'"
-               "   ELSE 'processing' END,"
-               " processed_at = CASE"
-               "   WHEN NOT EXISTS (SELECT 1 FROM jobs WHERE inbox_id = i.id AND status <> 'done')"
-               "     THEN r.at ELSE NULL END"
-               " FROM unnest($1::bigint[], $2::timestamptz[]) AS r (id, at) WHERE i.id = r.id",
-               settle);
-      if (!s.ok()) return s;
+      (*results)[i] = finishes[i].outcome.outcome;
+      std::string& at = rows[job.inbox_id];
+      // One format throughout: text order is time order.
+      at = std::max(at, FormatTime(finishes[i].outcome.finished_at));
     }
-    for (size_t i = 0; i < finishes.size(); ++i) {
-      if (done.count(finishes[i].job->job_id)) {
-        (*results)[i] = finishes[i].outcome.outcome;
-      } else {
-        (*results)[i] =
-            Status::Conflict("lease lost", "job " + std::to_string(finishes[i].job->job_id));
-      }
-    }
-    return Status::Ok();
+    return rows.empty() ? Status::Ok() : SettleRows(c, rows);
   }
 
   // The finishing transaction's body: the sql handler's statements (only once the lease is
