@@ -1058,23 +1058,9 @@ class PostgresInbox final : public Inbox {
     const int64_t inbox_id = ins.Int(0, 0);
 
     if (gated) {
-      // Lower than the last accepted sequence of the resource is stale; equal is not. The
-      // upsert locks the sequences row whether or not it moves it.
-      HOOKBOX_EXEC(gate, c.Exec("INSERT INTO sequences (endpoint, resource_id, last_sequence,"
-                                " last_event_id, updated_at) VALUES ($1, $2, $3, $4, $5)"
-                                " ON CONFLICT (endpoint, resource_id) DO UPDATE"
-                                " SET last_sequence = excluded.last_sequence,"
-                                " last_event_id = excluded.last_event_id,"
-                                " updated_at = excluded.updated_at"
-                                " WHERE sequences.last_sequence <= excluded.last_sequence"
-                                " RETURNING 1",
-                                Params()
-                                    .Add(e.endpoint)
-                                    .Add(e.resource_id)
-                                    .Add(*e.sequence_key)
-                                    .Add(e.event_id)
-                                    .Add(now)));
-      if (gate.rows() == 0) {
+      bool stale = false;
+      if (s = GateSequence(c, e, now, &stale); !s.ok()) return s;
+      if (stale) {
         out->verdict = Verdict::kStale;
         return Exec(c, "UPDATE inbox SET status = 'stale' WHERE id = $1", Params().Add(inbox_id));
       }
@@ -1083,8 +1069,37 @@ class PostgresInbox final : public Inbox {
       out->verdict = Verdict::kIgnored;
       return Status::Ok();
     }
+    return AddJobs(c, e, inbox_id, now, out);
+  }
+
+  // Lower than the last accepted sequence of the resource is *stale; equal is not. The
+  // upsert locks the sequences row whether or not it moves it.
+  Status GateSequence(Conn& c, const Event& e, const std::string& now, bool* stale) {
+    HOOKBOX_EXEC(gate, c.Exec("INSERT INTO sequences (endpoint, resource_id, last_sequence,"
+                              " last_event_id, updated_at) VALUES ($1, $2, $3, $4, $5)"
+                              " ON CONFLICT (endpoint, resource_id) DO UPDATE"
+                              " SET last_sequence = excluded.last_sequence,"
+                              " last_event_id = excluded.last_event_id,"
+                              " updated_at = excluded.updated_at"
+                              " WHERE sequences.last_sequence <= excluded.last_sequence"
+                              " RETURNING 1",
+                              Params()
+                                  .Add(e.endpoint)
+                                  .Add(e.resource_id)
+                                  .Add(*e.sequence_key)
+                                  .Add(e.event_id)
+                                  .Add(now)));
+    *stale = gate.rows() == 0;
+    return Status::Ok();
+  }
+
+  // The accepted row's jobs, in handler order; on a sync endpoint, its sql handlers' work
+  // and the claim of the rest for the request.
+  Status AddJobs(Conn& c, const Event& e, int64_t inbox_id, const std::string& now,
+                 AcceptResult* out) {
     const bool sync = !e.sync_owner.empty();
-    s = Exec(c,
+    Status s =
+        Exec(c,
              "INSERT INTO jobs (inbox_id, handler, status, next_attempt_at, sync)"
              " SELECT $1, h, 'pending', $3, $4 FROM unnest($2::text[]) WITH ORDINALITY AS t (h, n)"
              " ORDER BY n",
@@ -1138,12 +1153,27 @@ class PostgresInbox final : public Inbox {
   Status ClaimInto(Conn& c, const std::string& owner, int max, TimePoint now,
                    std::chrono::milliseconds lease, std::vector<ClaimedJob>* out) {
     const std::string now_text = FormatTime(now);
-    // Due jobs that head their resource's queue (as this snapshot sees it), locked, skipping
-    // the ones another replica is locking right now. Sync jobs are the producer's to retry.
-    // A job is due in one of two ways (pending and its time has come; processing and its
-    // lease ran out): one query each, walking jobs_due (status, next_attempt_at, id) in order
-    // and stopping after `max`, merged in that order. (One query with an OR gathered and
-    // sorted every due job at each claim: 74 ms per claim with a backlog of 23,000 jobs.)
+    std::vector<ClaimedJob> due;
+    if (Status s = DueJobs(c, now_text, max, &due); !s.ok()) return s;
+    for (ClaimedJob& job : due) {
+      if (!job.event.resource_id.empty()) {
+        bool heads = false;
+        if (Status s = StillHeadsResource(c, job, now_text, &heads); !s.ok()) return s;
+        if (!heads) continue;
+      }
+      out->push_back(std::move(job));
+    }
+    return LeaseJobs(c, *out, owner, now, lease);
+  }
+
+  // Due jobs that head their resource's queue (as this snapshot sees it), locked, skipping
+  // the ones another replica is locking right now, at most `max`, in due order. Sync jobs
+  // are the producer's to retry. A job is due in one of two ways (pending and its time has
+  // come; processing and its lease ran out): one query each, walking jobs_due (status,
+  // next_attempt_at, id) in order and stopping after `max`, merged in that order. (One
+  // query with an OR gathered and sorted every due job at each claim: 74 ms per claim with
+  // a backlog of 23,000 jobs.)
+  Status DueJobs(Conn& c, const std::string& now_text, int max, std::vector<ClaimedJob>* out) {
     std::vector<std::pair<std::string, ClaimedJob>> due;  // (next_attempt_at, job)
     for (const char* way : {"j.status = 'pending' AND j.next_attempt_at <= $1::timestamptz",
                             "j.status = 'processing' AND j.lease_until < $1::timestamptz"}) {
@@ -1169,35 +1199,38 @@ class PostgresInbox final : public Inbox {
       return std::tie(a.first, a.second.job_id) < std::tie(b.first, b.second.job_id);
     });
     if (due.size() > static_cast<size_t>(max)) due.resize(static_cast<size_t>(max));
-    for (auto& [at, job] : due) {
-      if (!job.event.resource_id.empty()) {
-        // Under the resource's claim lock, with a fresh snapshot: does it still head its
-        // resource, with no live lease on another job of it? (Another replica may have
-        // committed a claim, or `inbox retry` re-armed an earlier job, since our snapshot.)
-        HOOKBOX_EXEC(lock, c.Exec("SELECT pg_try_advisory_xact_lock(hashtextextended($1::text,"
-                                  " $2::bigint))",
-                                  Params()
-                                      .Add(ResourceKey(job.event.endpoint, job.event.resource_id))
-                                      .Add(kClaimSeed)));
-        if (!lock.Bool(0, 0)) continue;  // another claim of this resource is deciding now
-        HOOKBOX_EXEC(head, c.Exec("SELECT NOT EXISTS ("
-                                  " SELECT 1 FROM inbox i2 JOIN jobs j2 ON j2.inbox_id = i2.id"
-                                  " WHERE i2.endpoint = $1 AND i2.resource_id = $2"
-                                  " AND j2.id <> $3 AND j2.status IN ('pending', 'processing')"
-                                  " AND ((i2.id, j2.id) < ($4::bigint, $3::bigint)"
-                                  "      OR (j2.status = 'processing'"
-                                  "          AND j2.lease_until >= $5::timestamptz)))",
-                                  Params()
-                                      .Add(job.event.endpoint)
-                                      .Add(job.event.resource_id)
-                                      .Add(job.job_id)
-                                      .Add(job.inbox_id)
-                                      .Add(now_text)));
-        if (!head.Bool(0, 0)) continue;
-      }
-      out->push_back(std::move(job));
-    }
-    return LeaseJobs(c, *out, owner, now, lease);
+    for (auto& entry : due) out->push_back(std::move(entry.second));
+    return Status::Ok();
+  }
+
+  // Under the resource's claim lock, with a fresh snapshot: does the job still head its
+  // resource, with no live lease on another job of it? (Another replica may have committed a
+  // claim, or `inbox retry` re-armed an earlier job, since the claim's snapshot.) *heads is
+  // false too while another claim of this resource is deciding.
+  Status StillHeadsResource(Conn& c, const ClaimedJob& job, const std::string& now_text,
+                            bool* heads) {
+    HOOKBOX_EXEC(
+        lock,
+        c.Exec(
+            "SELECT pg_try_advisory_xact_lock(hashtextextended($1::text,"
+            " $2::bigint))",
+            Params().Add(ResourceKey(job.event.endpoint, job.event.resource_id)).Add(kClaimSeed)));
+    if (!lock.Bool(0, 0)) return Status::Ok();
+    HOOKBOX_EXEC(head, c.Exec("SELECT NOT EXISTS ("
+                              " SELECT 1 FROM inbox i2 JOIN jobs j2 ON j2.inbox_id = i2.id"
+                              " WHERE i2.endpoint = $1 AND i2.resource_id = $2"
+                              " AND j2.id <> $3 AND j2.status IN ('pending', 'processing')"
+                              " AND ((i2.id, j2.id) < ($4::bigint, $3::bigint)"
+                              "      OR (j2.status = 'processing'"
+                              "          AND j2.lease_until >= $5::timestamptz)))",
+                              Params()
+                                  .Add(job.event.endpoint)
+                                  .Add(job.event.resource_id)
+                                  .Add(job.job_id)
+                                  .Add(job.inbox_id)
+                                  .Add(now_text)));
+    *heads = head.Bool(0, 0);
+    return Status::Ok();
   }
 
   // One finish of a batch in a savepoint of its own: *result is its outcome, or its failure
