@@ -1150,6 +1150,8 @@ class PostgresInbox final : public Inbox {
     return SettleRow(c, inbox_id, now);
   }
 
+  // The claim transaction's body (see ClaimJobs): the due jobs, each with a resource checked
+  // again under its lock, then leased to `owner`.
   Status ClaimInto(Conn& c, const std::string& owner, int max, TimePoint now,
                    std::chrono::milliseconds lease, std::vector<ClaimedJob>* out) {
     const std::string now_text = FormatTime(now);
