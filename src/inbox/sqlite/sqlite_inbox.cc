@@ -364,100 +364,94 @@ Status RunSyncSql(Db& db, const Event& e, int64_t inbox_id, const std::string& n
   return SettleRow(db, inbox_id, now);
 }
 
-// The accept transaction's body, run inside the writer's SAVEPOINT for this event.
-Status AcceptInto(Db& db, const Event& e, AcceptResult* out) {
+// Sequence gate: lower than the last accepted sequence of the resource is *stale; equal is
+// not (second-resolution timestamps tie, and a redelivery after `inbox clear` must run).
+Status IsStale(Db& db, const Event& e, bool* stale) {
+  HOOKBOX_PREPARE(q, db,
+                  "SELECT last_sequence FROM sequences WHERE endpoint = ? AND resource_id = ?");
+  q.Bind(1, e.endpoint).Bind(2, e.resource_id);
   Status s;
-  const std::string now = FormatTime(e.received_at);
-  const bool gated = !e.resource_id.empty() && e.sequence_key.has_value();
+  if (q.Step(&s)) *stale = *e.sequence_key < q.Int(0);
+  return s;
+}
 
-  // Sequence gate: lower than the last accepted sequence of the resource is stale; equal is
-  // not (second-resolution timestamps tie, and a redelivery after `inbox clear` must run).
-  bool stale = false;
-  if (gated) {
-    HOOKBOX_PREPARE(q, db,
-                    "SELECT last_sequence FROM sequences WHERE endpoint = ? AND resource_id = ?");
-    q.Bind(1, e.endpoint).Bind(2, e.resource_id);
-    if (q.Step(&s)) stale = *e.sequence_key < q.Int(0);
-    if (!s.ok()) return s;
-  }
-  const char* status = stale ? "stale" : e.handlers.empty() ? "ignored" : "pending";
+// dedupe: [id, body]. A stored row with this id makes it that row's duplicate (counted by
+// the insert's path); else the first stored row with the same body does (*duplicate), and
+// nothing is inserted. The one writer runs accepts one after another (each sees the ones
+// before it in its group), so no other accept comes between this read and the insert.
+Status BodyDuplicate(Db& db, const Event& e, const std::string& now, AcceptResult* out,
+                     bool* duplicate) {
+  HOOKBOX_PREPARE(q, db,
+                  "SELECT event_id FROM inbox WHERE endpoint = ?1 AND body_sha256 = ?2"
+                  " AND NOT EXISTS (SELECT 1 FROM inbox WHERE endpoint = ?1 AND event_id = ?3)"
+                  " ORDER BY id LIMIT 1");
+  q.Bind(1, e.endpoint).Bind(2, e.body_sha256).Bind(3, e.event_id);
+  Status s;
+  std::optional<std::string> original;
+  if (q.Step(&s)) original = q.Text(0);
+  if (!s.ok() || !original) return s;
+  *duplicate = true;
+  out->verdict = Verdict::kDuplicate;
+  out->duplicate_of = *original;
+  HOOKBOX_PREPARE(up, db,
+                  "UPDATE inbox SET duplicates = duplicates + 1, last_duplicate_at = ?"
+                  " WHERE endpoint = ? AND event_id = ?");
+  up.Bind(1, now).Bind(2, e.endpoint).Bind(3, *original);
+  return up.Run();
+}
 
-  if (e.dedupe_body) {
-    // dedupe: [id, body]. A stored row with this id makes it that row's duplicate (below);
-    // else the first stored row with the same body does, and nothing is inserted. The one
-    // writer runs accepts one after another (each sees the ones before it in its group), so
-    // no other accept comes between this read and the insert.
-    HOOKBOX_PREPARE(q, db,
-                    "SELECT event_id FROM inbox WHERE endpoint = ?1 AND body_sha256 = ?2"
-                    " AND NOT EXISTS (SELECT 1 FROM inbox WHERE endpoint = ?1 AND event_id = ?3)"
-                    " ORDER BY id LIMIT 1");
-    q.Bind(1, e.endpoint).Bind(2, e.body_sha256).Bind(3, e.event_id);
-    std::optional<std::string> original;
-    if (q.Step(&s)) original = q.Text(0);
-    if (!s.ok()) return s;
-    if (original) {
-      out->verdict = Verdict::kDuplicate;
-      out->duplicate_of = *original;
-      HOOKBOX_PREPARE(up, db,
-                      "UPDATE inbox SET duplicates = duplicates + 1, last_duplicate_at = ?"
-                      " WHERE endpoint = ? AND event_id = ?");
-      up.Bind(1, now).Bind(2, e.endpoint).Bind(3, *original);
-      return up.Run();
-    }
-  }
+// The row, unless one with its id is stored (then db.Changes() is 0).
+Status InsertRow(Db& db, const Event& e, const char* status, const std::string& now) {
+  HOOKBOX_PREPARE(ins, db,
+                  "INSERT INTO inbox (endpoint, event_id, id_source, event_type, resource_id,"
+                  " sequence, sequence_key, body_sha256, headers, body, status, received_at)"
+                  " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+                  " ON CONFLICT (endpoint, event_id) DO NOTHING");
+  ins.Bind(1, e.endpoint).Bind(2, e.event_id).Bind(3, e.id_source).Bind(4, e.event_type);
+  ins.Bind(5, e.resource_id).Bind(6, e.sequence).Bind(7, e.sequence_key);
+  ins.Bind(8, e.body_sha256).Bind(9, e.headers_json).BindBlob(10, e.body);
+  ins.Bind(11, status).Bind(12, now);
+  return ins.Run();
+}
 
-  {
-    HOOKBOX_PREPARE(ins, db,
-                    "INSERT INTO inbox (endpoint, event_id, id_source, event_type, resource_id,"
-                    " sequence, sequence_key, body_sha256, headers, body, status, received_at)"
-                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
-                    " ON CONFLICT (endpoint, event_id) DO NOTHING");
-    ins.Bind(1, e.endpoint).Bind(2, e.event_id).Bind(3, e.id_source).Bind(4, e.event_type);
-    ins.Bind(5, e.resource_id).Bind(6, e.sequence).Bind(7, e.sequence_key);
-    ins.Bind(8, e.body_sha256).Bind(9, e.headers_json).BindBlob(10, e.body);
-    ins.Bind(11, status).Bind(12, now);
-    if (s = ins.Run(); !s.ok()) return s;
+// A duplicate: counted on the original row, unless strict_body refuses another body. The
+// gate is not consulted or advanced.
+Status CountDuplicate(Db& db, const Event& e, const std::string& now, AcceptResult* out) {
+  HOOKBOX_PREPARE(q, db, "SELECT body_sha256 FROM inbox WHERE endpoint = ? AND event_id = ?");
+  q.Bind(1, e.endpoint).Bind(2, e.event_id);
+  Status s;
+  std::string stored;
+  if (q.Step(&s)) stored = q.Text(0);
+  if (!s.ok()) return s;
+  out->verdict = Verdict::kDuplicate;
+  out->body_changed = stored != e.body_sha256;
+  if (out->body_changed && e.strict_body) {
+    return Status::Conflict("event id already stored with another body", e.event_id);
   }
+  HOOKBOX_PREPARE(up, db,
+                  "UPDATE inbox SET duplicates = duplicates + 1, last_duplicate_at = ?"
+                  " WHERE endpoint = ? AND event_id = ?");
+  up.Bind(1, now).Bind(2, e.endpoint).Bind(3, e.event_id);
+  return up.Run();
+}
 
-  if (db.Changes() == 0) {
-    // Duplicate: count it on the original row. The gate is not consulted or advanced.
-    HOOKBOX_PREPARE(q, db, "SELECT body_sha256 FROM inbox WHERE endpoint = ? AND event_id = ?");
-    q.Bind(1, e.endpoint).Bind(2, e.event_id);
-    std::string stored;
-    if (q.Step(&s)) stored = q.Text(0);
-    if (!s.ok()) return s;
-    out->verdict = Verdict::kDuplicate;
-    out->body_changed = stored != e.body_sha256;
-    if (out->body_changed && e.strict_body) {
-      return Status::Conflict("event id already stored with another body", e.event_id);
-    }
-    HOOKBOX_PREPARE(up, db,
-                    "UPDATE inbox SET duplicates = duplicates + 1, last_duplicate_at = ?"
-                    " WHERE endpoint = ? AND event_id = ?");
-    up.Bind(1, now).Bind(2, e.endpoint).Bind(3, e.event_id);
-    return up.Run();
-  }
+Status AdvanceSequence(Db& db, const Event& e, const std::string& now) {
+  HOOKBOX_PREPARE(up, db,
+                  "INSERT INTO sequences (endpoint, resource_id, last_sequence, last_event_id,"
+                  " updated_at) VALUES (?,?,?,?,?) ON CONFLICT (endpoint, resource_id) DO UPDATE"
+                  " SET last_sequence = excluded.last_sequence,"
+                  " last_event_id = excluded.last_event_id, updated_at = excluded.updated_at");
+  up.Bind(1, e.endpoint).Bind(2, e.resource_id).Bind(3, *e.sequence_key);
+  up.Bind(4, e.event_id).Bind(5, now);
+  return up.Run();
+}
 
-  const int64_t inbox_id = db.LastInsertId();
-  if (stale) {
-    out->verdict = Verdict::kStale;
-    return Status::Ok();
-  }
-  if (gated) {
-    HOOKBOX_PREPARE(up, db,
-                    "INSERT INTO sequences (endpoint, resource_id, last_sequence, last_event_id,"
-                    " updated_at) VALUES (?,?,?,?,?) ON CONFLICT (endpoint, resource_id) DO UPDATE"
-                    " SET last_sequence = excluded.last_sequence,"
-                    " last_event_id = excluded.last_event_id, updated_at = excluded.updated_at");
-    up.Bind(1, e.endpoint).Bind(2, e.resource_id).Bind(3, *e.sequence_key);
-    up.Bind(4, e.event_id).Bind(5, now);
-    if (s = up.Run(); !s.ok()) return s;
-  }
-  if (e.handlers.empty()) {
-    out->verdict = Verdict::kIgnored;
-    return Status::Ok();
-  }
+// The accepted row's jobs, in handler order; on a sync endpoint, its sql handlers' work and
+// the claim of the rest for the request.
+Status AddJobs(Db& db, const Event& e, int64_t inbox_id, const std::string& now,
+               AcceptResult* out) {
   const bool sync = !e.sync_owner.empty();
+  Status s;
   {
     HOOKBOX_PREPARE(job, db,
                     "INSERT INTO jobs (inbox_id, handler, status, next_attempt_at, sync)"
@@ -480,6 +474,38 @@ Status AcceptInto(Db& db, const Event& e, AcceptResult* out) {
   }
   out->claimed = std::move(claim.jobs);
   return Status::Ok();
+}
+
+// The accept transaction's body, run inside the writer's SAVEPOINT for this event.
+Status AcceptInto(Db& db, const Event& e, AcceptResult* out) {
+  Status s;
+  const std::string now = FormatTime(e.received_at);
+  const bool gated = !e.resource_id.empty() && e.sequence_key.has_value();
+  bool stale = false;
+  if (gated) {
+    if (s = IsStale(db, e, &stale); !s.ok()) return s;
+  }
+  if (e.dedupe_body) {
+    bool duplicate = false;
+    if (s = BodyDuplicate(db, e, now, out, &duplicate); !s.ok() || duplicate) return s;
+  }
+  const char* status = stale ? "stale" : e.handlers.empty() ? "ignored" : "pending";
+  if (s = InsertRow(db, e, status, now); !s.ok()) return s;
+  if (db.Changes() == 0) return CountDuplicate(db, e, now, out);
+
+  const int64_t inbox_id = db.LastInsertId();
+  if (stale) {
+    out->verdict = Verdict::kStale;
+    return Status::Ok();
+  }
+  if (gated) {
+    if (s = AdvanceSequence(db, e, now); !s.ok()) return s;
+  }
+  if (e.handlers.empty()) {
+    out->verdict = Verdict::kIgnored;
+    return Status::Ok();
+  }
+  return AddJobs(db, e, inbox_id, now, out);
 }
 
 InboxRow ReadRow(sqlite::Stmt& q) {
