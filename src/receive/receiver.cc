@@ -236,14 +236,15 @@ std::string StoredHeadersJson(const Headers& headers) {
   return out;
 }
 
-Answer Receiver::Receive(const Delivery& d) const {
-  const auto started = std::chrono::steady_clock::now();
-  const std::shared_ptr<const ReceiverSetup> setup = setup_.load();
-  const Config* config = setup->config.get();
-  json log = {{"msg", "delivery"}, {"remote", d.remote}, {"path", d.path}};
-  std::string endpoint_label;  // "" until routed: unknown paths must not add label values
-  bool stored = false;         // the inbox answered with a verdict
-  auto finish = [&](Answer answer, const char* outcome) {
+namespace {
+
+// What is logged and counted of one delivery, whatever its answer: Finish writes the
+// delivery's log line and counts it once.
+struct DeliveryRecord {
+  explicit DeliveryRecord(const Delivery& d)
+      : log{{"msg", "delivery"}, {"remote", d.remote}, {"path", d.path}} {}
+
+  Answer Finish(Answer answer, const char* outcome) {
     // A sync endpoint's verdict with an error answer: its handler failed or was busy.
     const char* counted = !stored || answer.status < 400 ? outcome
                           : answer.status == 409         ? "sync_busy"
@@ -261,95 +262,128 @@ Answer Receiver::Receive(const Delivery& d) const {
     else
       LogInfo(log);
     return answer;
-  };
+  }
+
+  const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  json log;
+  std::string endpoint_label;  // "" until routed: unknown paths must not add label values
+  bool stored = false;         // the inbox answered with a verdict
+};
+
+// The event the inbox stores for an identified delivery; on a sync endpoint, with the
+// request's claim and its sql handlers' work.
+Event EventFor(const ReceiverSetup& setup, const Endpoint& ep, const Delivery& d, Identity& id,
+               TimePoint now) {
+  Event e;
+  e.endpoint = ep.name;
+  e.event_id = id.event_id;
+  e.id_source = std::move(id.id_source);
+  e.event_type = id.event_type;
+  e.resource_id = std::move(id.resource_id);
+  e.sequence = std::move(id.sequence);
+  e.sequence_key = id.sequence_key;
+  e.body_sha256 = std::move(id.body_sha256);
+  e.headers_json = StoredHeadersJson(d.headers);
+  e.body = d.body;
+  e.handlers = MatchHandlers(ep, e.event_type);
+  e.strict_body = ep.strict_body;
+  e.dedupe_body = ep.dedupe_body;
+  e.received_at = now;
+  if (ep.mode == Mode::kSync) {
+    e.sync_owner = RequestOwner(d);
+    e.sync_lease = SyncLease(*setup.handlers);
+    for (const std::string& name : e.handlers) {
+      const Handler* h = setup.handlers->Find(ep.name, name);
+      if (h && h->sql()) e.sync_sql.emplace_back(name, h->sql());
+    }
+  }
+  return e;
+}
+
+}  // namespace
+
+Answer Receiver::Receive(const Delivery& d) const {
+  DeliveryRecord record(d);
+  const std::shared_ptr<const ReceiverSetup> setup = setup_.load();
+  const Config* config = setup->config.get();
 
   // 1. route
   const Endpoint* ep = config->FindByPath(d.path);
-  if (auto refused = RouteRefusal(ep, d)) return finish(std::move(refused->first), refused->second);
-  log["endpoint"] = ep->name;
-  endpoint_label = ep->name;
+  if (auto refused = RouteRefusal(ep, d)) {
+    return record.Finish(std::move(refused->first), refused->second);
+  }
+  record.log["endpoint"] = ep->name;
+  record.endpoint_label = ep->name;
   if (d.body.size() > config->limits.max_body) {
-    return finish(Error(413, "body larger than limits.max_body"), "too_large");
+    return record.Finish(Error(413, "body larger than limits.max_body"), "too_large");
   }
 
   // 2. verify: before anything reads the body or the inbox.
   if (Status s = Verify(*ep, d.headers, d.body, clock_.Now()); !s.ok()) {
-    log["reason"] = s.what();
+    record.log["reason"] = s.what();
     Metrics().signature_failures.With({ep->name, FailureReason(s.what())}).Inc();
-    return finish(Error(401, s.what()), "unauthenticated");
+    return record.Finish(Error(401, s.what()), "unauthenticated");
   }
 
   // Slack proves an endpoint with a one-off challenge that is not an event.
   if (ep->provider == Provider::kSlack &&
       BodyField(d.body, "/type").value_or("") == "url_verification") {
     json answer = {{"challenge", BodyField(d.body, "/challenge").value_or("")}};
-    return finish(Answer{200, Dump(answer), {}}, "challenge");
+    return record.Finish(Answer{200, Dump(answer), {}}, "challenge");
   }
 
   // 3. identify
   StatusOr<Identity> id = Identify(*ep, d.headers, d.body);
-  if (!id.ok())
-    return finish(Error(HttpStatusFor(id.status()), id.status().what()), "bad_identity");
-  log["event_id"] = id->event_id;
-  if (!id->event_type.empty()) log["event_type"] = id->event_type;
+  if (!id.ok()) {
+    return record.Finish(Error(HttpStatusFor(id.status()), id.status().what()), "bad_identity");
+  }
+  record.log["event_id"] = id->event_id;
+  if (!id->event_type.empty()) record.log["event_type"] = id->event_type;
   if (!id->resource_id.empty() && !id->sequence.empty() && !id->sequence_key) {
-    log["warning"] = "sequence is neither an integer nor an RFC 3339 time: not ordered";
+    record.log["warning"] = "sequence is neither an integer nor an RFC 3339 time: not ordered";
   }
 
   // 4. accept
-  Event e;
-  e.endpoint = ep->name;
-  e.event_id = id->event_id;
-  e.id_source = std::move(id->id_source);
-  e.event_type = id->event_type;
-  e.resource_id = std::move(id->resource_id);
-  e.sequence = std::move(id->sequence);
-  e.sequence_key = id->sequence_key;
-  e.body_sha256 = std::move(id->body_sha256);
-  e.headers_json = StoredHeadersJson(d.headers);
-  e.body = d.body;
-  e.handlers = MatchHandlers(*ep, e.event_type);
-  e.strict_body = ep->strict_body;
-  e.dedupe_body = ep->dedupe_body;
-  e.received_at = clock_.Now();
-  const bool sync = ep->mode == Mode::kSync;
-  if (sync) {
-    e.sync_owner = RequestOwner(d);
-    e.sync_lease = SyncLease(*setup->handlers);
-    for (const std::string& name : e.handlers) {
-      const Handler* h = setup->handlers->Find(ep->name, name);
-      if (h && h->sql()) e.sync_sql.emplace_back(name, h->sql());
-    }
-  }
+  const Event e = EventFor(*setup, *ep, d, *id, clock_.Now());
   StatusOr<AcceptResult> result = inbox_.Accept(e);
   Metrics()
       .accept_latency.With({ep->name})
-      .Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+      .Observe(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - record.started).count());
   if (!result.ok()) {
     const Status& s = result.status();
-    if (s.code() == Status::Code::kConflict)
-      log["body_changed"] = true;
+    const bool conflict = s.code() == Status::Code::kConflict;
+    if (conflict)
+      record.log["body_changed"] = true;
     else
-      log["error"] = s.ToString();
-    return finish(Error(HttpStatusFor(s), s.what()),
-                  s.code() == Status::Code::kConflict ? "body_conflict" : "storage_error");
+      record.log["error"] = s.ToString();
+    return record.Finish(Error(HttpStatusFor(s), s.what()),
+                         conflict ? "body_conflict" : "storage_error");
   }
 
   // 5. answer
-  stored = true;
-  const char* verdict = VerdictName(result->verdict);
-  if (result->body_changed) log["body_changed"] = true;
+  record.stored = true;
+  if (result->body_changed) record.log["body_changed"] = true;
+  if (!result->duplicate_of.empty()) record.log["duplicate_of"] = result->duplicate_of;
+  return record.Finish(AnswerFor(*setup, *ep, e, *result), VerdictName(result->verdict));
+}
+
+// The answer to a stored delivery: its verdict; on a sync endpoint, once its handlers ran
+// (or, for a duplicate, once the first delivery's did).
+Answer Receiver::AnswerFor(const ReceiverSetup& setup, const Endpoint& ep, const Event& e,
+                           const AcceptResult& result) const {
+  const char* verdict = VerdictName(result.verdict);
   // A duplicate by body (dedupe: [id, body]) is the stored event's: its id is the answer's.
-  const std::string& event_id = result->duplicate_of.empty() ? id->event_id : result->duplicate_of;
-  if (!result->duplicate_of.empty()) log["duplicate_of"] = result->duplicate_of;
-  if (sync && result->verdict == Verdict::kAccepted) {
-    return finish(RunSync(*setup, result->claimed, verdict, event_id), verdict);
+  const std::string& event_id = result.duplicate_of.empty() ? e.event_id : result.duplicate_of;
+  const bool sync = ep.mode == Mode::kSync;
+  if (sync && result.verdict == Verdict::kAccepted) {
+    return RunSync(setup, result.claimed, verdict, event_id);
   }
-  if (sync && result->verdict == Verdict::kDuplicate) {
-    return finish(TakeOver(*setup, *ep, event_id, e.sync_owner), verdict);
+  if (sync && result.verdict == Verdict::kDuplicate) {
+    return TakeOver(setup, ep, event_id, e.sync_owner);
   }
-  if (result->verdict == Verdict::kAccepted && on_jobs_) on_jobs_();
-  return finish(Ok(verdict, event_id), verdict);
+  if (result.verdict == Verdict::kAccepted && on_jobs_) on_jobs_();
+  return Ok(verdict, event_id);
 }
 
 }  // namespace hookbox

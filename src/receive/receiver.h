@@ -21,11 +21,11 @@
 #include <memory>
 #include <optional>
 
+#include "base/delivery.h"
 #include "config/config.h"
 #include "handlers/handler.h"
 #include "inbox/inbox.h"
 #include "ops/clock.h"
-#include "receive/delivery.h"
 
 namespace hookbox {
 
@@ -53,6 +53,9 @@ class Receiver final {
   std::shared_ptr<const ReceiverSetup> setup() const { return setup_.load(); }
 
  private:
+  // The answer to a stored delivery (Receive's last step).
+  Answer AnswerFor(const ReceiverSetup& setup, const Endpoint& endpoint, const Event& event,
+                   const AcceptResult& result) const;
   // mode: sync: runs claimed jobs in this request; 200 `status` when all succeeded.
   Answer RunSync(const ReceiverSetup& setup, const std::vector<ClaimedJob>& jobs,
                  const char* status, const std::string& event_id) const;
