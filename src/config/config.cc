@@ -168,6 +168,13 @@ class Loader final {
   void ReadLimits(const YAML::Node& node, const std::string& where, Limits& limits);
   void ReadRetention(const YAML::Node& node, const std::string& where, Retention& retention);
   void ReadEndpoint(const YAML::Node& node, const std::string& where, Endpoint& endpoint);
+  void ReadPath(const YAML::Node& node, const std::string& where, Endpoint& endpoint);
+  // What ReadEndpoint read of the verification keys, which depend on one another.
+  struct VerifyKeys {
+    bool has_provider = false, verify_none = false;
+    std::optional<YAML::Node> secrets, hmac;
+  };
+  void CheckVerification(const VerifyKeys& keys, const std::string& where, Endpoint& endpoint);
   void ReadSecrets(const YAML::Node& node, const std::string& where, Endpoint& endpoint);
   void ReadHmac(const YAML::Node& node, const std::string& where, HmacScheme& hmac);
   void ReadDedupe(const YAML::Node& node, const std::string& where, Endpoint& endpoint);
@@ -466,28 +473,15 @@ void Loader::ReadRetention(const YAML::Node& node, const std::string& where, Ret
 
 void Loader::ReadEndpoint(const YAML::Node& node, const std::string& where, Endpoint& endpoint) {
   // secrets and hmac depend on the provider, which may come later in the mapping.
-  std::optional<YAML::Node> secrets, hmac;
-  bool has_provider = false, verify_none = false;
+  VerifyKeys keys;
   bool is_map = ReadMapping(
       node, where,
       {
           {"name", [&](auto& n, auto& w) { Set(endpoint.name, Name(n, w)); }},
-          {"path",
-           [&](auto& n, auto& w) {
-             auto path = NonEmptyText(n, w);
-             if (!path) return;
-             if (!path->starts_with('/')) {
-               Error(w, Quote(*path) + " must start with \"/\"");
-             } else if (path->find_first_of("?#") != std::string::npos) {
-               Error(w, Quote(*path) + " must not contain \"?\" or \"#\"");
-             } else if (path->find_first_of(" \t\r\n") != std::string::npos) {
-               Error(w, Quote(*path) + " must not contain spaces");
-             }
-             endpoint.path = *path;
-           }},
+          {"path", [&](auto& n, auto& w) { ReadPath(n, w, endpoint); }},
           {"provider",
            [&](auto& n, auto& w) {
-             has_provider = true;
+             keys.has_provider = true;
              Set(endpoint.provider, OneOf<Provider>(n, w, kProviders));
            }},
           {"verify",
@@ -496,11 +490,11 @@ void Loader::ReadEndpoint(const YAML::Node& node, const std::string& where, Endp
              if (text && *text != "none") {
                Error(w, Quote(*text) + " is not allowed; the only value is none");
              }
-             verify_none = true;
+             keys.verify_none = true;
            }},
-          {"secrets", [&](auto& n, auto&) { secrets = n; }},
+          {"secrets", [&](auto& n, auto&) { keys.secrets = n; }},
           {"tolerance", [&](auto& n, auto& w) { Set(endpoint.tolerance, DurationValue(n, w)); }},
-          {"hmac", [&](auto& n, auto&) { hmac = n; }},
+          {"hmac", [&](auto& n, auto&) { keys.hmac = n; }},
           {"event_id", [&](auto& n, auto& w) { Set(endpoint.event_id, Source(n, w)); }},
           {"event_type", [&](auto& n, auto& w) { Set(endpoint.event_type, Source(n, w)); }},
           {"resource", [&](auto& n, auto& w) { Set(endpoint.resource, Source(n, w)); }},
@@ -514,33 +508,50 @@ void Loader::ReadEndpoint(const YAML::Node& node, const std::string& where, Endp
       });
   if (!is_map) return;
   Require(node, where, {"name", "path"});
+  CheckVerification(keys, where, endpoint);
+  if (!node["resource"] != !node["sequence"]) {
+    Error(where, "resource and sequence go together: ordering needs both");
+  }
+}
 
-  // Verification: a provider with its secrets, or an explicit `verify: none`.
-  if (has_provider && verify_none) {
+void Loader::ReadPath(const YAML::Node& node, const std::string& where, Endpoint& endpoint) {
+  auto path = NonEmptyText(node, where);
+  if (!path) return;
+  if (!path->starts_with('/')) {
+    Error(where, Quote(*path) + " must start with \"/\"");
+  } else if (path->find_first_of("?#") != std::string::npos) {
+    Error(where, Quote(*path) + " must not contain \"?\" or \"#\"");
+  } else if (path->find_first_of(" \t\r\n") != std::string::npos) {
+    Error(where, Quote(*path) + " must not contain spaces");
+  }
+  endpoint.path = *path;
+}
+
+// Verification: a provider with its secrets (and, for hmac, its scheme), or an explicit
+// `verify: none`.
+void Loader::CheckVerification(const VerifyKeys& keys, const std::string& where,
+                               Endpoint& endpoint) {
+  if (keys.has_provider && keys.verify_none) {
     Error(where, "provider and verify: none exclude each other; set one");
-  } else if (!has_provider && !verify_none) {
+  } else if (!keys.has_provider && !keys.verify_none) {
     Error(where, "no provider; set one, or verify: none to accept unsigned deliveries");
   }
-  if (verify_none && secrets) {
+  if (keys.verify_none && keys.secrets) {
     Error(Key(where, "secrets"), "not allowed with verify: none");
-  } else if (has_provider && !secrets) {
+  } else if (keys.has_provider && !keys.secrets) {
     Error(where, "secrets is required with a provider (at least one)");
-  } else if (secrets) {
-    ReadSecrets(*secrets, Key(where, "secrets"), endpoint);
+  } else if (keys.secrets) {
+    ReadSecrets(*keys.secrets, Key(where, "secrets"), endpoint);
   }
   // An unknown provider was reported already; do not pile consequences on top of it.
-  bool provider_known = !has_provider || endpoint.provider != Provider::kNone;
+  bool provider_known = !keys.has_provider || endpoint.provider != Provider::kNone;
   bool is_hmac = endpoint.provider == Provider::kHmac;
-  if (hmac && is_hmac) {
-    ReadHmac(*hmac, Key(where, "hmac"), endpoint.hmac);
-  } else if (hmac && provider_known) {
+  if (keys.hmac && is_hmac) {
+    ReadHmac(*keys.hmac, Key(where, "hmac"), endpoint.hmac);
+  } else if (keys.hmac && provider_known) {
     Error(Key(where, "hmac"), "only allowed with provider hmac");
   } else if (is_hmac) {
     Error(where, "hmac is required with provider hmac (header, algorithm, encoding, prefix)");
-  }
-
-  if (!node["resource"] != !node["sequence"]) {
-    Error(where, "resource and sequence go together: ordering needs both");
   }
 }
 
