@@ -1,11 +1,12 @@
-// A delivery as the pipeline sees it, and the answer it gets: plain data, filled and sent by
-// the HTTP layer (src/http/), so the pipeline can be driven in-process by tests and fuzzers.
+// A delivery as the pipeline sees it, and the answer it gets: plain data that the HTTP layer
+// (src/http/) fills and sends and the pipeline (src/receive/) takes and returns. They live in
+// base/ so that neither layer includes the other, and so that tests and fuzzers can drive the
+// pipeline in-process.
 #pragma once
 
 #include <string>
 
 #include "base/headers.h"
-#include "ops/clock.h"
 
 namespace hookbox {
 

@@ -1,6 +1,6 @@
 // The HTTP listener of the webhook and admin ports: sockets, connections and answers. Every
 // request byte goes through one parser (http/request_parser.h, Boost.Beast's); the rest of
-// hookbox sees plain Delivery / Answer structs.
+// hookbox sees plain Delivery / Answer structs (base/delivery.h).
 //
 // Threads: `threads` threads share one epoll set. A thread that is woken for a connection
 // reads what has arrived, parses it and, once a request is whole, runs the handler and
@@ -22,8 +22,8 @@
 #include <optional>
 #include <string>
 
+#include "base/delivery.h"
 #include "base/status.h"
-#include "receive/delivery.h"
 
 namespace hookbox {
 
