@@ -264,6 +264,24 @@ struct DeliveryRecord {
     return answer;
   }
 
+  void LogIdentity(const Identity& id) {
+    log["event_id"] = id.event_id;
+    if (!id.event_type.empty()) log["event_type"] = id.event_type;
+    if (!id.resource_id.empty() && !id.sequence.empty() && !id.sequence_key) {
+      log["warning"] = "sequence is neither an integer nor an RFC 3339 time: not ordered";
+    }
+  }
+
+  // The inbox refused the event: another body under a stored id (strict_body), or storage.
+  Answer Refused(const Status& s) {
+    const bool conflict = s.code() == Status::Code::kConflict;
+    if (conflict)
+      log["body_changed"] = true;
+    else
+      log["error"] = s.ToString();
+    return Finish(Error(HttpStatusFor(s), s.what()), conflict ? "body_conflict" : "storage_error");
+  }
+
   const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   json log;
   std::string endpoint_label;  // "" until routed: unknown paths must not add label values
@@ -337,11 +355,7 @@ Answer Receiver::Receive(const Delivery& d) const {
   if (!id.ok()) {
     return record.Finish(Error(HttpStatusFor(id.status()), id.status().what()), "bad_identity");
   }
-  record.log["event_id"] = id->event_id;
-  if (!id->event_type.empty()) record.log["event_type"] = id->event_type;
-  if (!id->resource_id.empty() && !id->sequence.empty() && !id->sequence_key) {
-    record.log["warning"] = "sequence is neither an integer nor an RFC 3339 time: not ordered";
-  }
+  record.LogIdentity(*id);
 
   // 4. accept
   const Event e = EventFor(*setup, *ep, d, *id, clock_.Now());
@@ -350,16 +364,7 @@ Answer Receiver::Receive(const Delivery& d) const {
       .accept_latency.With({ep->name})
       .Observe(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - record.started).count());
-  if (!result.ok()) {
-    const Status& s = result.status();
-    const bool conflict = s.code() == Status::Code::kConflict;
-    if (conflict)
-      record.log["body_changed"] = true;
-    else
-      record.log["error"] = s.ToString();
-    return record.Finish(Error(HttpStatusFor(s), s.what()),
-                         conflict ? "body_conflict" : "storage_error");
-  }
+  if (!result.ok()) return record.Refused(result.status());
 
   // 5. answer
   record.stored = true;
