@@ -7,6 +7,9 @@
 // validates its YAML once, at load (handlers/registry.cc), so nothing is re-parsed per event.
 // The kinds are listed once, in config/handler_kinds.h: a kind is its folder plus a row there.
 //
+// The event a handler gets (HandlerEvent), its Outcome and the `sql` kind's SqlWork are in
+// base/job.h, which the inbox shares.
+//
 // Thread-safety: Run() is called from several worker threads at once, for different events;
 // a handler holds no per-event state.
 #pragma once
@@ -22,41 +25,11 @@
 #include <string>
 #include <vector>
 
+#include "base/job.h"
 #include "base/status.h"
 #include "config/config.h"
 
 namespace hookbox {
-
-// The stored event, as every handler kind sees it.
-struct HandlerEvent {
-  std::string endpoint;
-  std::string event_id;
-  std::string event_type;
-  std::string resource_id;
-  std::string sequence;
-  std::string body;
-  std::string headers_json;  // the stored request headers (credentials left out)
-  std::string received_at;   // RFC 3339, as stored
-  int attempt = 1;           // 1 for the first try
-  // "<endpoint>:<event_id>": the same on every attempt, for downstream dedupe.
-  std::string IdempotencyKey() const { return endpoint + ":" + event_id; }
-};
-
-enum class Outcome { kOk, kFailed, kTimeout, kPermanent };
-// As the attempts table spells it.
-inline const char* OutcomeName(Outcome o) {
-  switch (o) {
-    case Outcome::kOk:
-      return "ok";
-    case Outcome::kFailed:
-      return "failed";
-    case Outcome::kTimeout:
-      return "timeout";
-    case Outcome::kPermanent:
-      return "permanent";
-  }
-  return "?";
-}
 
 struct HandlerResult {
   Outcome outcome = Outcome::kOk;
@@ -70,13 +43,6 @@ struct HandlerResult {
   // without spending the job's attempt budget (work/backoff.h) and counts it in
   // hookbox_handler_infra_failures_total.
   bool infrastructure = false;
-};
-
-// SQL to run inside the inbox's own transaction (the `sql` kind). Named parameters:
-// :event_id :endpoint :type :resource :sequence :body :received_at.
-struct SqlWork {
-  std::vector<std::string> setup;       // once at start (CREATE TABLE IF NOT EXISTS ...)
-  std::vector<std::string> statements;  // per event, in the transaction that marks it done
 };
 
 class Handler {

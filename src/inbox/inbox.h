@@ -1,6 +1,8 @@
 // The durable inbox: the one interface through which hookbox reaches storage. Backends
-// (sqlite/, postgres/) implement it; nothing else runs SQL. The inbox knows no HTTP
-// and no provider: it stores Events and answers with Verdicts.
+// (sqlite/, postgres/) implement it; nothing else runs SQL. The inbox knows no HTTP,
+// no provider, no config and no handler: it stores Events and answers with Verdicts, and
+// shares with the handlers only the plain types of base/job.h (the event a job runs on, its
+// Outcome, a `sql` handler's SqlWork).
 //
 // Contract of Accept(): one transaction that either stores everything for the event (the
 // inbox row, the sequence gate's advance, one job per handler) or nothing. When it returns
@@ -17,8 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "base/job.h"
 #include "base/status.h"
-#include "handlers/handler.h"
 #include "ops/clock.h"
 
 namespace hookbox {

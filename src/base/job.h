@@ -1,0 +1,51 @@
+// What the inbox and the handlers both speak of, so that neither includes the other: the
+// stored event a job runs on (HandlerEvent), how an attempt ended (Outcome), and the `sql`
+// kind's statements (SqlWork), which run inside the inbox's own transaction. Plain data;
+// the handler interface itself is in handlers/handler.h, the storage contract in
+// inbox/inbox.h.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace hookbox {
+
+// The stored event, as every handler kind sees it.
+struct HandlerEvent {
+  std::string endpoint;
+  std::string event_id;
+  std::string event_type;
+  std::string resource_id;
+  std::string sequence;
+  std::string body;
+  std::string headers_json;  // the stored request headers (credentials left out)
+  std::string received_at;   // RFC 3339, as stored
+  int attempt = 1;           // 1 for the first try
+  // "<endpoint>:<event_id>": the same on every attempt, for downstream dedupe.
+  std::string IdempotencyKey() const { return endpoint + ":" + event_id; }
+};
+
+enum class Outcome { kOk, kFailed, kTimeout, kPermanent };
+// As the attempts table spells it.
+inline const char* OutcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::kOk:
+      return "ok";
+    case Outcome::kFailed:
+      return "failed";
+    case Outcome::kTimeout:
+      return "timeout";
+    case Outcome::kPermanent:
+      return "permanent";
+  }
+  return "?";
+}
+
+// SQL to run inside the inbox's own transaction (the `sql` kind). Named parameters:
+// :event_id :endpoint :type :resource :sequence :body :received_at.
+struct SqlWork {
+  std::vector<std::string> setup;       // once at start (CREATE TABLE IF NOT EXISTS ...)
+  std::vector<std::string> statements;  // per event, in the transaction that marks it done
+};
+
+}  // namespace hookbox
