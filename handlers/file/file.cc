@@ -19,7 +19,7 @@
 #include <filesystem>
 #include <set>
 
-#include "verify/crypto.h"
+#include "base/crypto.h"
 
 namespace hookbox {
 namespace {

@@ -2,9 +2,10 @@
 // cpp-httplib), and the mapping of the answer onto an outcome: 2xx ok; 408, 429, 5xx and
 // every transport failure retry (honouring Retry-After, at most an hour); any other status,
 // redirects included (they are not followed), is permanent: asking again will not change it.
-// Re-signing reuses verify's Standard Webhooks Sign(), so what the downstream checks is
-// exactly what hookbox itself verifies. The signing secret and configured header values
-// (often credentials) never reach a detail or a log.
+// Re-signing reuses verify's Standard Webhooks Sign() (verify/sign.h, the one header of
+// verify/ this file includes), so what the downstream checks is exactly what hookbox itself
+// verifies. The signing secret and configured header values (often credentials) never reach
+// a detail or a log.
 #include "handlers/http/http.h"
 
 #include <netinet/in.h>
@@ -22,7 +23,7 @@
 #include "config/config.h"
 #include "config/secrets.h"
 #include "http/client.h"
-#include "verify/verify.h"
+#include "verify/sign.h"
 
 namespace hookbox {
 namespace {

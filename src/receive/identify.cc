@@ -5,8 +5,8 @@
 
 #include <charconv>
 
+#include "base/crypto.h"
 #include "ops/clock.h"
-#include "verify/crypto.h"
 #include "verify/verify.h"
 
 namespace hookbox {

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "verify/crypto.h"
+#include "base/crypto.h"
 #include "verify/verify.h"
 
 namespace hookbox::verify_internal {

@@ -8,7 +8,7 @@
 #include <charconv>
 #include <utility>
 
-#include "verify/crypto.h"
+#include "base/crypto.h"
 #include "verify/providers.h"
 
 namespace hookbox {

@@ -1,9 +1,10 @@
 // Signature verification: proves a delivery came from the producer before anything else
 // looks at it. One file per provider (stripe.cc, github.cc, ...), all over the raw body
-// bytes, all comparing MACs in constant time (crypto.h). Verification knows no storage and
-// no network: it sees headers, body bytes, the endpoint's secrets and the time.
+// bytes, all comparing MACs in constant time (base/crypto.h). Verification knows no storage
+// and no network: it sees headers, body bytes, the endpoint's secrets and the time.
 //
-// Sign() is the producer's side of the same scheme, for `hookbox send` and for tests.
+// Sign() is the producer's side of the same scheme, for `hookbox send`, the `http` handler
+// and tests; it is declared in verify/sign.h (included here), which signers include alone.
 // Thread-safe: everything here is a pure function of its arguments.
 #pragma once
 
@@ -14,10 +15,9 @@
 #include "base/headers.h"
 #include "base/status.h"
 #include "config/config.h"
+#include "verify/sign.h"
 
 namespace hookbox {
-
-using TimePoint = std::chrono::system_clock::time_point;
 
 // Why a delivery failed verification. Short, stable strings: they label metrics and are the
 // only detail a remote client is told (never the expected MAC).
@@ -32,14 +32,6 @@ inline constexpr const char* kTimestamp = "timestamp outside tolerance";
 // Status::Unauthenticated(reason::..., endpoint.name). provider kNone always passes.
 Status Verify(const Endpoint& endpoint, const Headers& headers, std::string_view body,
               TimePoint now);
-
-// The headers the endpoint's producer would send with `body`, signed with `secret` at `now`.
-// `event_id` fills id headers where the scheme signs them (standard: webhook-id) or sends
-// them (github: X-GitHub-Delivery, shopify: X-Shopify-Event-Id, gitlab: Idempotency-Key);
-// `event_type` likewise for header-borne types (X-GitHub-Event, X-Shopify-Topic,
-// X-Gitlab-Event). Empty strings leave those headers out.
-Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view body, TimePoint now,
-             std::string_view event_id = {}, std::string_view event_type = {});
 
 // Standard Webhooks: the one header family ("webhook-" or "svix-") a delivery's id,
 // timestamp and signature are read from. The signature header picks it: webhook-signature

@@ -13,9 +13,9 @@
 #include <mutex>
 #include <thread>
 
+#include "base/crypto.h"
 #include "http/client.h"
 #include "tests/handlers/testing.h"
-#include "verify/crypto.h"
 #include "verify/verify.h"
 
 namespace hookbox {

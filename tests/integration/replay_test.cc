@@ -5,8 +5,8 @@
 // (daemon.h).
 #include <catch2/catch.hpp>
 
+#include "base/crypto.h"
 #include "daemon.h"
-#include "verify/crypto.h"
 #include "verify/verify.h"
 
 using hookbox::testing::Daemon;

@@ -4,9 +4,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "base/crypto.h"
 #include "ops/clock.h"
 #include "receive/receiver.h"
-#include "verify/crypto.h"
 
 using namespace hookbox;
 

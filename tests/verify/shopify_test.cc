@@ -1,8 +1,8 @@
 // Tests for shopify.cc.
 #include <catch2/catch.hpp>
 
+#include "base/crypto.h"
 #include "tests/verify/testing.h"
-#include "verify/crypto.h"
 #include "verify/verify.h"
 
 namespace hookbox {

@@ -1,9 +1,9 @@
 // Tests for standard.cc (Standard Webhooks and Svix).
 #include <catch2/catch.hpp>
 
+#include "base/crypto.h"
 #include "config/secrets.h"
 #include "tests/verify/testing.h"
-#include "verify/crypto.h"
 #include "verify/verify.h"
 
 namespace hookbox {

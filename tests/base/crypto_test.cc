@@ -1,5 +1,5 @@
-// Tests for crypto.cc: known digests and MACs, the strict codecs, constant-time equality.
-#include "verify/crypto.h"
+// Tests for base/crypto.cc: known digests and MACs, the strict codecs, constant-time equality.
+#include "base/crypto.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,8 @@
-// The shared cryptographic pieces of verification, all on OpenSSL: HMAC, SHA-256, hex and
-// base64, and the constant-time comparison every provider uses. Thread-safe.
+// General-purpose cryptographic pieces, all on OpenSSL: HMAC, SHA-256, hex and base64, and
+// a constant-time comparison. Nothing here knows a provider: verification (src/verify/)
+// builds every scheme on them, identification hashes bodies with them, the `file` handler
+// names files with them. In base/ so that any layer may use them without depending on
+// verify/. Thread-safe.
 #pragma once
 
 #include <cstddef>

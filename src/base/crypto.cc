@@ -1,8 +1,9 @@
-// The cryptographic building blocks every provider shares: HMAC and SHA-256 from OpenSSL,
-// strict hex and base64 codecs, and the constant-time comparison. The codecs reject anything
-// a producer would not send (odd-length hex, stray whitespace, bad padding, non-canonical
-// base64), so a signature has exactly one accepted spelling.
-#include "verify/crypto.h"
+// General-purpose cryptographic building blocks (the providers of src/verify/ are built on
+// them): HMAC and SHA-256 from OpenSSL, strict hex and base64 codecs, and the constant-time
+// comparison. The codecs reject anything a producer would not send (odd-length hex, stray
+// whitespace, bad padding, non-canonical base64), so a signature has exactly one accepted
+// spelling.
+#include "base/crypto.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
