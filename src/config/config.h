@@ -73,7 +73,7 @@ struct Endpoint {
   std::vector<Secret> secrets;  // empty only when provider == kNone (verify: none)
   Duration tolerance = std::chrono::seconds(300);  // timestamped providers
   HmacScheme hmac;                                 // provider == kHmac
-  // Identity. Empty FieldRefs mean "the provider's default" (DESIGN.md, Providers) for
+  // Identity. Empty FieldRefs mean "the provider's default" (docs/DESIGN.md, "Providers") for
   // event_id and event_type, and "no ordering" for resource and sequence.
   FieldRef event_id, event_type, resource, sequence;
   bool strict_body = false;

@@ -104,7 +104,7 @@ constexpr uint64_t kListenId = 0;
 constexpr uint64_t kWakeId = 1;
 
 // A client connection, owned by the table; touched by one thread at a time (`busy`).
-struct Conn {
+struct Connection {
   uint64_t id = 0;
   int fd = -1;
   std::string remote;                     // "ip:port", read once at accept
@@ -171,7 +171,7 @@ std::string FormatAnswer(const Answer& a, bool keep_alive, int keep_alive_timeou
 }
 
 struct HttpServer::Impl {
-  Impl(HttpLimits l, HttpHandler h, HeadCheck c)
+  Impl(HttpLimits l, DeliveryHandler h, HeadCheck c)
       : limits(l),
         handler(std::move(h)),
         head_check(std::move(c)),
@@ -194,7 +194,7 @@ struct HttpServer::Impl {
   }
 
   // ---- the table
-  Conn* Take(uint64_t id) {
+  Connection* Take(uint64_t id) {
     std::lock_guard lock(mu);
     auto it = conns.find(id);
     if (it == conns.end() || it->second->busy) return nullptr;
@@ -203,7 +203,7 @@ struct HttpServer::Impl {
   }
 
   // Back to epoll, waiting for more bytes until its deadline. The caller lets go of `c`.
-  void Rearm(Conn* c) {
+  void Rearm(Connection* c) {
     std::lock_guard lock(mu);
     if (stopping) return CloseLocked(c);
     c->busy = false;
@@ -213,11 +213,11 @@ struct HttpServer::Impl {
     ::epoll_ctl(epoll, EPOLL_CTL_MOD, c->fd, &ev);
   }
 
-  void Close(Conn* c) {
+  void Close(Connection* c) {
     std::lock_guard lock(mu);
     CloseLocked(c);
   }
-  void CloseLocked(Conn* c) {
+  void CloseLocked(Connection* c) {
     ::epoll_ctl(epoll, EPOLL_CTL_DEL, c->fd, nullptr);
     ::close(c->fd);
     conns.erase(c->id);
@@ -254,7 +254,7 @@ struct HttpServer::Impl {
       }
       int on = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
-      auto c = std::make_unique<Conn>();
+      auto c = std::make_unique<Connection>();
       c->fd = fd;
       if (addr.ss_family != AF_UNIX) {
         int port = 0;
@@ -283,7 +283,7 @@ struct HttpServer::Impl {
 
   // ---- serving one connection (the calling thread owns it)
 
-  bool Send(Conn* c, const std::string& bytes) {
+  bool Send(Connection* c, const std::string& bytes) {
     size_t at = 0;
     const auto deadline = Steady::now() + limits.write_timeout;
     while (at < bytes.size()) {
@@ -305,7 +305,7 @@ struct HttpServer::Impl {
 
   // Reads what has arrived. False when the client is gone (an error); `eof` when it has
   // shut down its sending side (what it sent before is still served).
-  bool Receive(Conn* c, bool& eof) {
+  bool Receive(Connection* c, bool& eof) {
     char chunk[16384];
     const size_t cap = limits.max_request_head + limits.max_body + sizeof chunk;
     while (c->in.size() < cap) {
@@ -335,7 +335,7 @@ struct HttpServer::Impl {
   }
 
   // Answers the refusal and closes: the rest of what the client sends is not read.
-  void Refuse(Conn* c, const Answer& a, const char* why) {
+  void Refuse(Connection* c, const Answer& a, const char* why) {
     LogWarn(
         {{"msg", "request refused"}, {"remote", c->remote}, {"status", a.status}, {"reason", why}});
     Send(c, FormatAnswer(a, /*keep_alive=*/false, limits.keep_alive_timeout_s));
@@ -345,7 +345,7 @@ struct HttpServer::Impl {
   // Runs the handler on the request c's parser completed and writes its answer; the parser
   // is done with. True when the connection stays open for the next request (the client
   // wants it, `may_keep`, not stopping, keep_alive_max not reached) and the write went out.
-  bool AnswerRequest(Conn* c, bool may_keep) {
+  bool AnswerRequest(Connection* c, bool may_keep) {
     HttpRequest& r = c->parser->request();
     const bool head_only = r.method == "HEAD";
     const bool client_keeps = r.keep_alive;
@@ -358,7 +358,7 @@ struct HttpServer::Impl {
   }
 
   // Serves what `c` has sent, then re-arms or closes it; `c` is not touched after.
-  void Serve(Conn* c) {
+  void Serve(Connection* c) {
     for (;;) {
       bool eof = false;
       if (!Receive(c, eof)) return Close(c);
@@ -414,7 +414,7 @@ struct HttpServer::Impl {
         if (ev.data.u64 == kListenId) {
           AcceptAll();
         } else if (ev.data.u64 != kWakeId) {
-          if (Conn* c = Take(ev.data.u64)) Serve(c);
+          if (Connection* c = Take(ev.data.u64)) Serve(c);
         }
       }
       MaybeSweep();
@@ -435,7 +435,7 @@ struct HttpServer::Impl {
     {
       std::lock_guard lock(mu);
       for (auto it = conns.begin(); it != conns.end();) {
-        Conn* c = it->second.get();
+        Connection* c = it->second.get();
         ++it;
         if (c->busy || now < c->deadline) continue;
         (c->parser || c->served == 0 ? timed_out : idle_closed) += 1;
@@ -460,12 +460,12 @@ struct HttpServer::Impl {
 
   // After the threads stopped: answers the requests that had arrived whole, closes the rest.
   void Drain() {
-    std::vector<Conn*> left;
+    std::vector<Connection*> left;
     {
       std::lock_guard lock(mu);
       for (auto& [id, c] : conns) left.push_back(c.get());
     }
-    for (Conn* c : left) {
+    for (Connection* c : left) {
       bool eof = false;
       if (Receive(c, eof) && !c->in.empty()) {
         if (!c->parser) c->parser = std::make_unique<RequestParser>(ParserLimitsFor());
@@ -477,7 +477,7 @@ struct HttpServer::Impl {
   }
 
   const HttpLimits limits;
-  const HttpHandler handler;
+  const DeliveryHandler handler;
   const HeadCheck head_check;
   const int epoll;
   const int wake;
@@ -487,7 +487,7 @@ struct HttpServer::Impl {
   std::atomic<Steady::time_point> last_sweep{Steady::now()};
 
   std::mutex mu;  // guards everything below
-  std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns;
+  std::unordered_map<uint64_t, std::unique_ptr<Connection>> conns;
   uint64_t next_id = 2;
   size_t refused = 0;
   size_t accept_failures = 0;
@@ -495,7 +495,7 @@ struct HttpServer::Impl {
   Steady::time_point accept_resume;
 };
 
-HttpServer::HttpServer(HttpLimits limits, HttpHandler handler, HeadCheck head_check)
+HttpServer::HttpServer(HttpLimits limits, DeliveryHandler handler, HeadCheck head_check)
     : impl_(std::make_unique<Impl>(limits, std::move(handler), std::move(head_check))) {}
 
 HttpServer::~HttpServer() { Stop(); }

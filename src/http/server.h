@@ -41,7 +41,7 @@ struct HttpLimits {
 };
 
 // Called on a listener thread for every whole request the parser accepted.
-using HttpHandler = std::function<Answer(const Delivery&)>;
+using DeliveryHandler = std::function<Answer(const Delivery&)>;
 // Called when a request's head is in and its client waits for `100 Continue` before sending
 // the body (the Delivery has no body yet): an Answer refuses the request instead.
 using HeadCheck = std::function<std::optional<Answer>(const Delivery& head)>;
@@ -54,7 +54,7 @@ std::string FormatAnswer(const Answer& answer, bool keep_alive, int keep_alive_t
 
 class HttpServer final {
  public:
-  HttpServer(HttpLimits limits, HttpHandler handler, HeadCheck head_check = {});
+  HttpServer(HttpLimits limits, DeliveryHandler handler, HeadCheck head_check = {});
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

@@ -33,7 +33,7 @@ struct Identity {
 StatusOr<Identity> Identify(const Endpoint& endpoint, const Headers& headers,
                             std::string_view body);
 
-// The provider's default id and type sources (DESIGN.md, Providers). Several id sources
+// The provider's default id and type sources (docs/DESIGN.md, "Providers"). Several id sources
 // are tried in order (shopify: X-Shopify-Event-Id, then X-Shopify-Webhook-Id). Standard
 // lists both of its ids, but Identify reads only the one of the signed header family
 // (StandardHeaderPrefix in verify.h).

@@ -76,7 +76,7 @@ void AppendJsonString(std::string& out, std::string_view text) {
 }
 
 Answer Ok(const char* status, const std::string& event_id) {
-  // "status" first, as producers' logs and DESIGN.md show it.
+  // "status" first, as producers' logs and docs/DESIGN.md ("Answers") show it.
   std::string body = "{\"status\":";
   AppendJsonString(body, status);
   body += ",\"event_id\":";
@@ -148,7 +148,7 @@ Answer Receiver::TakeOver(const ReceiverSetup& setup, const Endpoint& endpoint,
   const auto deadline = std::chrono::steady_clock::now() + endpoint.sync_wait;
   for (;;) {
     auto claim =
-        inbox_.ClaimEvent(endpoint.name, event_id, owner, clock_.Now(), SyncLease(*setup.handlers));
+        inbox_.ClaimEvent(endpoint.name, event_id, owner, clock_.Now(), LeaseFor(*setup.handlers));
     if (!claim.ok()) return Error(HttpStatusFor(claim.status()), claim.status().what());
     switch (claim->state) {
       case EventClaim::State::kSettled:
@@ -181,10 +181,6 @@ Receiver::Receiver(ReceiverSetup setup, Inbox& inbox, const Clock& clock,
       inbox_(inbox),
       clock_(clock),
       on_jobs_(std::move(on_jobs)) {}
-
-std::chrono::milliseconds SyncLease(const HandlerSet& handlers) {
-  return handlers.longest_timeout + std::chrono::seconds(30);
-}
 
 std::vector<std::string> MatchHandlers(const Endpoint& endpoint, const std::string& event_type) {
   std::vector<std::string> names;
@@ -309,7 +305,7 @@ Event EventFor(const ReceiverSetup& setup, const Endpoint& ep, const Delivery& d
   e.received_at = now;
   if (ep.mode == Mode::kSync) {
     e.sync_owner = RequestOwner(d);
-    e.sync_lease = SyncLease(*setup.handlers);
+    e.sync_lease = LeaseFor(*setup.handlers);
     for (const std::string& name : e.handlers) {
       const Handler* h = setup.handlers->Find(ep.name, name);
       if (h && h->sql()) e.sync_sql.emplace_back(name, h->sql());

@@ -69,9 +69,6 @@ class Receiver final {
   std::function<void()> on_jobs_;
 };
 
-// How long a sync request leases its jobs: the longest handler timeout plus a margin.
-std::chrono::milliseconds SyncLease(const HandlerSet& handlers);
-
 // The names of the handlers whose route's event globs match `event_type`, in config order,
 // each once. Empty: the event is stored as `ignored`.
 std::vector<std::string> MatchHandlers(const Endpoint& endpoint, const std::string& event_type);

@@ -8,6 +8,11 @@
 #include "work/backoff.h"
 
 namespace hookbox {
+
+std::chrono::milliseconds LeaseFor(const HandlerSet& handlers) {
+  return handlers.longest_timeout + std::chrono::seconds(30);
+}
+
 namespace {
 
 const char* NextName(JobOutcome::Next next) {

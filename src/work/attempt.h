@@ -16,6 +16,10 @@ enum class AttemptMode {
   kSync,  // failures release the job at once for the producer's own retry
 };
 
+// How long a claim leases its jobs, the dispatcher's and a sync request's alike: the longest
+// handler timeout plus a margin for the finish to commit.
+std::chrono::milliseconds LeaseFor(const HandlerSet& handlers);
+
 // The outcome recorded for the job, or why nothing was recorded (Conflict "lease lost":
 // another worker took the job over and its result stands; Unavailable: storage).
 StatusOr<JobOutcome> RunAttempt(Inbox& inbox, const ClaimedJob& job, const Config& config,

@@ -15,8 +15,7 @@
 namespace hookbox {
 namespace {
 
-constexpr std::chrono::milliseconds kPoll{250};           // an idle dispatcher looks this often
-constexpr std::chrono::milliseconds kLeaseMargin{30000};  // beyond the longest timeout
+constexpr std::chrono::milliseconds kPoll{250};  // an idle dispatcher looks this often
 constexpr std::chrono::milliseconds kStorageBackoff{1000};
 // A claimed job that waited for a slot starts only if its lease outlasts its timeout by this.
 constexpr std::chrono::milliseconds kStartMargin{5000};
@@ -156,7 +155,7 @@ bool Dispatcher::Claim() {
     free = handlers->total_concurrency - static_cast<int>(attempts_.size());
   }
   if (free <= 0) return false;
-  const std::chrono::milliseconds lease = handlers->longest_timeout + kLeaseMargin;
+  const std::chrono::milliseconds lease = LeaseFor(*handlers);
   const TimePoint now = clock_.Now();
   auto claimed = inbox_.ClaimJobs(owner_, std::min(free, kMaxClaim), now, lease);
   if (!claimed.ok()) {

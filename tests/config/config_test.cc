@@ -18,7 +18,7 @@ using testing::Dump;
 using testing::HasLine;
 using testing::Load;
 
-// DESIGN.md's example, with every other key as well.
+// A config with every key the loader knows (those of config.example.yaml and the rest).
 constexpr const char* kFull = R"(
 listen: 127.0.0.1:8080
 admin_listen: "[::1]:9464"

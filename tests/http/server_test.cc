@@ -30,7 +30,7 @@ Answer Hello(const Delivery& d) { return {200, R"({"path":")" + d.path + R"("})"
 // A server running on its own thread until the object goes.
 class Running {
  public:
-  Running(HttpLimits limits, HttpHandler handler) : server(limits, std::move(handler)) {}
+  Running(HttpLimits limits, DeliveryHandler handler) : server(limits, std::move(handler)) {}
   ~Running() {
     server.Stop();
     if (thread.joinable()) thread.join();

@@ -63,7 +63,7 @@ constexpr int kClaimSeed = 2;
 constexpr int kBodySeed = 3;
 
 // An RFC 3339 UTC text with milliseconds, as FormatTime writes and the SQLite inbox stores.
-std::string T(const std::string& column) {
+std::string UtcText(const std::string& column) {
   return "to_char(" + column + " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')";
 }
 
@@ -288,7 +288,7 @@ const std::string& ClaimColumns() {
   static const std::string columns =
       "j.id, j.inbox_id, j.handler, j.attempts, i.endpoint, i.event_id, i.event_type,"
       " i.resource_id, i.sequence, i.body, i.headers, " +
-      T("i.received_at") + ", (SELECT count(*) FROM attempts a WHERE a.job = j.id)";
+      UtcText("i.received_at") + ", (SELECT count(*) FROM attempts a WHERE a.job = j.id)";
   return columns;
 }
 
@@ -400,8 +400,9 @@ constexpr const char* kRowColumnsHead =
     " headers, status, ";
 
 const std::string& RowColumns() {
-  static const std::string columns = std::string(kRowColumnsHead) + T("received_at") + ", " +
-                                     T("processed_at") + ", duplicates, " + T("last_duplicate_at");
+  static const std::string columns = std::string(kRowColumnsHead) + UtcText("received_at") + ", " +
+                                     UtcText("processed_at") + ", duplicates, " +
+                                     UtcText("last_duplicate_at");
   return columns;
 }
 
@@ -689,11 +690,12 @@ class PostgresInbox final : public Inbox {
           if (q.rows() == 0) return Status::NotFound("no such event", endpoint + " " + event_id);
           d.row = ReadRow(q, 0);
           d.row.body = q.Bytes(0, 14);
-          HOOKBOX_EXEC(jq, c.Exec("SELECT id, handler, status, attempts, " + T("next_attempt_at") +
-                                      ", lease_owner, " + T("lease_until") +
-                                      ", last_error FROM jobs"
-                                      " WHERE inbox_id = $1 ORDER BY id",
-                                  Params().Add(d.row.id)));
+          HOOKBOX_EXEC(
+              jq, c.Exec("SELECT id, handler, status, attempts, " + UtcText("next_attempt_at") +
+                             ", lease_owner, " + UtcText("lease_until") +
+                             ", last_error FROM jobs"
+                             " WHERE inbox_id = $1 ORDER BY id",
+                         Params().Add(d.row.id)));
           for (int i = 0; i < jq.rows(); ++i) {
             JobRow j;
             j.id = jq.Int(i, 0);
@@ -707,7 +709,8 @@ class PostgresInbox final : public Inbox {
             d.jobs.push_back(std::move(j));
           }
           for (JobRow& j : d.jobs) {
-            HOOKBOX_EXEC(aq, c.Exec("SELECT number, " + T("started_at") + ", " + T("finished_at") +
+            HOOKBOX_EXEC(aq, c.Exec("SELECT number, " + UtcText("started_at") + ", " +
+                                        UtcText("finished_at") +
                                         ", coalesce(outcome, ''), detail"
                                         " FROM attempts WHERE job = $1 ORDER BY number",
                                     Params().Add(j.id)));
@@ -757,7 +760,7 @@ class PostgresInbox final : public Inbox {
       stats = QueueStats{};
       HOOKBOX_EXEC(jobs, c.Exec("SELECT status, count(*) FROM jobs GROUP BY status"));
       for (int i = 0; i < jobs.rows(); ++i) stats.jobs_by_status[jobs.Text(i, 0)] = jobs.Int(i, 1);
-      HOOKBOX_EXEC(oldest, c.Exec("SELECT " + T("min(i.received_at)") +
+      HOOKBOX_EXEC(oldest, c.Exec("SELECT " + UtcText("min(i.received_at)") +
                                   " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
                                   " WHERE j.status IN ('pending', 'processing')"));
       stats.oldest_unfinished_received_at = oldest.Text(0, 0);
@@ -827,9 +830,9 @@ class PostgresInbox final : public Inbox {
     }
   }
 
-  // Runs fn on a pooled connection, each statement its own transaction.
+  // Runs fn on a pooled connection without BEGIN: each statement its own transaction.
   template <typename F>
-  Status Once(F&& fn) {
+  Status Autocommit(F&& fn) {
     auto handle = pool_.Acquire();
     if (!handle.ok()) return handle.status();
     return fn(**handle);
@@ -947,7 +950,7 @@ class PostgresInbox final : public Inbox {
   // only the bad one fails; a lost connection (Unavailable: it may have committed) fails
   // them all, and the producers' retries find what was stored.
   void AcceptGroup(const std::vector<PendingAccept*>& group) {
-    Status s = Once([&](Conn& c) { return AcceptMany(c, group); });
+    Status s = Autocommit([&](Conn& c) { return AcceptMany(c, group); });
     if (s.ok()) return;
     for (PendingAccept* p : group) {
       if (s.code() == Status::Code::kUnavailable || group.size() == 1) {
@@ -955,7 +958,7 @@ class PostgresInbox final : public Inbox {
         continue;
       }
       AcceptResult r{};
-      Status one = Once([&](Conn& c) { return AcceptSimple(c, *p->event, &r); });
+      Status one = Autocommit([&](Conn& c) { return AcceptSimple(c, *p->event, &r); });
       p->result = one.ok() ? StatusOr<AcceptResult>(r) : StatusOr<AcceptResult>(one);
     }
   }
@@ -1180,7 +1183,7 @@ class PostgresInbox final : public Inbox {
     for (const char* way : {"j.status = 'pending' AND j.next_attempt_at <= $1::timestamptz",
                             "j.status = 'processing' AND j.lease_until < $1::timestamptz"}) {
       HOOKBOX_EXEC(q,
-                   c.Exec("SELECT " + ClaimColumns() + ", " + T("j.next_attempt_at") +
+                   c.Exec("SELECT " + ClaimColumns() + ", " + UtcText("j.next_attempt_at") +
                               " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
                               " WHERE " +
                               way +

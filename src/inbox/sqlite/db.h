@@ -1,6 +1,6 @@
 // RAII around SQLite: a Db owns a connection and a cache of prepared statements (prepared
-// once, reused for every event), a Statement resets itself when a use ends, and a SavePoint
-// rolls back unless Release() was called. Errors become Status: SQLITE_FULL, SQLITE_BUSY and
+// once, reused for every event), a Stmt resets itself when a use ends, and a Transaction
+// rolls back unless Commit() succeeded. Errors become Status: SQLITE_FULL, SQLITE_BUSY and
 // I/O errors are Unavailable (the caller answers 503), everything else Internal.
 //
 // Not thread-safe: one Db belongs to one thread at a time (the inbox's leading write, or a
