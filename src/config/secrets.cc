@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/crypto.h"
+
 namespace hookbox::config_internal {
 namespace {
 
@@ -101,38 +103,12 @@ StatusOr<Secret> ResolveSecret(SecretSource source, const std::string& arg) {
 }
 
 bool IsStandardWebhooksSecret(std::string_view secret) {
-  // Exactly what verification decodes (Base64DecodeOptionalPadding in src/verify/crypto.h,
-  // which this library cannot link; tests/verify/standard_test.cc checks the two agree):
-  // whole or unpadded quanta of the standard alphabet, padding complete or absent, and zero
-  // bits under the padding, so that a secret that loads always verifies.
+  // Exactly what verification decodes (KeyOf in src/verify/standard.cc;
+  // tests/verify/standard_test.cc checks the two agree), so that a secret that loads always
+  // verifies: base64 of at least one byte, padding complete or absent.
   if (secret.starts_with("whsec_")) secret.remove_prefix(6);
-  size_t padding = 0;
-  while (!secret.empty() && secret.back() == '=' && padding < 2) {
-    secret.remove_suffix(1);
-    ++padding;
-  }
-  if (secret.empty() || secret.size() % 4 == 1) return false;
-  if (padding > 0 && (secret.size() + padding) % 4 != 0) return false;
-  int last = 0;
-  for (char c : secret) {
-    if (c >= 'A' && c <= 'Z')
-      last = c - 'A';
-    else if (c >= 'a' && c <= 'z')
-      last = c - 'a' + 26;
-    else if (c >= '0' && c <= '9')
-      last = c - '0' + 52;
-    else if (c == '+')
-      last = 62;
-    else if (c == '/')
-      last = 63;
-    else
-      return false;
-  }
-  // The last character of a partial quantum carries 4 (two characters) or 2 (three) bits
-  // that no byte uses; a canonical encoding leaves them zero ("QR==" is not "QQ==").
-  if (secret.size() % 4 == 2) return (last & 0x0f) == 0;
-  if (secret.size() % 4 == 3) return (last & 0x03) == 0;
-  return true;
+  const std::optional<std::string> key = Base64DecodeOptionalPadding(secret);
+  return key && !key->empty();
 }
 
 }  // namespace hookbox::config_internal
