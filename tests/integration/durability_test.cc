@@ -1,5 +1,5 @@
-// A 200 means "durably stored" (docs/DESIGN.md, "Guarantees"), never "received into memory": with group
-// commit the answer waits for the COMMIT of the group that holds the event. These tests send
+// A 200 means "durably stored" (docs/DESIGN.md, "Guarantees"), never "received into memory": with
+// group commit the answer waits for the COMMIT of the group that holds the event. These tests send
 // bursts of signed deliveries on many keep-alive connections, kill -9 the daemon while the
 // burst is still running (so some requests are in flight inside a group), restart it, and
 // check that every delivery that was answered 200 is in the inbox, once. A kill -9 cannot

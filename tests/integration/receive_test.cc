@@ -1,6 +1,6 @@
 // End-to-end tests of the receive path: the real daemon on loopback, real HTTP, the real
-// SQLite inbox, checked through the real CLI. Each test says which answer of docs/DESIGN.md ("Answers") it
-// proves.
+// SQLite inbox, checked through the real CLI. Each test says which answer of docs/DESIGN.md
+// ("Answers") it proves.
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <thread>
