@@ -14,8 +14,6 @@ namespace hookbox {
 namespace {
 
 constexpr auto kTimeout = std::chrono::seconds(30);
-constexpr std::string_view kParameters[] = {":event_id", ":endpoint", ":type",       ":resource",
-                                            ":sequence", ":body",     ":received_at"};
 
 bool IsWordChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
@@ -78,7 +76,7 @@ Scan ScanStatement(std::string_view sql) {
 
 std::string KnownParameters() {
   std::string names;
-  for (std::string_view p : kParameters) names += (names.empty() ? "" : ", ") + std::string(p);
+  for (std::string_view p : kSqlParameters) names += (names.empty() ? "" : ", ") + std::string(p);
   return names;
 }
 
@@ -109,8 +107,8 @@ void ReadStatements(const YAML::Node& node, const std::string& at, bool with_eve
       if (!with_event) {
         errors->push_back(item_at + ": parameter " + p +
                           " in setup, which runs once at start with no event");
-      } else if (std::find(std::begin(kParameters), std::end(kParameters), p) ==
-                 std::end(kParameters)) {
+      } else if (std::find(std::begin(kSqlParameters), std::end(kSqlParameters), p) ==
+                 std::end(kSqlParameters)) {
         errors->push_back(item_at + ": unknown parameter " + p + " (known: " + KnownParameters() +
                           ")");
       }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace hookbox {
@@ -39,6 +40,21 @@ inline const char* OutcomeName(Outcome o) {
       return "permanent";
   }
   return "?";
+}
+
+// The named parameters a `sql` statement may use, and the event's value for one (null:
+// not one of them). The sql handler refuses any other name at load; the backends bind these.
+inline constexpr std::string_view kSqlParameters[] = {
+    ":event_id", ":endpoint", ":type", ":resource", ":sequence", ":body", ":received_at"};
+inline const std::string* SqlParameter(const HandlerEvent& e, std::string_view name) {
+  if (name == ":event_id") return &e.event_id;
+  if (name == ":endpoint") return &e.endpoint;
+  if (name == ":type") return &e.event_type;
+  if (name == ":resource") return &e.resource_id;
+  if (name == ":sequence") return &e.sequence;
+  if (name == ":body") return &e.body;
+  if (name == ":received_at") return &e.received_at;
+  return nullptr;
 }
 
 // SQL to run inside the inbox's own transaction (the `sql` kind). Named parameters:

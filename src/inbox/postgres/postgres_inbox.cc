@@ -33,6 +33,7 @@
 #include <set>
 #include <tuple>
 
+#include "inbox/backend.h"
 #include "inbox/group_commit.h"
 #include "inbox/migration.h"
 #include "inbox/postgres/named_params.h"
@@ -69,14 +70,6 @@ std::string UtcText(const std::string& column) {
 
 std::string ResourceKey(const std::string& endpoint, const std::string& resource) {
   return endpoint + '\x1f' + resource;
-}
-
-std::string NewLeaseToken() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  char buf[33];
-  snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(rng()),
-           static_cast<unsigned long long>(rng()));
-  return buf;
 }
 
 // A PostgreSQL array literal of texts: {"a","b\"c"}.
@@ -148,18 +141,6 @@ Status Exec(Conn& c, const std::string& sql, const Params& p = {}) {
   return r.ok() ? Status::Ok() : r.status();
 }
 
-const char* JobStatusFor(JobOutcome::Next next) {
-  switch (next) {
-    case JobOutcome::Next::kDone:
-      return "done";
-    case JobOutcome::Next::kRetry:
-      return "pending";
-    case JobOutcome::Next::kDead:
-      return "dead";
-  }
-  return "pending";
-}
-
 // A `sql` handler statement in positional form, and how its parameters are typed.
 struct UserStatement {
   std::string sql;
@@ -170,20 +151,8 @@ struct UserStatement {
 Params EventParams(const UserStatement& st, const HandlerEvent& e) {
   Params p;
   for (const std::string& name : st.names) {
-    if (name == ":event_id")
-      p.Add(e.event_id);
-    else if (name == ":endpoint")
-      p.Add(e.endpoint);
-    else if (name == ":type")
-      p.Add(e.event_type);
-    else if (name == ":resource")
-      p.Add(e.resource_id);
-    else if (name == ":sequence")
-      p.Add(e.sequence);
-    else if (name == ":body")
-      p.Add(e.body);
-    else if (name == ":received_at")
-      p.Add(e.received_at);
+    if (const std::string* value = SqlParameter(e, name))
+      p.Add(*value);
     else
       p.AddNull();  // the sql handler refuses unknown names at load
   }

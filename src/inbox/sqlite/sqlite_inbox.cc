@@ -13,6 +13,7 @@
 #include <thread>
 #include <tuple>
 
+#include "inbox/backend.h"
 #include "inbox/group_commit.h"
 #include "inbox/migration.h"
 #include "inbox/sqlite/db.h"
@@ -78,22 +79,10 @@ int PollForWriteLock(void*, int tries) {
   return 1;
 }
 
-std::string NewLeaseToken() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  char buf[33];
-  snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(rng()),
-           static_cast<unsigned long long>(rng()));
-  return buf;
-}
-
 // Binds the `sql` handler's named parameters that a statement uses.
 void BindEventParams(sqlite::Stmt& q, const HandlerEvent& e) {
-  const std::pair<const char*, const std::string*> params[] = {
-      {":event_id", &e.event_id},      {":endpoint", &e.endpoint}, {":type", &e.event_type},
-      {":resource", &e.resource_id},   {":sequence", &e.sequence}, {":body", &e.body},
-      {":received_at", &e.received_at}};
-  for (const auto& [name, value] : params) {
-    if (int i = q.ParamIndex(name); i > 0) q.Bind(i, *value);
+  for (std::string_view name : kSqlParameters) {
+    if (int i = q.ParamIndex(std::string(name).c_str()); i > 0) q.Bind(i, *SqlParameter(e, name));
   }
 }
 
@@ -114,18 +103,6 @@ Status SettleRow(Db& db, int64_t inbox_id, const std::string& now) {
                   " WHERE id = ?1");
   up.Bind(1, inbox_id).Bind(2, now);
   return up.Run();
-}
-
-const char* JobStatusFor(JobOutcome::Next next) {
-  switch (next) {
-    case JobOutcome::Next::kDone:
-      return "done";
-    case JobOutcome::Next::kRetry:
-      return "pending";
-    case JobOutcome::Next::kDead:
-      return "dead";
-  }
-  return "pending";
 }
 
 // The finishing transaction's body: compare-and-swap on the lease token, then the
@@ -1044,20 +1021,6 @@ class SqliteInbox final : public Inbox {
 };
 
 }  // namespace
-
-const char* VerdictName(Verdict v) {
-  switch (v) {
-    case Verdict::kAccepted:
-      return "accepted";
-    case Verdict::kDuplicate:
-      return "duplicate";
-    case Verdict::kStale:
-      return "stale";
-    case Verdict::kIgnored:
-      return "ignored";
-  }
-  return "?";
-}
 
 StatusOr<std::unique_ptr<Inbox>> OpenSqliteInbox(const InboxOptions& options,
                                                  std::vector<std::string>* applied) {

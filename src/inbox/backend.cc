@@ -1,0 +1,43 @@
+// The backend-independent half of the inbox (see backend.h).
+#include "inbox/backend.h"
+
+#include <cstdio>
+#include <random>
+
+namespace hookbox {
+
+std::string NewLeaseToken() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  char buf[33];
+  snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(rng()),
+           static_cast<unsigned long long>(rng()));
+  return buf;
+}
+
+const char* JobStatusFor(JobOutcome::Next next) {
+  switch (next) {
+    case JobOutcome::Next::kDone:
+      return "done";
+    case JobOutcome::Next::kRetry:
+      return "pending";
+    case JobOutcome::Next::kDead:
+      return "dead";
+  }
+  return "pending";
+}
+
+const char* VerdictName(Verdict v) {
+  switch (v) {
+    case Verdict::kAccepted:
+      return "accepted";
+    case Verdict::kDuplicate:
+      return "duplicate";
+    case Verdict::kStale:
+      return "stale";
+    case Verdict::kIgnored:
+      return "ignored";
+  }
+  return "?";
+}
+
+}  // namespace hookbox
