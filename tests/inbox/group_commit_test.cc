@@ -41,7 +41,7 @@ TEST_CASE("group commit: every item runs once, in groups no larger than asked") 
 TEST_CASE("group commit: an Exclusive turn runs alone, no group beside it") {
   hookbox::GroupCommit<Item> queue;
   std::atomic<bool> in_turn{false}, stop{false};
-  std::atomic<int> overlaps{0}, groups{0}, turns{0};
+  std::atomic<int> overlaps{0}, groups{0}, turns{0}, not_once{0};
   std::vector<std::thread> writers;
   for (int t = 0; t < 4; ++t) {
     writers.emplace_back([&] {
@@ -54,7 +54,7 @@ TEST_CASE("group commit: an Exclusive turn runs alone, no group beside it") {
           if (in_turn) ++overlaps;
           for (Item* i : group) ++i->runs;
         });
-        CHECK(item.runs == 1);
+        if (item.runs != 1) ++not_once;  // (Catch's CHECK is for the main thread only)
       }
     });
   }
@@ -71,4 +71,5 @@ TEST_CASE("group commit: an Exclusive turn runs alone, no group beside it") {
   CHECK(turns == 20);
   CHECK(groups > 0);
   CHECK(overlaps == 0);
+  CHECK(not_once == 0);
 }
