@@ -33,6 +33,7 @@
 #include <set>
 #include <tuple>
 
+#include "base/utf8.h"
 #include "inbox/backend.h"
 #include "inbox/group_commit.h"
 #include "inbox/migration.h"
@@ -74,35 +75,19 @@ std::string ResourceKey(const std::string& endpoint, const std::string& resource
 
 // A PostgreSQL array literal of texts: {"a","b\"c"}.
 // A handler's output as PostgreSQL text, which must be UTF-8 without NUL: each byte that
-// does not begin a valid UTF-8 sequence (RFC 3629: no overlong forms, no surrogates, nothing
-// past U+10FFFF), and each NUL, becomes U+FFFD. (SQLite stores the bytes as they are.)
+// does not begin a well-formed sequence (base/utf8.h), and each NUL, becomes U+FFFD.
+// (SQLite stores the bytes as they are.)
 std::string StorableText(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t len = c == 0     ? 0
-                 : c < 0x80 ? 1
-                 : c < 0xC2 ? 0
-                 : c < 0xE0 ? 2
-                 : c < 0xF0 ? 3
-                 : c < 0xF5 ? 4
-                            : 0;
-    bool ok = len > 0 && i + len <= s.size();
-    for (size_t k = 1; ok && k < len; ++k)
-      ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
-    if (ok && len > 2) {
-      const auto d = static_cast<unsigned char>(s[i + 1]);
-      ok = !(c == 0xE0 && d < 0xA0) && !(c == 0xED && d > 0x9F) && !(c == 0xF0 && d < 0x90) &&
-           !(c == 0xF4 && d > 0x8F);
-    }
-    if (ok) {
-      out.append(s.substr(i, len));
-      i += len;
-    } else {
+  while (!s.empty()) {
+    const Decoded d = DecodeOne(s);
+    if (d.length == 0 || d.cp == 0) {
       out += "\xEF\xBF\xBD";
-      ++i;
+      s.remove_prefix(1);
+    } else {
+      out.append(s.substr(0, d.length));
+      s.remove_prefix(d.length);
     }
   }
   return out;
