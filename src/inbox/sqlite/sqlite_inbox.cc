@@ -82,7 +82,8 @@ int PollForWriteLock(void*, int tries) {
 // Binds the `sql` handler's named parameters that a statement uses.
 void BindEventParams(sqlite::Stmt& q, const HandlerEvent& e) {
   for (std::string_view name : kSqlParameters) {
-    if (int i = q.ParamIndex(std::string(name).c_str()); i > 0) q.Bind(i, *SqlParameter(e, name));
+    // name.data(): each of kSqlParameters views a whole string literal, so it ends in NUL.
+    if (int i = q.ParamIndex(name.data()); i > 0) q.Bind(i, *SqlParameter(e, name));
   }
 }
 
