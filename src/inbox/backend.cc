@@ -26,6 +26,21 @@ const char* JobStatusFor(JobOutcome::Next next) {
   return "pending";
 }
 
+JobOutcome SqlFailedOutcome(const JobOutcome& outcome, const JobOutcome* sql_failed,
+                            const Status& error) {
+  JobOutcome failed = sql_failed ? *sql_failed : outcome;
+  failed.outcome = Outcome::kFailed;
+  failed.detail = "sql: " + error.ToString();
+  return failed;
+}
+
+std::array<PurgeTarget, 4> PurgeTargets(const PurgeRequest& r, PurgeCounts* counts) {
+  return {{{"processed", r.processed_before, &counts->processed},
+           {"stale", r.processed_before, &counts->stale},
+           {"ignored", r.processed_before, &counts->ignored},
+           {"dead", r.dead_before, &counts->dead}}};
+}
+
 const char* VerdictName(Verdict v) {
   switch (v) {
     case Verdict::kAccepted:

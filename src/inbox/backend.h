@@ -1,9 +1,12 @@
 // What the two backends (sqlite/, postgres/) share besides the Inbox contract: the lease
-// token a claim writes, and the job status a finish records. Each backend keeps only its SQL
+// token a claim writes, the job status and failed-sql outcome a finish records, and the
+// statuses a purge deletes. Each backend keeps only its SQL
 // and its connection handling; this is the rest. (VerdictName, for every caller, is
 // declared in inbox.h and defined with these in backend.cc.)
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <string>
 
 #include "inbox/inbox.h"
@@ -16,5 +19,21 @@ std::string NewLeaseToken();
 
 // The jobs.status a finish records for what comes next: done, pending (a retry) or dead.
 const char* JobStatusFor(JobOutcome::Next next);
+
+// What a finish records when the sql handler's statements failed (their effects rolled
+// back): the dispatcher's outcome for a failed run (`sql_failed`: its retry or dead
+// decision; `outcome` when there is none) with the statement's error as the detail.
+JobOutcome SqlFailedOutcome(const JobOutcome& outcome, const JobOutcome* sql_failed,
+                            const Status& error);
+
+// One inbox status a purge deletes: rows with it received before `before` go, and their
+// number goes to `*count`. Finished rows (processed, stale, ignored) go after
+// `processed_before`, dead ones after `dead_before`.
+struct PurgeTarget {
+  const char* status;
+  TimePoint before;
+  int64_t* count;
+};
+std::array<PurgeTarget, 4> PurgeTargets(const PurgeRequest& r, PurgeCounts* counts);
 
 }  // namespace hookbox

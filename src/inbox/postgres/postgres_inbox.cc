@@ -726,22 +726,15 @@ class PostgresInbox final : public Inbox {
 
   StatusOr<PurgeCounts> Purge(const PurgeRequest& r) override {
     PurgeCounts counts;
-    const std::string processed_before = FormatTime(r.processed_before);
-    const std::string dead_before = FormatTime(r.dead_before);
-    const std::pair<const char*, std::pair<int64_t*, const std::string*>> kinds[] = {
-        {"processed", {&counts.processed, &processed_before}},
-        {"stale", {&counts.stale, &processed_before}},
-        {"ignored", {&counts.ignored, &processed_before}},
-        {"dead", {&counts.dead, &dead_before}}};
-    for (const auto& [status, target] : kinds) {
+    for (const PurgeTarget& target : PurgeTargets(r, &counts)) {
       auto n = PurgeRows(r,
                          "SELECT count(*) FROM inbox WHERE status = $1"
                          " AND received_at < $2::timestamptz",
                          "DELETE FROM inbox WHERE id IN (SELECT id FROM inbox WHERE status = $1"
                          " AND received_at < $2::timestamptz LIMIT $3)",
-                         Params().Add(status).Add(*target.second));
+                         Params().Add(target.status).Add(FormatTime(target.before)));
       if (!n.ok()) return n.status();
-      *target.first = *n;
+      *target.count = *n;
     }
     auto n = PurgeRows(r, "SELECT count(*) FROM sequences WHERE updated_at < $1::timestamptz",
                        "DELETE FROM sequences WHERE (endpoint, resource_id) IN"
@@ -1274,9 +1267,7 @@ class PostgresInbox final : public Inbox {
       if (!s.ok()) {
         if (c.broken()) return s;  // the connection is gone: nothing to record on it
         if (Status rb = c.Run("ROLLBACK TO SAVEPOINT sql_handler"); !rb.ok()) return rb;
-        failed = sql_failed ? *sql_failed : outcome;
-        failed.outcome = Outcome::kFailed;
-        failed.detail = "sql: " + s.ToString();
+        failed = SqlFailedOutcome(outcome, sql_failed, s);
         effective = &failed;
       }
       if (s = c.Run("RELEASE SAVEPOINT sql_handler"); !s.ok()) return s;

@@ -127,9 +127,7 @@ Status FinishInto(Db& db, const ClaimedJob& job, const JobOutcome& outcome, cons
     if (!s.ok()) {
       if (!db.InTransaction()) return s;  // SQLite gave up the whole transaction
       (void)db.Exec("ROLLBACK TO sql_handler");
-      failed = sql_failed ? *sql_failed : outcome;
-      failed.outcome = Outcome::kFailed;
-      failed.detail = "sql: " + s.ToString();
+      failed = SqlFailedOutcome(outcome, sql_failed, s);
       effective = &failed;
       s = Status::Ok();
     }
@@ -738,20 +736,13 @@ class SqliteInbox final : public Inbox {
 
   StatusOr<PurgeCounts> Purge(const PurgeRequest& r) override {
     PurgeCounts counts;
-    const std::string processed_before = FormatTime(r.processed_before);
-    const std::string dead_before = FormatTime(r.dead_before);
-    const std::pair<const char*, std::pair<int64_t*, const std::string*>> kinds[] = {
-        {"processed", {&counts.processed, &processed_before}},
-        {"stale", {&counts.stale, &processed_before}},
-        {"ignored", {&counts.ignored, &processed_before}},
-        {"dead", {&counts.dead, &dead_before}}};
-    for (const auto& [status, target] : kinds) {
+    for (const PurgeTarget& target : PurgeTargets(r, &counts)) {
       auto n = PurgeRows(r, "SELECT count(*) FROM inbox WHERE status = ?1 AND received_at < ?2",
                          "DELETE FROM inbox WHERE id IN (SELECT id FROM inbox WHERE status = ?1"
                          " AND received_at < ?2 LIMIT ?3)",
-                         status, *target.second);
+                         target.status, FormatTime(target.before));
       if (!n.ok()) return n.status();
-      *target.first = *n;
+      *target.count = *n;
     }
     auto n = PurgeRows(r, "SELECT count(*) FROM sequences WHERE ?1 = ?1 AND updated_at < ?2",
                        "DELETE FROM sequences WHERE ?1 = ?1 AND (endpoint, resource_id) IN"
