@@ -41,6 +41,29 @@ std::array<PurgeTarget, 4> PurgeTargets(const PurgeRequest& r, PurgeCounts* coun
            {"dead", r.dead_before, &counts->dead}}};
 }
 
+std::string ListQueryTail(const ListFilter& f, char mark, const char* time_cast,
+                          std::vector<SqlValue>* params) {
+  std::string where;
+  auto param = [&](SqlValue v) {
+    params->push_back(std::move(v));
+    return std::string(1, mark) + std::to_string(params->size());
+  };
+  auto add = [&](const std::string& condition) {
+    where += where.empty() ? " WHERE " : " AND ";
+    where += condition;
+  };
+  if (!f.endpoint.empty()) add("endpoint = " + param(f.endpoint));
+  if (!f.status.empty()) add("status = " + param(f.status));
+  if (!f.event_id.empty()) add("event_id = " + param(f.event_id));
+  if (!f.since.empty()) add("received_at >= " + param(f.since) + time_cast);
+  if (f.before_id != 0) {
+    const std::string at = param(f.before_received_at) + time_cast;
+    add("(received_at, id) < (" + at + ", " + param(f.before_id) + ")");
+  }
+  return " FROM inbox" + where + " ORDER BY received_at DESC, id DESC LIMIT " +
+         param(int64_t{f.limit});
+}
+
 const char* VerdictName(Verdict v) {
   switch (v) {
     case Verdict::kAccepted:

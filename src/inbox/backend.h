@@ -8,6 +8,8 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <variant>
+#include <vector>
 
 #include "inbox/inbox.h"
 
@@ -35,5 +37,16 @@ struct PurgeTarget {
   int64_t* count;
 };
 std::array<PurgeTarget, 4> PurgeTargets(const PurgeRequest& r, PurgeCounts* counts);
+
+// A parameter of a query built here: text or an integer.
+using SqlValue = std::variant<std::string, int64_t>;
+
+// List()'s query after its column list: FROM, a condition for each filter that is set (and
+// none for the others, so that the planner can use the index that fits), ORDER BY and
+// LIMIT. Parameters are numbered from 1 and written `mark` followed by the number ('?' for
+// SQLite, '$' for PostgreSQL); `time_cast` follows a parameter compared with received_at
+// ("" or "::timestamptz"). Their values are appended to *params in order.
+std::string ListQueryTail(const ListFilter& f, char mark, const char* time_cast,
+                          std::vector<SqlValue>* params);
 
 }  // namespace hookbox

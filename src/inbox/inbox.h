@@ -88,7 +88,21 @@ struct ListFilter {
   std::string endpoint;  // "" = all
   std::string status;    // "" = all
   std::string since;     // RFC 3339 (FormatTime) lower bound on received_at; "" = all
+  std::string event_id;  // "" = all; else the row with exactly this id
+  // Keyset paging (the console's next page): only rows after this one in the list's order
+  // (received_at, then id, both descending), given as the previous page's last row.
+  // before_id 0 = from the top. Never OFFSET: a page costs the same at any depth.
+  std::string before_received_at;
+  int64_t before_id = 0;
   int limit = 100;
+};
+
+// A dead job with its event, for the console's dead letters (newest first).
+struct DeadJob {
+  InboxRow row;  // without its body
+  int64_t job_id = 0;
+  std::string handler, last_error;
+  int64_t attempts = 0;
 };
 
 // What the daily purge removes: rows received before the cutoffs (processed, stale and
@@ -256,6 +270,9 @@ class Inbox {
 
   // Newest first.
   virtual StatusOr<std::vector<InboxRow>> List(const ListFilter& filter) = 0;
+  // Dead jobs, newest first (by job id): up to `limit` of those with an id below
+  // `before_job_id` (0 = from the newest).
+  virtual StatusOr<std::vector<DeadJob>> DeadJobs(int64_t before_job_id, int limit) = 0;
   // NotFound when there is no such row.
   virtual StatusOr<InboxDetail> Show(const std::string& endpoint, const std::string& event_id) = 0;
   // Deletes the row with its jobs and attempts, so the next delivery of the event is accepted

@@ -577,7 +577,7 @@ TEST_CASE("List, Show and Stats read what was stored") {
   auto rows = t->List({});
   REQUIRE(rows.ok());
   CHECK(rows->size() == 2);
-  auto pending = t->List({"ep", "pending", "", 10});
+  auto pending = t->List({.endpoint = "ep", .status = "pending", .limit = 10});
   REQUIRE(pending.ok());
   REQUIRE(pending->size() == 1);
   CHECK((*pending)[0].event_id == "a");
@@ -1078,19 +1078,79 @@ TEST_CASE("List filters by endpoint, status and time, newest first, up to the li
   Event other = at("elsewhere", kT0 + 3h);
   other.endpoint = "other";
   Accept(t, other);
-  auto since = t->List({"ep", "", FormatTime(kT0 + 1h), 10});
+  auto since = t->List({.endpoint = "ep", .since = FormatTime(kT0 + 1h), .limit = 10});
   REQUIRE(since.ok());
   REQUIRE(since->size() == 2);
   CHECK((*since)[0].event_id == "new");
   CHECK((*since)[1].event_id == "mid");
   CHECK((*since)[0].received_at == FormatTime(kT0 + 2h));
-  auto limited = t->List({"", "", "", 1});
+  auto limited = t->List({.limit = 1});
   REQUIRE(limited.ok());
   REQUIRE(limited->size() == 1);
   CHECK((*limited)[0].event_id == "elsewhere");
-  auto none = t->List({"", "processed", "", 10});
+  auto none = t->List({.status = "processed", .limit = 10});
   REQUIRE(none.ok());
   CHECK(none->empty());
+}
+
+TEST_CASE("List pages by keyset and finds one event id; every row once, in order") {
+  TestInbox t;
+  // Several rows share a received_at, so the page boundary must break ties by id.
+  std::vector<std::string> expected;  // newest first
+  for (int i = 0; i < 25; ++i) {
+    Event e = MakeEvent("ev-" + std::to_string(i));
+    e.received_at = kT0 + std::chrono::seconds(i / 3);
+    Accept(t, e);
+    expected.insert(expected.begin(), e.event_id);
+  }
+  std::vector<std::string> seen;
+  ListFilter page{.limit = 4};
+  for (int pages = 0; pages < 20; ++pages) {
+    auto rows = t->List(page);
+    REQUIRE(rows.ok());
+    for (const InboxRow& r : *rows) seen.push_back(r.event_id);
+    if (rows->size() < 4) break;
+    page.before_received_at = rows->back().received_at;
+    page.before_id = rows->back().id;
+  }
+  CHECK(seen == expected);
+
+  auto one = t->List({.event_id = "ev-7", .limit = 10});
+  REQUIRE(one.ok());
+  REQUIRE(one->size() == 1);
+  CHECK((*one)[0].event_id == "ev-7");
+  auto elsewhere = t->List({.endpoint = "other", .event_id = "ev-7", .limit = 10});
+  REQUIRE(elsewhere.ok());
+  CHECK(elsewhere->empty());
+}
+
+TEST_CASE("DeadJobs lists dead jobs newest first with their last error, by pages") {
+  TestInbox t;
+  for (int i = 0; i < 3; ++i) {
+    Accept(t, MakeEvent("dead-" + std::to_string(i)));
+    auto jobs = t->ClaimJobs("w", 10, kT0, 30s);
+    REQUIRE(jobs.ok());
+    REQUIRE(jobs->size() == 1);
+    JobOutcome o;
+    o.outcome = Outcome::kFailed;
+    o.detail = "boom " + std::to_string(i);
+    o.next = JobOutcome::Next::kDead;
+    o.finished_at = kT0 + 1s;
+    REQUIRE(t->FinishJob(jobs->front(), o).ok());
+  }
+  Accept(t, MakeEvent("alive"));
+  auto dead = t->DeadJobs(0, 2);
+  REQUIRE(dead.ok());
+  REQUIRE(dead->size() == 2);
+  CHECK((*dead)[0].row.event_id == "dead-2");
+  CHECK((*dead)[0].last_error == "boom 2");
+  CHECK((*dead)[0].row.status == "dead");
+  CHECK((*dead)[0].attempts == 1);
+  CHECK((*dead)[1].row.event_id == "dead-1");
+  auto rest = t->DeadJobs((*dead)[1].job_id, 2);
+  REQUIRE(rest.ok());
+  REQUIRE(rest->size() == 1);
+  CHECK((*rest)[0].row.event_id == "dead-0");
 }
 
 TEST_CASE("replicas: batch claims of many-handler events never fail on each other") {

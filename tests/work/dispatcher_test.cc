@@ -71,6 +71,9 @@ class CountingInbox final : public Inbox {
   }
   Status PrepareSql(const SqlWork& sql) override { return in_.PrepareSql(sql); }
   StatusOr<std::vector<InboxRow>> List(const ListFilter& f) override { return in_.List(f); }
+  StatusOr<std::vector<DeadJob>> DeadJobs(int64_t before, int limit) override {
+    return in_.DeadJobs(before, limit);
+  }
   StatusOr<InboxDetail> Show(const std::string& endpoint, const std::string& id) override {
     return in_.Show(endpoint, id);
   }

@@ -32,6 +32,7 @@
 #include <random>
 #include <set>
 #include <tuple>
+#include <variant>
 
 #include "base/utf8.h"
 #include "inbox/backend.h"
@@ -615,21 +616,40 @@ class PostgresInbox final : public Inbox {
   }
 
   StatusOr<std::vector<InboxRow>> List(const ListFilter& f) override {
+    std::vector<SqlValue> values;
+    const std::string sql =
+        "SELECT " + RowColumns() + ListQueryTail(f, '$', "::timestamptz", &values);
+    Params params;
+    for (const SqlValue& v : values) std::visit([&](const auto& x) { params.Add(x); }, v);
     std::vector<InboxRow> rows;
     Status s = Read([&](Conn& c) -> Status {
       rows.clear();
-      HOOKBOX_EXEC(
-          q, c.Exec("SELECT " + RowColumns() +
-                        " FROM inbox WHERE ($1 = '' OR endpoint = $1)"
-                        " AND ($2 = '' OR status = $2)"
-                        " AND ($3 = '' OR received_at >= NULLIF($3, '')::timestamptz)"
-                        " ORDER BY received_at DESC, id DESC LIMIT $4",
-                    Params().Add(f.endpoint).Add(f.status).Add(f.since).Add(int64_t{f.limit})));
+      HOOKBOX_EXEC(q, c.Exec(sql, params));
       for (int i = 0; i < q.rows(); ++i) rows.push_back(ReadRow(q, i));
       return Status::Ok();
     });
     if (!s.ok()) return s;
     return rows;
+  }
+
+  StatusOr<std::vector<DeadJob>> DeadJobs(int64_t before_job_id, int limit) override {
+    std::vector<DeadJob> dead;
+    Status s = Read([&](Conn& c) -> Status {
+      dead.clear();
+      HOOKBOX_EXEC(
+          q, c.Exec("SELECT " + RowColumns() +
+                        ", job_id, handler, coalesce(last_error, ''), attempts FROM inbox JOIN"
+                        " (SELECT id AS job_id, inbox_id, handler, last_error, attempts FROM jobs"
+                        " WHERE status = 'dead' AND ($1 = 0 OR id < $1)) j"
+                        " ON j.inbox_id = inbox.id ORDER BY job_id DESC LIMIT $2",
+                    Params().Add(before_job_id).Add(int64_t{limit})));
+      for (int i = 0; i < q.rows(); ++i) {
+        dead.push_back({ReadRow(q, i), q.Int(i, 14), q.Text(i, 15), q.Text(i, 16), q.Int(i, 17)});
+      }
+      return Status::Ok();
+    });
+    if (!s.ok()) return s;
+    return dead;
   }
 
   StatusOr<InboxDetail> Show(const std::string& endpoint, const std::string& event_id) override {

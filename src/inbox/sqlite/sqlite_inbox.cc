@@ -12,6 +12,7 @@
 #include <random>
 #include <thread>
 #include <tuple>
+#include <variant>
 
 #include "inbox/backend.h"
 #include "inbox/group_commit.h"
@@ -682,17 +683,35 @@ class SqliteInbox final : public Inbox {
 
   StatusOr<std::vector<InboxRow>> List(const ListFilter& f) override {
     std::lock_guard lock(read_mu_);
+    std::vector<SqlValue> params;
     HOOKBOX_PREPARE(q, *reader_,
-                    std::string("SELECT ") + kRowColumns +
-                        " FROM inbox WHERE (?1 = '' OR endpoint = ?1) AND (?2 = '' OR status = ?2)"
-                        " AND (?3 = '' OR received_at >= ?3) ORDER BY received_at DESC, id DESC"
-                        " LIMIT ?4");
-    q.Bind(1, f.endpoint).Bind(2, f.status).Bind(3, f.since).Bind(4, int64_t{f.limit});
+                    std::string("SELECT ") + kRowColumns + ListQueryTail(f, '?', "", &params));
+    for (size_t i = 0; i < params.size(); ++i) {
+      std::visit([&](const auto& v) { q.Bind(static_cast<int>(i + 1), v); }, params[i]);
+    }
     std::vector<InboxRow> rows;
     Status s;
     while (q.Step(&s)) rows.push_back(ReadRow(q));
     if (!s.ok()) return s;
     return rows;
+  }
+
+  StatusOr<std::vector<DeadJob>> DeadJobs(int64_t before_job_id, int limit) override {
+    std::lock_guard lock(read_mu_);
+    HOOKBOX_PREPARE(q, *reader_,
+                    std::string("SELECT ") + kRowColumns +
+                        ", job_id, handler, coalesce(last_error, ''), attempts FROM inbox JOIN"
+                        " (SELECT id AS job_id, inbox_id, handler, last_error, attempts FROM jobs"
+                        " WHERE status = 'dead' AND (?1 = 0 OR id < ?1)) ON inbox_id = inbox.id"
+                        " ORDER BY job_id DESC LIMIT ?2");
+    q.Bind(1, before_job_id).Bind(2, int64_t{limit});
+    std::vector<DeadJob> dead;
+    Status s;
+    while (q.Step(&s)) {
+      dead.push_back({ReadRow(q), q.Int(14), q.Text(15), q.Text(16), q.Int(17)});
+    }
+    if (!s.ok()) return s;
+    return dead;
   }
 
   StatusOr<InboxDetail> Show(const std::string& endpoint, const std::string& event_id) override {
