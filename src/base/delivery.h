@@ -12,7 +12,8 @@ namespace hookbox {
 
 struct Delivery {
   std::string method;
-  std::string path;
+  std::string path;    // the target's path, not percent-decoded
+  std::string query;   // what followed the target's '?', byte for byte; "" when none
   std::string remote;  // "ip:port", for logs
   Headers headers;
   std::string body;  // the raw bytes, exactly as received

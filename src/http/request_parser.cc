@@ -288,4 +288,9 @@ std::string_view TargetPath(std::string_view target) {
   return target.substr(0, target.find('?'));
 }
 
+std::string_view TargetQuery(std::string_view target) {
+  size_t q = target.find('?');
+  return q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
+}
+
 }  // namespace hookbox

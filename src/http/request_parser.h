@@ -90,5 +90,7 @@ class RequestParser final {
 // The request's path: the target without its query, and without scheme and authority when
 // the target is in absolute form (RFC 9112 §3.2.2). Not percent-decoded.
 std::string_view TargetPath(std::string_view target);
+// The target's query: what follows its first '?', byte for byte ("" when there is none).
+std::string_view TargetQuery(std::string_view target);
 
 }  // namespace hookbox

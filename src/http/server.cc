@@ -328,6 +328,7 @@ struct HttpServer::Impl {
     Delivery d;
     d.method = std::move(r.method);
     d.path = std::string(TargetPath(r.target));
+    d.query = std::string(TargetQuery(r.target));
     d.remote = remote;
     for (auto& [name, value] : r.headers) d.headers.emplace(std::move(name), std::move(value));
     d.body = std::move(r.body);

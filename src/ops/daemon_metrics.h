@@ -6,6 +6,7 @@
 #pragma once
 
 #include "ops/metrics.h"
+#include "ops/recent_counts.h"
 
 namespace hookbox {
 
@@ -28,6 +29,9 @@ struct DaemonMetrics {
   CounterFamily& handler_infra_failures;
   // {kind}: processed, stale, ignored, dead, sequences.
   CounterFamily& purged_rows;
+  // Deliveries of the last hour by the outcome `deliveries` counts them under (the
+  // console's summary).
+  RecentCounts recent_deliveries;
 
   DaemonMetrics();
 };

@@ -246,6 +246,7 @@ struct DeliveryRecord {
                           : answer.status == 409         ? "sync_busy"
                                                          : "sync_failed";
     Metrics().deliveries.With({endpoint_label, counted}).Inc();
+    Metrics().recent_deliveries.Add(counted, std::chrono::system_clock::now());
     log["outcome"] = outcome;
     log["status"] = answer.status;
     log["latency_ms"] =

@@ -227,6 +227,13 @@ TEST_CASE("the path: no query, no scheme and authority, not decoded") {
   CHECK(TargetPath("*") == "*");
 }
 
+TEST_CASE("the query: after the first '?', byte for byte") {
+  CHECK(TargetQuery("/hooks/a?x=1&y=%20?z") == "x=1&y=%20?z");
+  CHECK(TargetQuery("/hooks/a?") == "");
+  CHECK(TargetQuery("/hooks/a") == "");
+  CHECK(TargetQuery("http://example.com/a?b=c") == "b=c");
+}
+
 TEST_CASE("max_head counts the whole head, however its bytes arrive") {
   // A head of exactly max_head bytes (blank line included) is taken; one byte more is 431,
   // whole, byte by byte, or cut after its request line.
