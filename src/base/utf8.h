@@ -1,9 +1,11 @@
 // A strict UTF-8 decoder (RFC 3629: no overlong forms, no surrogates, nothing past
 // U+10FFFF), for every layer that must tell well-formed text from bytes: the terminal
-// escaping of the CLI (ops/terminal.cc) and the text PostgreSQL stores (inbox/postgres).
+// escaping of the CLI (ops/terminal.cc), the text PostgreSQL stores (inbox/postgres) and
+// the console's pages (console/).
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace hookbox {
@@ -38,6 +40,25 @@ inline Decoded DecodeOne(std::string_view s) {
   }
   if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return {};
   return {cp, n};
+}
+
+// `s` as well-formed UTF-8 without NUL: each byte that does not start a well-formed
+// sequence, and each NUL, becomes U+FFFD. Text a PostgreSQL TEXT column or a web page can
+// take whatever bytes a handler or a producer sent.
+inline std::string ToValidUtf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  while (!s.empty()) {
+    const Decoded d = DecodeOne(s);
+    if (d.length == 0 || d.cp == 0) {
+      out += "\xEF\xBF\xBD";
+      s.remove_prefix(1);
+    } else {
+      out.append(s.substr(0, d.length));
+      s.remove_prefix(d.length);
+    }
+  }
+  return out;
 }
 
 }  // namespace hookbox

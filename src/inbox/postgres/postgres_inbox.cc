@@ -75,25 +75,6 @@ std::string ResourceKey(const std::string& endpoint, const std::string& resource
 }
 
 // A PostgreSQL array literal of texts: {"a","b\"c"}.
-// A handler's output as PostgreSQL text, which must be UTF-8 without NUL: each byte that
-// does not begin a well-formed sequence (base/utf8.h), and each NUL, becomes U+FFFD.
-// (SQLite stores the bytes as they are.)
-std::string StorableText(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  while (!s.empty()) {
-    const Decoded d = DecodeOne(s);
-    if (d.length == 0 || d.cp == 0) {
-      out += "\xEF\xBF\xBD";
-      s.remove_prefix(1);
-    } else {
-      out.append(s.substr(0, d.length));
-      s.remove_prefix(d.length);
-    }
-  }
-  return out;
-}
-
 std::string TextArray(const std::vector<std::optional<std::string>>& items) {
   std::string out = "{";
   for (size_t i = 0; i < items.size(); ++i) {
@@ -221,12 +202,13 @@ Params FinishArrays(const std::vector<FinishRequest>& finishes) {
     next_at.push_back(o.next == JobOutcome::Next::kRetry
                           ? std::optional<std::string>(FormatTime(o.next_attempt_at))
                           : std::nullopt);
+    // PostgreSQL text must be UTF-8 without NUL (base/utf8.h); SQLite keeps the bytes.
     last_error.push_back(o.outcome != Outcome::kOk
-                             ? std::optional<std::string>(StorableText(o.detail))
+                             ? std::optional<std::string>(ToValidUtf8(o.detail))
                              : std::nullopt);
     finished.emplace_back(FormatTime(o.finished_at));
     outcome.emplace_back(OutcomeName(o.outcome));
-    detail.emplace_back(StorableText(o.detail));
+    detail.emplace_back(ToValidUtf8(o.detail));
     number.emplace_back(std::to_string(f.job->event.attempt));
     refund.emplace_back(o.refund_try ? "1" : "0");
   }
@@ -1301,11 +1283,11 @@ class PostgresInbox final : public Inbox {
     else
       cas.AddNull();
     if (effective->outcome != Outcome::kOk)
-      cas.Add(StorableText(effective->detail));
+      cas.Add(ToValidUtf8(effective->detail));
     else
       cas.AddNull();
     cas.Add(job.job_id).Add(job.lease_token).Add(finished).Add(OutcomeName(effective->outcome));
-    cas.Add(StorableText(effective->detail)).Add(int64_t{job.event.attempt});
+    cas.Add(ToValidUtf8(effective->detail)).Add(int64_t{job.event.attempt});
     cas.Add(int64_t{effective->refund_try ? 1 : 0});
     HOOKBOX_EXEC(moved, c.Exec("WITH cas AS (UPDATE jobs SET status = $1,"
                                " next_attempt_at = coalesce($2::timestamptz, next_attempt_at),"

@@ -1,0 +1,26 @@
+// application/x-www-form-urlencoded, both ways: the fields of a query string or a form body
+// (as the WHATWG URL standard parses them: '&'-separated, '+' is a space, %XX is a byte,
+// a malformed % sequence stays as it is), and the encoding of a value for a query string.
+// The console reads its filters and forms with it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace hookbox {
+
+using FormFields = std::vector<std::pair<std::string, std::string>>;
+
+// The fields in order, names and values decoded. Empty pieces ("a&&b") are skipped.
+FormFields ParseUrlEncoded(std::string_view text);
+
+// The first value of `name`, if present.
+std::optional<std::string> FormValue(const FormFields& fields, std::string_view name);
+
+// `value` for a query string: letters, digits and -._~ as they are, every other byte %XX.
+std::string UrlEncode(std::string_view value);
+
+}  // namespace hookbox
