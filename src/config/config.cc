@@ -176,6 +176,11 @@ class Loader final {
   };
   void CheckVerification(const VerifyKeys& keys, const std::string& where, Endpoint& endpoint);
   void ReadSecrets(const YAML::Node& node, const std::string& where, Endpoint& endpoint);
+  // One {env: NAME} / {file: PATH} / {value: TEXT}: resolved, or with its source only when
+  // secrets are not resolved; nullopt after the error (which ends with `named`).
+  std::optional<Secret> SecretEntry(const YAML::Node& item, const std::string& where,
+                                    const std::string& named);
+  void CheckAdmin(const Config& config);
   void ReadHmac(const YAML::Node& node, const std::string& where, HmacScheme& hmac);
   void ReadDedupe(const YAML::Node& node, const std::string& where, Endpoint& endpoint);
   void ReadRetry(const YAML::Node& node, const std::string& where, RetryPolicy& retry);
@@ -401,6 +406,16 @@ void Loader::ReadDocument(const YAML::Node& root, const std::string& file, Confi
           {"listen", [&](auto& n, auto& w) { Set(config.listen, Address(n, w, false)); }},
           {"admin_listen",
            [&](auto& n, auto& w) { Set(config.admin_listen, Address(n, w, true)); }},
+          {"admin_token",
+           [&](auto& n, auto& w) {
+             if (auto token = SecretEntry(n, w, "")) config.admin_token = std::move(*token);
+           }},
+          {"admin_hosts",
+           [&](auto& n, auto& w) {
+             ReadList(n, w, false, [&](auto& item, auto& iw, size_t) {
+               if (auto host = NonEmptyText(item, iw)) config.admin_hosts.push_back(*host);
+             });
+           }},
           {"database", [&](auto& n, auto& w) { Set(config.database, Database(n, w)); }},
           {"durability",
            [&](auto& n, auto& w) {
@@ -429,6 +444,22 @@ void Loader::ReadDocument(const YAML::Node& root, const std::string& file, Confi
   auto admin = ParseHostPort(config.admin_listen);
   if (listen.ok() && admin.ok() && listen->port != 0 && listen->port == admin->port) {
     Error("admin_listen", "must not use the same port as listen (" + config.listen + ")");
+  }
+  CheckAdmin(config);
+}
+
+// The console reads every event and can clear and retry them: reachable beyond this host
+// without a token, it is open to anyone on the network.
+void Loader::CheckAdmin(const Config& config) {
+  auto admin = ParseHostPort(config.admin_listen);
+  if (config.admin_listen.empty() || config.admin_token || !admin.ok()) return;
+  const std::string& host = admin->host;
+  const bool loopback = host == "localhost" || host == "::1" || host.starts_with("127.");
+  if (!loopback) {
+    Warning("admin_listen",
+            config.admin_listen +
+                " is not a loopback address and no admin_token is set: anyone who can reach it "
+                "can read the inbox and clear or retry events (set admin_token)");
   }
 }
 
@@ -555,40 +586,50 @@ void Loader::CheckVerification(const VerifyKeys& keys, const std::string& where,
   }
 }
 
+std::optional<Secret> Loader::SecretEntry(const YAML::Node& item, const std::string& where,
+                                          const std::string& named) {
+  if (!item.IsMap() || item.size() != 1 || !item.begin()->first.IsScalar()) {
+    // Never echo the item: it may be the secret itself, written inline by mistake.
+    Error(where, "expected one of {env: NAME}, {file: PATH} or {value: TEXT}");
+    return std::nullopt;
+  }
+  // Copies: the iterator's key/value pair is a temporary.
+  const YAML::Node entry_key = item.begin()->first;
+  const YAML::Node arg = item.begin()->second;
+  const std::string& kind = entry_key.Scalar();
+  std::optional<SecretSource> source;
+  for (const auto& c : kSecretSources) {
+    if (c.name == kind) source = c.value;
+  }
+  if (!source) {
+    Error(where, "unknown key " + Quote(kind) + " (expected env, file or value)");
+    return std::nullopt;
+  }
+  if (!arg.IsScalar() && !arg.IsNull()) {
+    Error(Key(where, kind), "expected a single value");
+    return std::nullopt;
+  }
+  if (!options_.resolve_secrets) {
+    return Secret{kind == "value" ? kind : kind + ":" + arg.Scalar(), ""};
+  }
+  auto secret = ResolveSecret(*source, arg.IsNull() ? std::string() : arg.Scalar());
+  if (!secret.ok()) {
+    Error(where, secret.status().what() + named);
+    return std::nullopt;
+  }
+  return std::move(*secret);
+}
+
 void Loader::ReadSecrets(const YAML::Node& node, const std::string& where, Endpoint& endpoint) {
   // A secret's problem names its endpoint too: secrets often come from files or variables
   // shared by several endpoints, and the operator fixes them by endpoint.
   const std::string named =
       endpoint.name.empty() ? std::string() : " (endpoint " + Quote(endpoint.name) + ")";
   ReadList(node, where, true, [&](auto& item, auto& iw, size_t) {
-    if (!item.IsMap() || item.size() != 1 || !item.begin()->first.IsScalar()) {
-      // Never echo the item: it may be the secret itself, written inline by mistake.
-      Error(iw, "expected one of {env: NAME}, {file: PATH} or {value: TEXT}");
-      return;
-    }
-    // Copies: the iterator's key/value pair is a temporary.
-    const YAML::Node entry_key = item.begin()->first;
-    const YAML::Node arg = item.begin()->second;
-    const std::string& kind = entry_key.Scalar();
-    std::optional<SecretSource> source;
-    for (const auto& c : kSecretSources) {
-      if (c.name == kind) source = c.value;
-    }
-    if (!source) {
-      Error(iw, "unknown key " + Quote(kind) + " (expected env, file or value)");
-      return;
-    }
-    if (!arg.IsScalar() && !arg.IsNull()) {
-      Error(Key(iw, kind), "expected a single value");
-      return;
-    }
+    auto secret = SecretEntry(item, iw, named);
+    if (!secret) return;
     if (!options_.resolve_secrets) {
-      endpoint.secrets.push_back({kind == "value" ? kind : kind + ":" + arg.Scalar(), ""});
-      return;
-    }
-    auto secret = ResolveSecret(*source, arg.IsNull() ? std::string() : arg.Scalar());
-    if (!secret.ok()) {
-      Error(iw, secret.status().what() + named);
+      endpoint.secrets.push_back(std::move(*secret));
       return;
     }
     if (endpoint.provider == Provider::kStandard &&

@@ -106,6 +106,11 @@ struct Config {
   std::string path;  // the file it was read from
   std::string listen = "127.0.0.1:8080";
   std::string admin_listen = "127.0.0.1:9464";  // "" disables the admin listener
+  // The console and /metrics on admin_listen: with a token, each asks for it (a login form's
+  // cookie, or `Authorization: Bearer`). Host names the console answers to, beside the
+  // listener's IP address and `localhost` (DNS rebinding: any other Host is refused).
+  std::optional<Secret> admin_token;
+  std::vector<std::string> admin_hosts;
   std::string database = "/var/lib/hookbox/inbox.db";
   Durability durability = Durability::kFull;
   Limits limits;

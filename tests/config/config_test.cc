@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "config/exposure.h"
 #include "load_helpers.h"
 
 namespace hookbox {
@@ -545,6 +546,41 @@ TEST_CASE("LoadConfigFile reads the file and names it", "[config]") {
   LoadResult syntax = LoadConfigFile(broken.path());
   REQUIRE(syntax.errors.size() == 1);
   CHECK(syntax.errors[0].starts_with(broken.path() + ":"));
+}
+
+TEST_CASE(
+    "admin_token and admin_hosts: read like secrets and names; a console open to the "
+    "network without a token is warned about",
+    "[config]") {
+  const std::string endpoints = R"(
+endpoints:
+  - {name: open, path: /open, verify: none}
+)";
+  LoadResult with =
+      Load("admin_token: {value: s3cret-token}\nadmin_hosts: [hookbox.internal]\n" + endpoints);
+  INFO(Dump(with));
+  REQUIRE(with.config);
+  REQUIRE(with.config->admin_token);
+  CHECK(with.config->admin_token->value == "s3cret-token");
+  CHECK(with.config->admin_hosts == std::vector<std::string>{"hookbox.internal"});
+  CHECK(InlineSecretPlaces(*with.config) == std::vector<std::string>{"admin_token"});
+  CHECK(with.warnings.empty());
+
+  LoadResult bad = Load("admin_token: {value: \"\"}\n" + endpoints);
+  CHECK_FALSE(bad.config);
+  CHECK(HasLine(bad.errors, "admin_token: value is empty"));
+  LoadResult unknown = Load("admin_token: {vault: x}\n" + endpoints);
+  CHECK(HasLine(unknown.errors, "admin_token: unknown key \"vault\""));
+
+  LoadResult open = Load("admin_listen: 0.0.0.0:9464\n" + endpoints);
+  REQUIRE(open.config);
+  CHECK(HasLine(open.warnings,
+                "admin_listen: 0.0.0.0:9464 is not a loopback address and no "
+                "admin_token is set"));
+  LoadResult guarded = Load("admin_listen: 0.0.0.0:9464\nadmin_token: {value: t}\n" + endpoints);
+  CHECK(guarded.warnings.empty());
+  LoadResult loopback = Load("admin_listen: 127.0.0.1:9464\n" + endpoints);
+  CHECK(loopback.warnings.empty());
 }
 
 }  // namespace
