@@ -111,7 +111,7 @@ void AddQueueGauges(Inbox& inbox) {
   Metrics().registry.AddGauge("hookbox_jobs", "Jobs in the inbox, by status.", {"status"},
                               [&inbox] {
                                 std::vector<GaugeSample> out;
-                                auto q = inbox.Queue();
+                                auto q = inbox.Queue(true);
                                 if (!q.ok()) return out;
                                 std::map<std::string, int64_t> by_status = {
                                     {"pending", 0}, {"processing", 0}, {"done", 0}, {"dead", 0}};
@@ -127,7 +127,7 @@ void AddQueueGauges(Inbox& inbox) {
       "Age of the oldest event with a pending or processing job; 0 when there is none.", {},
       [&inbox] {
         std::vector<GaugeSample> out;
-        auto q = inbox.Queue();
+        auto q = inbox.Queue(false);
         if (!q.ok()) return out;
         double age = 0;
         if (auto micros = ParseRfc3339Micros(q->oldest_unfinished_received_at)) {

@@ -41,6 +41,12 @@ std::array<PurgeTarget, 4> PurgeTargets(const PurgeRequest& r, PurgeCounts* coun
            {"dead", r.dead_before, &counts->dead}}};
 }
 
+const char* QueueCountSql(bool count_done) {
+  return count_done ? "SELECT status, count(*) FROM jobs GROUP BY status"
+                    : "SELECT status, count(*) FROM jobs"
+                      " WHERE status IN ('pending', 'processing', 'dead') GROUP BY status";
+}
+
 std::string ListQueryTail(const ListFilter& f, char mark, const char* time_cast,
                           std::vector<SqlValue>* params) {
   std::string where;

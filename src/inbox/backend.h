@@ -38,6 +38,9 @@ struct PurgeTarget {
 };
 std::array<PurgeTarget, 4> PurgeTargets(const PurgeRequest& r, PurgeCounts* counts);
 
+// Queue()'s count of jobs by status, with or without the done ones (an index range each).
+const char* QueueCountSql(bool count_done);
+
 // A parameter of a query built here: text or an integer.
 using SqlValue = std::variant<std::string, int64_t>;
 

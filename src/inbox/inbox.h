@@ -279,7 +279,9 @@ class Inbox {
   // as new. NotFound when there is no such row.
   virtual Status Clear(const std::string& endpoint, const std::string& event_id) = 0;
   virtual StatusOr<InboxStats> Stats() = 0;
-  virtual StatusOr<QueueStats> Queue() = 0;
+  // Jobs by status (with `done`: those count up to the retention, so the console, which
+  // shows the others at every page view, leaves them out) and the oldest unfinished job.
+  virtual StatusOr<QueueStats> Queue(bool count_done) = 0;
   // Deletes in batches (see PurgeRequest); the counts are what went (or would go).
   virtual StatusOr<PurgeCounts> Purge(const PurgeRequest& request) = 0;
   // Ok when the database answers a trivial query (for /readyz).

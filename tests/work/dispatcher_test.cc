@@ -81,7 +81,7 @@ class CountingInbox final : public Inbox {
     return in_.Clear(endpoint, id);
   }
   StatusOr<InboxStats> Stats() override { return in_.Stats(); }
-  StatusOr<QueueStats> Queue() override { return in_.Queue(); }
+  StatusOr<QueueStats> Queue(bool count_done) override { return in_.Queue(count_done); }
   StatusOr<PurgeCounts> Purge(const PurgeRequest& r) override { return in_.Purge(r); }
   Status Ping() override { return in_.Ping(); }
 
@@ -186,7 +186,7 @@ struct Setup {
   // Waits (bounded) until no job is pending or processing.
   bool Drained() {
     for (int i = 0; i < 1000; ++i) {
-      auto q = real->Queue();
+      auto q = real->Queue(true);
       REQUIRE(q.ok());
       if (q->jobs_by_status["pending"] == 0 && q->jobs_by_status["processing"] == 0) return true;
       std::this_thread::sleep_for(20ms);
@@ -280,7 +280,7 @@ TEST_CASE("dispatcher: Stop waits for the attempts under way and records them") 
   for (int i = 0; i < 200 && h->Ran().size() < 4; ++i) std::this_thread::sleep_for(5ms);
   REQUIRE(h->Ran().size() == 4);
   CHECK(d.Stop(10s));
-  auto q = t.real->Queue();
+  auto q = t.real->Queue(true);
   REQUIRE(q.ok());
   CHECK(q->jobs_by_status["done"] == 4);
   CHECK(q->jobs_by_status["processing"] == 0);

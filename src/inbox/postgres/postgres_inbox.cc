@@ -710,11 +710,11 @@ class PostgresInbox final : public Inbox {
     return stats;
   }
 
-  StatusOr<QueueStats> Queue() override {
+  StatusOr<QueueStats> Queue(bool count_done) override {
     QueueStats stats;
     Status s = Read([&](Conn& c) -> Status {
       stats = QueueStats{};
-      HOOKBOX_EXEC(jobs, c.Exec("SELECT status, count(*) FROM jobs GROUP BY status"));
+      HOOKBOX_EXEC(jobs, c.Exec(QueueCountSql(count_done)));
       for (int i = 0; i < jobs.rows(); ++i) stats.jobs_by_status[jobs.Text(i, 0)] = jobs.Int(i, 1);
       HOOKBOX_EXEC(oldest, c.Exec("SELECT " + UtcText("min(i.received_at)") +
                                   " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"

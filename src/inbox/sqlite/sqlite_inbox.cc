@@ -736,12 +736,12 @@ class SqliteInbox final : public Inbox {
     return stats;
   }
 
-  StatusOr<QueueStats> Queue() override {
+  StatusOr<QueueStats> Queue(bool count_done) override {
     std::lock_guard lock(read_mu_);
     QueueStats q;
     Status s;
     {
-      HOOKBOX_PREPARE(jobs, *reader_, "SELECT status, count(*) FROM jobs GROUP BY status");
+      HOOKBOX_PREPARE(jobs, *reader_, QueueCountSql(count_done));
       while (jobs.Step(&s)) q.jobs_by_status[jobs.Text(0)] = jobs.Int(1);
       if (!s.ok()) return s;
     }
