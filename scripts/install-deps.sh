@@ -13,6 +13,7 @@ packages=(
   clang libfuzzer-14-dev libclang-rt-14-dev
   libboost1.81-dev     # Boost.Beast: the listener's HTTP parser (src/http/request_parser.cc)
   libhttp-parser-dev   # nodejs http-parser: the second reading in tests/fuzz/fuzz_http.cc
+  libkainjow-mustache-dev   # Mustache: the console's pages (src/console/render.cc)
   clang-format clang-tidy   # make lint
 )
 

@@ -1,7 +1,8 @@
 // `hookbox serve`: the daemon. Serve() reads as the list of steps it takes — config,
 // descriptors, open and migrate, handlers, dispatcher, receiver, purge, listeners, READY,
 // then wait for signals — and Daemon holds the running parts. Here too: the admin port's
-// answers (/healthz, /readyz, /metrics), the queue gauges, SIGHUP's reload, and the fitting
+// answers (/healthz, /readyz, /metrics, and the console's pages from console/), the queue
+// gauges, SIGHUP's reload, and the fitting
 // of limits.max_connections under the open-file limit.
 #include <signal.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 
 #include "cli/cli.h"
 #include "config/exposure.h"
+#include "console/console.h"
 #include "handlers/handler.h"
 #include "http/server.h"
 #include "inbox/postgres/pg.h"
@@ -90,7 +92,9 @@ struct Liveness {
   }
 };
 
-Answer AdminAnswer(const Delivery& d, const Liveness& liveness) {
+// The admin port: probes (open to all: they tell nothing), /metrics (behind admin_token
+// when one is set), and the console (console/console.h).
+Answer AdminAnswer(const Delivery& d, const Liveness& liveness, console::Console& console) {
   if (d.path == "/healthz") return {200, R"({"status":"ok"})", {}};
   if (d.path == "/readyz") {
     std::string problem = liveness.Problem();
@@ -98,11 +102,24 @@ Answer AdminAnswer(const Delivery& d, const Liveness& liveness) {
     return {200, R"({"status":"ready"})", {}};
   }
   if (d.path == "/metrics") {
+    if (!console.Authorized(d)) {
+      return {401, R"({"error":"admin token required"})", {{"WWW-Authenticate", "Bearer"}}};
+    }
     return {200,
             Metrics().registry.Render(),
             {{"Content-Type", "text/plain; version=0.0.4; charset=utf-8"}}};
   }
+  if (auto page = console.Handle(d)) return std::move(*page);
   return {404, R"({"error":"not found"})", {}};
+}
+
+console::ConsoleOptions ConsoleOptionsFor(const Config& c, std::function<void()> wake) {
+  console::ConsoleOptions o;
+  for (const Endpoint& e : c.endpoints) o.endpoints.push_back(e.name);
+  o.hosts = c.admin_hosts;
+  if (c.admin_token) o.token = c.admin_token->value;
+  o.wake = std::move(wake);
+  return o;
 }
 
 // hookbox_jobs{status} and hookbox_queue_oldest_age_seconds, asked of the inbox at each
@@ -235,7 +252,9 @@ class Daemon {
             PublicLimits(c_), [this](const Delivery& d) { return receiver_.Receive(d); },
             [this](const Delivery& head) { return receiver_.CheckHead(head); }),
         liveness_{*inbox_, hooks_, draining_},
-        admin_(AdminLimits(), [this](const Delivery& d) { return AdminAnswer(d, liveness_); }) {}
+        console_(*inbox_, ConsoleOptionsFor(c_, [this] { dispatcher_.Wake(); })),
+        admin_(AdminLimits(),
+               [this](const Delivery& d) { return AdminAnswer(d, liveness_, console_); }) {}
 
   // Starts the dispatcher, the daily purge and the listeners, then tells the log and systemd
   // the daemon is up. False, after logging why, when it cannot listen.
@@ -262,7 +281,8 @@ class Daemon {
   std::atomic<bool> draining_{false};
   HttpServer hooks_;  // webhooks, on `listen` (or systemd's socket)
   const Liveness liveness_;
-  HttpServer admin_;  // health and metrics, on `admin_listen`
+  console::Console console_;  // the inbox in a browser, on `admin_listen`
+  HttpServer admin_;          // health, metrics and the console, on `admin_listen`
   std::string hooks_address_;
   std::optional<int> admin_port_;
   std::thread hooks_thread_;
@@ -296,6 +316,7 @@ bool Daemon::Listen(const std::vector<int>& activated) {
   auto bound = admin_.Bind(admin_addr->host, admin_addr->port);
   if (!bound.ok()) return cannot_listen(bound.status());
   admin_port_ = *bound;
+  console_.SetPort(*bound);
   return true;
 }
 

@@ -53,6 +53,8 @@ const char* Reason(int status) {
       return "Accepted";
     case 204:
       return "No Content";
+    case 303:
+      return "See Other";
     case 400:
       return "Bad Request";
     case 401:

@@ -1,0 +1,21 @@
+# Build step: wraps every file of DIR (not in subfolders) in a C++ raw string, as
+# `const std::map<std::string_view, std::string_view> VAR` (file name -> content) in
+# namespace NS, written to OUT. Run by CMakeLists.txt at build time (the console's pages).
+file(GLOB files ${DIR}/*)
+list(SORT files)
+set(body "// Generated from ${DIR} by cmake/embed_files.cmake. Do not edit.\n")
+string(APPEND body "#include <map>\n#include <string_view>\nnamespace ${NS} {\n")
+string(APPEND body "extern const std::map<std::string_view, std::string_view> ${VAR};\n")
+string(APPEND body "const std::map<std::string_view, std::string_view> ${VAR} = {\n")
+foreach(f ${files})
+  get_filename_component(name ${f} NAME)
+  file(READ ${f} content)
+  string(FIND "${content}" ")hookbox_file\"" clash)
+  if(NOT clash EQUAL -1)
+    message(FATAL_ERROR "${f} contains the raw string's delimiter")
+  endif()
+  string(APPEND body "  {\"${name}\", R\"hookbox_file(${content})hookbox_file\"},\n")
+endforeach()
+string(APPEND body "};\n}  // namespace ${NS}\n")
+file(WRITE ${OUT}.tmp "${body}")
+file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)

@@ -1,0 +1,503 @@
+// The console's routes, its guards (Host, token, Origin, CSRF) and its three pages and two
+// actions (see console.h). The pages' HTML is in pages/, rendered by render.cc.
+#include "console/console.h"
+
+#include <arpa/inet.h>
+#include <openssl/rand.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
+
+#include "base/crypto.h"
+#include "console/render.h"
+#include "ops/clock.h"
+#include "ops/daemon_metrics.h"
+
+namespace hookbox::console {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kPageRows = 50;
+constexpr const char* kSessionCookie = "hookbox_session";
+constexpr std::array<const char*, 6> kRowStatuses = {"pending", "processing", "processed",
+                                                     "stale",   "dead",       "ignored"};
+
+// The headers of every console answer: no script at all, styles from /style.css only, no
+// framing, no sniffing, no referrer (event ids are in the URLs), never cached.
+Headers SecurityHeaders(const char* content_type) {
+  return {{"Content-Type", content_type},
+          {"Content-Security-Policy",
+           "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
+           "frame-ancestors 'none'; base-uri 'none'"},
+          {"X-Content-Type-Options", "nosniff"},
+          {"X-Frame-Options", "DENY"},
+          {"Referrer-Policy", "no-referrer"},
+          {"Cache-Control", "no-store"}};
+}
+
+Answer Html(int status, std::string_view page, const json& view) {
+  return {status, RenderPage(page, view), SecurityHeaders("text/html; charset=utf-8")};
+}
+
+Answer Message(int status, const std::string& heading, const std::string& message) {
+  return Html(status, "message.html",
+              {{"title", heading}, {"heading", heading}, {"message", message}});
+}
+
+Answer Redirect(const std::string& location) {
+  Answer a{303, "", SecurityHeaders("text/plain; charset=utf-8")};
+  a.headers.emplace("Location", location);
+  return a;
+}
+
+Answer NotAllowed(const char* allow) {
+  Answer a = Message(405, "Method not allowed", std::string("This address takes ") + allow + ".");
+  a.headers.emplace("Allow", allow);
+  return a;
+}
+
+Answer Unavailable(const Status& s) {
+  return Message(503, "The inbox did not answer", s.ToString());
+}
+
+std::string EventHref(const std::string& endpoint, const std::string& id) {
+  return "/event?endpoint=" + UrlEncode(endpoint) + "&id=" + UrlEncode(id);
+}
+
+// "45 s", "12 min", "3 h 5 min", "2 d 4 h".
+std::string AgeText(int64_t seconds) {
+  char buf[48];
+  if (seconds < 60) {
+    snprintf(buf, sizeof buf, "%lld s", static_cast<long long>(seconds));
+  } else if (seconds < 3600) {
+    snprintf(buf, sizeof buf, "%lld min", static_cast<long long>(seconds / 60));
+  } else if (seconds < 86400) {
+    snprintf(buf, sizeof buf, "%lld h %lld min", static_cast<long long>(seconds / 3600),
+             static_cast<long long>(seconds % 3600 / 60));
+  } else {
+    snprintf(buf, sizeof buf, "%lld d %lld h", static_cast<long long>(seconds / 86400),
+             static_cast<long long>(seconds % 86400 / 3600));
+  }
+  return buf;
+}
+
+// A whole non-negative number of at most 18 digits, else nullopt.
+std::optional<int64_t> Count(const std::string& text) {
+  if (text.empty() || text.size() > 18) return std::nullopt;
+  int64_t n = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
+
+std::string Field(const FormFields& fields, std::string_view name) {
+  return FormValue(fields, name).value_or("");
+}
+
+json RowView(const InboxRow& r) {
+  return {{"received_at", r.received_at},
+          {"endpoint", r.endpoint},
+          {"event_id", r.event_id},
+          {"id_source", r.id_source},
+          {"event_type", r.event_type},
+          {"status", r.status},
+          {"processed_at", r.processed_at},
+          {"resource_id", r.resource_id},
+          {"sequence", r.sequence},
+          {"duplicates", r.duplicates},
+          {"last_duplicate_at", r.last_duplicate_at},
+          {"body_sha256", r.body_sha256},
+          {"href", EventHref(r.endpoint, r.event_id)}};
+}
+
+// The numbers at the top of the list: jobs by state, the oldest waiting event, and the last
+// hour's deliveries by outcome (this process's, since it started).
+json SummaryView(const QueueStats& q) {
+  auto count = [&](const char* status) {
+    auto it = q.jobs_by_status.find(status);
+    return it == q.jobs_by_status.end() ? int64_t{0} : it->second;
+  };
+  std::string oldest = "none";
+  if (auto micros = ParseRfc3339Micros(q.oldest_unfinished_received_at)) {
+    const auto now = std::chrono::duration_cast<std::chrono::microseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    oldest = AgeText(std::max<int64_t>(0, (now - *micros) / 1000000));
+  }
+  json last_hour = json::array();
+  for (const auto& [outcome, n] :
+       Metrics().recent_deliveries.LastHour(std::chrono::system_clock::now())) {
+    last_hour.push_back({{"outcome", outcome}, {"count", n}});
+  }
+  return {{"dead", count("dead")},
+          {"pending", count("pending")},
+          {"processing", count("processing")},
+          {"oldest", oldest},
+          {"last_hour", last_hour}};
+}
+
+// The body as the page shows it: JSON pretty-printed, anything else as text.
+void AddBody(const std::string& body, json& view) {
+  json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  const bool is_json = !body.empty() && !parsed.is_discarded();
+  view["body_kind"] = is_json ? "JSON" : "text";
+  view["body"] = is_json ? parsed.dump(2, ' ', false, json::error_handler_t::replace) : body;
+  view["body_size"] = body.size();
+}
+
+json HeadersView(const std::string& headers_json) {
+  json headers = json::array();
+  json stored = json::parse(headers_json, nullptr, false);
+  if (!stored.is_object()) return headers;
+  for (const auto& [name, value] : stored.items()) {
+    headers.push_back({{"name", name},
+                       {"value", value.is_string() ? value.get<std::string>()
+                                                   : value.dump(-1, ' ', false,
+                                                                json::error_handler_t::replace)}});
+  }
+  return headers;
+}
+
+json JobsView(const std::vector<JobRow>& jobs) {
+  json out = json::array();
+  for (const JobRow& j : jobs) {
+    json attempts = json::array();
+    for (const AttemptRow& a : j.attempt_rows) {
+      attempts.push_back({{"number", a.number},
+                          {"started_at", a.started_at},
+                          {"finished_at", a.finished_at},
+                          {"outcome", a.outcome},
+                          {"detail", a.detail}});
+    }
+    out.push_back({{"handler", j.handler},
+                   {"status", j.status},
+                   {"attempts", j.attempts},
+                   {"next_attempt_at", j.status == "pending" ? j.next_attempt_at : ""},
+                   {"lease_owner", j.status == "processing" ? j.lease_owner : ""},
+                   {"lease_until", j.lease_until},
+                   {"last_error", j.last_error},
+                   {"attempt_rows", attempts}});
+  }
+  return out;
+}
+
+bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string RandomKey() {
+  std::string key(32, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(key.data()), static_cast<int>(key.size())) != 1) {
+    throw std::runtime_error("no random bytes for the console's CSRF key");
+  }
+  return key;
+}
+
+}  // namespace
+
+Console::Console(Inbox& inbox, ConsoleOptions options)
+    : inbox_(inbox), options_(std::move(options)), csrf_key_(RandomKey()) {}
+
+std::optional<Answer> Console::Handle(const Delivery& d) {
+  static const std::set<std::string_view> kPaths = {
+      "/", "/event", "/dead", "/event/retry", "/event/clear", "/login", "/style.css"};
+  if (!kPaths.contains(d.path)) return std::nullopt;
+  if (!HostAllowed(d)) {
+    return Message(403, "Wrong address",
+                   "This console answers only to its own address (the listener's IP address "
+                   "or localhost, or a name listed in admin_hosts).");
+  }
+  const bool get = d.method == "GET" || d.method == "HEAD";
+  if (d.path == "/style.css") {
+    if (!get) return NotAllowed("GET, HEAD");
+    return Answer{200, std::string(*PageFile("style.css")),
+                  SecurityHeaders("text/css; charset=utf-8")};
+  }
+  if (d.path == "/login") return Login(d);
+  if (!Authorized(d)) {
+    return get ? Html(401, "login.html", {{"title", "Sign in"}})
+               : Message(401, "Sign in first", "This console needs the admin token.");
+  }
+  if (d.path == "/event/retry" || d.path == "/event/clear") {
+    if (d.method != "POST") return NotAllowed("POST");
+    return Action(d);
+  }
+  if (!get) return NotAllowed("GET, HEAD");
+  const FormFields query = ParseUrlEncoded(d.query);
+  if (d.path == "/event") return EventPage(query);
+  if (d.path == "/dead") return DeadPage(query);
+  return ListPage(query);
+}
+
+bool Console::HostAllowed(const Delivery& d) const {
+  if (HeaderCount(d.headers, "Host") != 1) return false;
+  std::string_view host = *HeaderValue(d.headers, "Host");
+  std::string name;
+  std::string_view rest;
+  bool ip = false;
+  if (host.starts_with('[')) {
+    const size_t close = host.find(']');
+    if (close == std::string_view::npos) return false;
+    name = std::string(host.substr(1, close - 1));
+    rest = host.substr(close + 1);
+    in6_addr a6{};
+    ip = inet_pton(AF_INET6, name.c_str(), &a6) == 1;
+  } else {
+    const size_t colon = host.rfind(':');
+    name = std::string(host.substr(0, colon));
+    rest = colon == std::string_view::npos ? std::string_view() : host.substr(colon);
+    in_addr a4{};
+    ip = inet_pton(AF_INET, name.c_str(), &a4) == 1;
+  }
+  int64_t port = 80;
+  if (!rest.empty()) {
+    auto n = rest.starts_with(':') ? Count(std::string(rest.substr(1))) : std::nullopt;
+    if (!n) return false;
+    port = *n;
+  }
+  if (port != port_) return false;
+  if (ip || EqualsIgnoringCase(name, "localhost")) return true;
+  return std::any_of(options_.hosts.begin(), options_.hosts.end(),
+                     [&](const std::string& h) { return EqualsIgnoringCase(h, name); });
+}
+
+bool Console::Authorized(const Delivery& d) const {
+  if (options_.token.empty()) return true;
+  if (auto auth = HeaderValue(d.headers, "Authorization"); auth && auth->starts_with("Bearer ")) {
+    return ConstantTimeEqual(auth->substr(7), options_.token);
+  }
+  const std::string session = SessionCookieValue();
+  auto [from, to] = d.headers.equal_range("Cookie");
+  for (auto it = from; it != to; ++it) {
+    std::string_view cookies = it->second;
+    while (!cookies.empty()) {
+      const size_t semi = cookies.find(';');
+      std::string_view pair = cookies.substr(0, semi);
+      cookies = semi == std::string_view::npos ? std::string_view() : cookies.substr(semi + 1);
+      while (pair.starts_with(' ')) pair.remove_prefix(1);
+      const size_t eq = pair.find('=');
+      if (eq != std::string_view::npos && pair.substr(0, eq) == kSessionCookie &&
+          ConstantTimeEqual(pair.substr(eq + 1), session)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// A POST from another site: an Origin (or Sec-Fetch-Site) that is not this listener's, or,
+// for the actions, a missing or wrong CSRF token. nullopt when the request may go on.
+std::optional<Answer> Console::RefusedPost(const Delivery& d, const FormFields& form) const {
+  const std::string host(HeaderValue(d.headers, "Host").value_or(""));
+  if (auto origin = HeaderValue(d.headers, "Origin")) {
+    if (!EqualsIgnoringCase(*origin, "http://" + host) &&
+        !EqualsIgnoringCase(*origin, "https://" + host)) {
+      return Message(403, "Refused", "This request came from another site.");
+    }
+  }
+  if (auto site = HeaderValue(d.headers, "Sec-Fetch-Site");
+      site && *site != "same-origin" && *site != "none") {
+    return Message(403, "Refused", "This request came from another site.");
+  }
+  if (d.path == "/login") return std::nullopt;
+  const std::string expected = CsrfToken(Field(form, "endpoint"), Field(form, "id"));
+  if (!ConstantTimeEqual(Field(form, "csrf"), expected)) {
+    return Message(403, "Refused",
+                   "The form's token is missing or out of date (the daemon may have "
+                   "restarted): open the event's page again and repeat.");
+  }
+  return std::nullopt;
+}
+
+std::string Console::CsrfToken(const std::string& endpoint, const std::string& id) const {
+  std::string message = "csrf";
+  message += '\0' + endpoint + '\0' + id;
+  return HexEncode(Hmac(HashAlgorithm::kSha256, csrf_key_, message));
+}
+
+std::string Console::SessionCookieValue() const {
+  return HexEncode(Hmac(HashAlgorithm::kSha256, options_.token, "hookbox console session"));
+}
+
+Answer Console::Login(const Delivery& d) {
+  if (options_.token.empty()) return Redirect("/");
+  if (d.method == "GET" || d.method == "HEAD") {
+    if (Authorized(d)) return Redirect("/");
+    return Html(200, "login.html", {{"title", "Sign in"}});
+  }
+  if (d.method != "POST") return NotAllowed("GET, HEAD, POST");
+  const FormFields form = ParseUrlEncoded(d.body);
+  if (auto refused = RefusedPost(d, form)) return *refused;
+  if (!ConstantTimeEqual(Field(form, "token"), options_.token)) {
+    return Html(401, "login.html", {{"title", "Sign in"}, {"failed", true}});
+  }
+  Answer a = Redirect("/");
+  a.headers.emplace("Set-Cookie", std::string(kSessionCookie) + "=" + SessionCookieValue() +
+                                      "; Path=/; HttpOnly; SameSite=Strict");
+  return a;
+}
+
+Answer Console::ListPage(const FormFields& query) {
+  ListFilter f;
+  f.endpoint = Field(query, "endpoint");
+  f.status = Field(query, "status");
+  f.event_id = Field(query, "id");
+  f.limit = kPageRows + 1;  // one more: is there a next page?
+  if (!f.status.empty() &&
+      std::find(kRowStatuses.begin(), kRowStatuses.end(), f.status) == kRowStatuses.end()) {
+    return Message(400, "No such status", "The status filter must be one of the listed ones.");
+  }
+  if (auto before = FormValue(query, "before_id")) {
+    auto id = Count(*before);
+    auto at = FormValue(query, "before_at");
+    if (!id || !at || !ParseRfc3339Micros(*at)) {
+      return Message(400, "Bad page", "The page's position (before_at, before_id) is not valid.");
+    }
+    f.before_id = *id;
+    f.before_received_at = *at;
+  }
+  auto rows = inbox_.List(f);
+  if (!rows.ok()) return Unavailable(rows.status());
+  auto queue = inbox_.Queue(false);
+  if (!queue.ok()) return Unavailable(queue.status());
+
+  json view = {{"title", "Inbox"}, {"id", f.event_id}, {"summary", SummaryView(*queue)}};
+  view["filtered"] = !f.endpoint.empty() || !f.status.empty() || !f.event_id.empty();
+  view["endpoints"] = json::array();
+  for (const std::string& name : options_.endpoints) {
+    view["endpoints"].push_back({{"name", name}, {"selected", name == f.endpoint}});
+  }
+  view["statuses"] = json::array();
+  for (const char* status : kRowStatuses) {
+    view["statuses"].push_back({{"name", status}, {"selected", f.status == status}});
+  }
+  const bool more = rows->size() > static_cast<size_t>(kPageRows);
+  if (more) rows->pop_back();
+  view["rows"] = json::array();
+  for (const InboxRow& r : *rows) view["rows"].push_back(RowView(r));
+  const std::string filters = "/?endpoint=" + UrlEncode(f.endpoint) +
+                              "&status=" + UrlEncode(f.status) + "&id=" + UrlEncode(f.event_id);
+  if (more) {
+    view["next_href"] = filters + "&before_at=" + UrlEncode(rows->back().received_at) +
+                        "&before_id=" + std::to_string(rows->back().id);
+  }
+  if (f.before_id != 0) view["first_href"] = filters;
+  if (FormValue(query, "cleared")) {
+    view["notice"] = "Cleared " + Field(query, "cleared_endpoint") + " " +
+                     Field(query, "cleared_id") +
+                     ": the next delivery of this event will be processed as new.";
+  }
+  return Html(200, "list.html", view);
+}
+
+Answer Console::EventPage(const FormFields& query) {
+  const std::string endpoint = Field(query, "endpoint");
+  const std::string id = Field(query, "id");
+  if (endpoint.empty() || id.empty()) {
+    return Message(400, "Which event?", "An event's page needs its endpoint and id.");
+  }
+  auto detail = inbox_.Show(endpoint, id);
+  if (!detail.ok()) {
+    if (detail.status().code() == Status::Code::kNotFound) {
+      return Message(404, "No such event",
+                     "The inbox holds no event " + id + " at endpoint " + endpoint +
+                         ": it may have been cleared or purged.");
+    }
+    return Unavailable(detail.status());
+  }
+  json view = {{"title", "Event " + id},
+               {"row", RowView(detail->row)},
+               {"headers", HeadersView(detail->row.headers_json)},
+               {"jobs", JobsView(detail->jobs)},
+               {"csrf", CsrfToken(endpoint, id)}};
+  view["can_retry"] = std::any_of(detail->jobs.begin(), detail->jobs.end(),
+                                  [](const JobRow& j) { return j.status == "dead"; });
+  AddBody(detail->row.body, view);
+  if (auto n = Count(Field(query, "retried"))) {
+    view["notice"] = "Re-armed " + std::to_string(*n) +
+                     " dead job(s): they run again with a fresh attempt budget.";
+  }
+  return Html(200, "event.html", view);
+}
+
+Answer Console::DeadPage(const FormFields& query) {
+  int64_t before = 0;
+  if (auto text = FormValue(query, "before")) {
+    auto n = Count(*text);
+    if (!n) return Message(400, "Bad page", "The page's position (before) is not valid.");
+    before = *n;
+  }
+  auto dead = inbox_.DeadJobs(before, kPageRows + 1);
+  if (!dead.ok()) return Unavailable(dead.status());
+  const bool more = dead->size() > static_cast<size_t>(kPageRows);
+  if (more) dead->pop_back();
+  json view = {{"title", "Dead letters"}, {"dead", json::array()}};
+  for (const DeadJob& j : *dead) {
+    json row = RowView(j.row);
+    row["handler"] = j.handler;
+    row["attempts"] = j.attempts;
+    row["last_error"] = j.last_error;
+    view["dead"].push_back(std::move(row));
+  }
+  if (more) view["next_href"] = "/dead?before=" + std::to_string(dead->back().job_id);
+  return Html(200, "dead.html", view);
+}
+
+// Retry or Clear: the first POST answers a confirmation page that says what will happen;
+// its button posts again with confirm=yes, which acts.
+Answer Console::Action(const Delivery& d) {
+  const FormFields form = ParseUrlEncoded(d.body);
+  if (auto refused = RefusedPost(d, form)) return *refused;
+  const std::string endpoint = Field(form, "endpoint");
+  const std::string id = Field(form, "id");
+  const bool retry = d.path == "/event/retry";
+  if (Field(form, "confirm") != "yes") {
+    return Html(
+        200, "confirm.html",
+        {{"title", retry ? "Retry?" : "Clear?"},
+         {"label", retry ? "Retry" : "Clear"},
+         {"action", d.path},
+         {"what", retry ? "Its dead jobs are re-armed with a fresh attempt budget and run again "
+                          "in the worker pool, as `hookbox inbox retry` does."
+                        : "The inbox forgets this event, with its jobs and their attempts: the "
+                          "next delivery of it is accepted and processed as new, as `hookbox "
+                          "inbox clear` does. Until the producer redelivers it, it is gone."},
+         {"endpoint", endpoint},
+         {"event_id", id},
+         {"csrf", Field(form, "csrf")},
+         {"danger", !retry},
+         {"back_href", EventHref(endpoint, id)}});
+  }
+  if (retry) {
+    auto rearmed = inbox_.Retry(endpoint, id, std::chrono::system_clock::now());
+    if (!rearmed.ok()) {
+      const Status& s = rearmed.status();
+      if (s.code() == Status::Code::kNotFound) return Message(404, "No such event", s.ToString());
+      if (s.code() == Status::Code::kInvalidArgument) {
+        return Message(409, "Nothing to retry", "This event has no dead job.");
+      }
+      return Unavailable(s);
+    }
+    if (options_.wake) options_.wake();
+    return Redirect(EventHref(endpoint, id) + "&retried=" + std::to_string(*rearmed));
+  }
+  if (Status s = inbox_.Clear(endpoint, id); !s.ok()) {
+    if (s.code() == Status::Code::kNotFound) return Message(404, "No such event", s.ToString());
+    return Unavailable(s);
+  }
+  return Redirect("/?cleared=1&cleared_endpoint=" + UrlEncode(endpoint) +
+                  "&cleared_id=" + UrlEncode(id));
+}
+
+}  // namespace hookbox::console

@@ -1,0 +1,75 @@
+// The operator's console: the inbox in a browser, on the admin listener (never the public
+// port), served by the daemon itself with every asset inside the binary.
+//
+// Pages (GET): `/` the inbox, newest first, with filters and keyset paging, and the numbers
+// an on-call person looks at first; `/event?endpoint=E&id=I` one event with its headers,
+// body, jobs and attempts; `/dead` the dead letters. Actions (POST, each behind a
+// confirmation page): `/event/retry` re-arms the event's dead jobs and `/event/clear`
+// forgets the row so that the next delivery is processed as new, the same calls as `hookbox
+// inbox retry` and `inbox clear`. Nothing bypasses dedupe or marks an event done unrun.
+//
+// Safe by construction (event ids, headers and bodies are attacker-controlled):
+// - escaping happens in one place, the renderer (render.h);
+// - every answer carries a strict Content-Security-Policy (no script at all, styles from
+//   /style.css only, no framing), nosniff, no-referrer and no-store, as HTTP headers;
+// - a Host that is not the listener's IP address, `localhost` or an `admin_hosts` name, with
+//   the listener's port, gets 403 (DNS rebinding);
+// - actions need a CSRF token tied to the event (an HMAC, under a key made at start, of the
+//   endpoint and id) and, when the browser sends one, an Origin equal to the listener's;
+//   otherwise 403 and nothing changes;
+// - with `admin_token`, every page and action (and /metrics, see Authorized) needs the
+//   token: `Authorization: Bearer` for scripts, or the HttpOnly, SameSite=Strict cookie
+//   that the login form sets (an HMAC of the token, so it changes when the token does).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/delivery.h"
+#include "base/form.h"
+#include "inbox/inbox.h"
+
+namespace hookbox::console {
+
+struct ConsoleOptions {
+  std::vector<std::string> endpoints;  // the config's endpoint names, for the filter
+  std::vector<std::string> hosts;      // admin_hosts
+  std::string token;                   // admin_token's value; "" = no token
+  std::function<void()> wake;          // after a retry: wake the dispatcher
+};
+
+class Console {
+ public:
+  Console(Inbox& inbox, ConsoleOptions options);
+
+  // The admin listener's bound port, which Host must name.
+  void SetPort(int port) { port_ = port; }
+
+  // The console's answer, or nullopt when the path is not the console's.
+  std::optional<Answer> Handle(const Delivery& d);
+
+  // True when no token is set, or d carries it (Bearer) or the login cookie.
+  bool Authorized(const Delivery& d) const;
+
+ private:
+  bool HostAllowed(const Delivery& d) const;
+  std::optional<Answer> RefusedPost(const Delivery& d, const FormFields& form) const;
+  std::string CsrfToken(const std::string& endpoint, const std::string& id) const;
+  std::string SessionCookieValue() const;
+
+  Answer Login(const Delivery& d);
+  Answer ListPage(const FormFields& query);
+  Answer EventPage(const FormFields& query);
+  Answer DeadPage(const FormFields& query);
+  Answer Action(const Delivery& d);
+
+  Inbox& inbox_;
+  const ConsoleOptions options_;
+  const std::string csrf_key_;
+  std::atomic<int> port_{0};
+};
+
+}  // namespace hookbox::console

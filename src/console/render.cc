@@ -1,0 +1,68 @@
+// Rendering the console's templates (see render.h).
+#include "console/render.h"
+
+#include <kainjow/mustache.hpp>
+#include <map>
+#include <stdexcept>
+
+#include "base/utf8.h"
+
+namespace hookbox::console {
+
+extern const std::map<std::string_view, std::string_view> kPageFiles;
+
+namespace {
+
+namespace mustache = kainjow::mustache;
+
+// The view as Mustache's data. Numbers become their text, null and "" are false;
+// each string is made valid UTF-8 here, once, before Mustache escapes it.
+mustache::data ToData(const nlohmann::json& j) {
+  switch (j.type()) {
+    case nlohmann::json::value_t::object: {
+      mustache::data d{mustache::data::type::object};
+      for (const auto& [key, value] : j.items()) d.set(key, ToData(value));
+      return d;
+    }
+    case nlohmann::json::value_t::array: {
+      mustache::data d{mustache::data::type::list};
+      for (const auto& item : j) d.push_back(ToData(item));
+      return d;
+    }
+    case nlohmann::json::value_t::string:
+      // An empty text is false, as in most Mustache implementations (kainjow's alone would
+      // run {{#text}} sections for it); as a value it renders as nothing either way.
+      if (j.get_ref<const std::string&>().empty()) return mustache::data(false);
+      return mustache::data(ToValidUtf8(j.get_ref<const std::string&>()));
+    case nlohmann::json::value_t::boolean:
+      return mustache::data(j.get<bool>());
+    case nlohmann::json::value_t::null:
+      return mustache::data(false);
+    default:
+      return mustache::data(j.dump());
+  }
+}
+
+}  // namespace
+
+std::optional<std::string_view> PageFile(std::string_view name) {
+  auto it = kPageFiles.find(name);
+  if (it == kPageFiles.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string RenderPage(std::string_view page, const nlohmann::json& view) {
+  auto body = PageFile(page);
+  auto layout = PageFile("layout.html");
+  if (!body || !layout) throw std::logic_error("no console page " + std::string(page));
+  mustache::data data = ToData(view);
+  const std::string body_text(*body);
+  data.set("content", mustache::partial([body_text] { return body_text; }));
+  mustache::mustache tmpl{std::string(*layout)};
+  if (!tmpl.is_valid()) throw std::logic_error("layout.html: " + tmpl.error_message());
+  std::string html = tmpl.render(data);
+  if (!tmpl.is_valid()) throw std::logic_error(std::string(page) + ": " + tmpl.error_message());
+  return html;
+}
+
+}  // namespace hookbox::console

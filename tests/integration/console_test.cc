@@ -1,0 +1,347 @@
+// The console (src/console/) through real HTTP on the admin listener of the real daemon,
+// checked against the CLI: its pages, its Retry and Clear, and every refusal (Host, Origin,
+// CSRF token, admin token), each shown to change nothing. The browser-driven tests
+// (tests/console/) cover the same ground as a person would meet it.
+#include <httplib.h>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <string>
+
+#include "base/form.h"
+#include "daemon.h"
+
+using hookbox::testing::Daemon;
+using hookbox::testing::Eventually;
+using hookbox::testing::TempDir;
+using nlohmann::json;
+
+namespace {
+
+// One endpoint whose handler fails until the file `ok` exists in the test's directory; a
+// job dies at its first failure.
+Daemon Start(const TempDir& dir, const std::string& extra = "") {
+  return Daemon(dir, R"(
+listen: 127.0.0.1:0
+admin_listen: 127.0.0.1:0
+database: {DB}
+workers: 2
+)" + extra + R"(
+endpoints:
+  - name: open
+    path: /hooks/open
+    verify: none
+    event_id: body:/id
+    event_type: body:/type
+    retry: {max_attempts: 1}
+    routes:
+      - events: ["*"]
+        handlers:
+          - exec: {command: [/bin/sh, -c, 'test -e {DIR}/ok']}
+)");
+}
+
+httplib::Client Admin(const Daemon& d) { return httplib::Client("127.0.0.1", d.admin_port()); }
+
+std::string Host(const Daemon& d) { return "127.0.0.1:" + std::to_string(d.admin_port()); }
+
+// `hookbox inbox show open ID --json`, or null when the CLI finds no such event.
+json Show(const Daemon& d, const std::string& id) {
+  auto r = d.Cli({"inbox", "show", "open", id, "--json"});
+  if (r.exit_code != 0) return nullptr;
+  return json::parse(r.out);
+}
+
+std::string Status(const Daemon& d, const std::string& id) {
+  json row = Show(d, id);
+  return row.is_null() ? "" : row["status"].get<std::string>();
+}
+
+void Deliver(Daemon& d, const json& body) {
+  auto r = d.Post("/hooks/open", {}, body.dump());
+  REQUIRE(r);
+  REQUIRE(r->status == 200);
+}
+
+// The value of the first hidden input `name` of a page.
+std::string Hidden(const std::string& html, const std::string& name) {
+  std::smatch m;
+  REQUIRE(std::regex_search(html, m, std::regex("name=\"" + name + "\" value=\"([^\"]*)\"")));
+  return m[1];
+}
+
+// The hrefs of a page's links, with &amp; read back as &.
+std::vector<std::string> Links(const std::string& html) {
+  std::vector<std::string> out;
+  std::regex href("href=\"([^\"]*)\"");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), href); it != std::sregex_iterator();
+       ++it) {
+    std::string link = (*it)[1];
+    for (size_t at; (at = link.find("&amp;")) != std::string::npos;) link.replace(at, 5, "&");
+    out.push_back(link);
+  }
+  return out;
+}
+
+httplib::Result PostForm(httplib::Client& c, const std::string& path,
+                         const std::vector<std::pair<std::string, std::string>>& fields,
+                         httplib::Headers headers = {}) {
+  std::string body;
+  for (const auto& [k, v] : fields) {
+    body += (body.empty() ? "" : "&") + k + "=" + hookbox::UrlEncode(v);
+  }
+  return c.Post(path, headers, body, "application/x-www-form-urlencoded");
+}
+
+void WaitForStatus(const Daemon& d, const std::string& id, const std::string& status) {
+  INFO(id << " should become " << status);
+  CHECK(Eventually([&] { return Status(d, id) == status; }));
+}
+
+}  // namespace
+
+TEST_CASE("console: the list, newest first, links to each event's page; hostile text is text") {
+  TempDir dir;
+  Daemon d = Start(dir);
+  const std::string hostile_id = "<script>alert('id')</script>";
+  Deliver(d, {{"id", "first"}, {"type", "order.created"}});
+  Deliver(d, {{"id", hostile_id},
+              {"type", "<img src=x onerror=alert(1)>"},
+              {"note", "</pre><script>alert('body')</script>"}});
+  auto c = Admin(d);
+  auto list = c.Get("/");
+  REQUIRE(list);
+  CHECK(list->status == 200);
+  CHECK(list->get_header_value("Content-Type") == "text/html; charset=utf-8");
+  CHECK(list->get_header_value("Content-Security-Policy").find("default-src 'none'") !=
+        std::string::npos);
+  CHECK(list->get_header_value("Content-Security-Policy").find("frame-ancestors 'none'") !=
+        std::string::npos);
+  CHECK(list->get_header_value("X-Content-Type-Options") == "nosniff");
+  // Escaped wherever it is written: no tag from the producer's text reaches the page.
+  CHECK(list->body.find("<script") == std::string::npos);
+  CHECK(list->body.find("<img") == std::string::npos);
+  CHECK(list->body.find("&lt;script&gt;alert(&apos;id&apos;)&lt;/script&gt;") != std::string::npos);
+  // Newest first: the hostile one was delivered last.
+  CHECK(list->body.find("alert(&apos;id&apos;)") < list->body.find(">first<"));
+
+  std::string link;
+  for (const std::string& l : Links(list->body)) {
+    if (l.starts_with("/event?") && l.find("first") == std::string::npos) link = l;
+  }
+  REQUIRE(!link.empty());
+  auto page = c.Get(link);
+  REQUIRE(page);
+  CHECK(page->status == 200);
+  CHECK(page->body.find("<script") == std::string::npos);
+  CHECK(page->body.find("&lt;/pre&gt;&lt;script&gt;") != std::string::npos);  // in the body
+  CHECK(page->body.find("JSON, ") != std::string::npos);
+  CHECK(Hidden(page->body, "id") == "&lt;script&gt;alert(&apos;id&apos;)&lt;/script&gt;");
+
+  auto missing = c.Get("/event?endpoint=open&id=nope");
+  REQUIRE(missing);
+  CHECK(missing->status == 404);
+  auto bad = c.Get("/?status=bogus");
+  REQUIRE(bad);
+  CHECK(bad->status == 400);
+  auto wrong_method = c.Get("/event/retry");
+  REQUIRE(wrong_method);
+  CHECK(wrong_method->status == 405);
+  auto css = c.Get("/style.css");
+  REQUIRE(css);
+  CHECK(css->get_header_value("Content-Type") == "text/css; charset=utf-8");
+  CHECK(c.Get("/nothing-here")->status == 404);
+}
+
+TEST_CASE("console: Retry re-arms a dead event and Clear forgets one, after a confirmation") {
+  TempDir dir;
+  Daemon d = Start(dir);
+  Deliver(d, {{"id", "to-retry"}});
+  Deliver(d, {{"id", "to-clear"}});
+  WaitForStatus(d, "to-retry", "dead");
+  WaitForStatus(d, "to-clear", "dead");
+  auto c = Admin(d);
+
+  auto page = c.Get("/event?endpoint=open&id=to-retry");
+  REQUIRE(page);
+  REQUIRE(page->body.find(">Retry</button>") != std::string::npos);
+  const std::string csrf = Hidden(page->body, "csrf");
+  // The first press answers a confirmation, and changes nothing.
+  auto confirm =
+      PostForm(c, "/event/retry", {{"endpoint", "open"}, {"id", "to-retry"}, {"csrf", csrf}});
+  REQUIRE(confirm);
+  CHECK(confirm->status == 200);
+  CHECK(confirm->body.find("re-armed") != std::string::npos);
+  CHECK(Hidden(confirm->body, "confirm") == "yes");
+  CHECK(Status(d, "to-retry") == "dead");
+
+  hookbox::testing::WriteFile(dir / "ok", "");  // the handler now succeeds
+  auto done =
+      PostForm(c, "/event/retry",
+               {{"endpoint", "open"}, {"id", "to-retry"}, {"csrf", csrf}, {"confirm", "yes"}});
+  REQUIRE(done);
+  CHECK(done->status == 303);
+  CHECK(done->get_header_value("Location") == "/event?endpoint=open&id=to-retry&retried=1");
+  WaitForStatus(d, "to-retry", "processed");
+  json shown = Show(d, "to-retry");
+  CHECK(shown["jobs"][0]["attempts"].size() == 2);
+
+  // Nothing left to retry: 409, and the button is gone.
+  auto again =
+      PostForm(c, "/event/retry",
+               {{"endpoint", "open"}, {"id", "to-retry"}, {"csrf", csrf}, {"confirm", "yes"}});
+  REQUIRE(again);
+  CHECK(again->status == 409);
+  CHECK(c.Get("/event?endpoint=open&id=to-retry")->body.find(">Retry</button>") ==
+        std::string::npos);
+
+  const std::string clear_csrf = Hidden(c.Get("/event?endpoint=open&id=to-clear")->body, "csrf");
+  auto cleared = PostForm(
+      c, "/event/clear",
+      {{"endpoint", "open"}, {"id", "to-clear"}, {"csrf", clear_csrf}, {"confirm", "yes"}});
+  REQUIRE(cleared);
+  CHECK(cleared->status == 303);
+  CHECK(Show(d, "to-clear").is_null());
+  auto notice = c.Get(cleared->get_header_value("Location"));
+  CHECK(notice->body.find("Cleared open to-clear") != std::string::npos);
+  // The producer's redelivery is new again, and now runs.
+  auto redelivered = d.Post("/hooks/open", {}, json{{"id", "to-clear"}}.dump());
+  REQUIRE(redelivered);
+  CHECK(hookbox::testing::AnswerLine(redelivered) == "200 accepted");
+  WaitForStatus(d, "to-clear", "processed");
+}
+
+TEST_CASE(
+    "console: actions without the page's token, from another origin or Host: 403, no change") {
+  TempDir dir;
+  Daemon d = Start(dir);
+  Deliver(d, {{"id", "target"}});
+  Deliver(d, {{"id", "other"}});
+  WaitForStatus(d, "target", "dead");
+  auto c = Admin(d);
+  const std::string csrf = Hidden(c.Get("/event?endpoint=open&id=target")->body, "csrf");
+  const std::string other_csrf = Hidden(c.Get("/event?endpoint=open&id=other")->body, "csrf");
+  auto clear = [&](const std::string& token, httplib::Headers headers = {}) {
+    return PostForm(c, "/event/clear",
+                    {{"endpoint", "open"}, {"id", "target"}, {"csrf", token}, {"confirm", "yes"}},
+                    std::move(headers));
+  };
+  CHECK(PostForm(c, "/event/clear", {{"endpoint", "open"}, {"id", "target"}, {"confirm", "yes"}})
+            ->status == 403);               // no token
+  CHECK(clear("")->status == 403);          // empty token
+  CHECK(clear(other_csrf)->status == 403);  // another event's token
+  CHECK(clear(csrf + "0")->status == 403);  // a forged one
+  CHECK(clear(csrf, {{"Origin", "http://evil.example"}})->status == 403);
+  CHECK(clear(csrf, {{"Origin", "null"}})->status == 403);
+  CHECK(clear(csrf, {{"Sec-Fetch-Site", "cross-site"}})->status == 403);
+  // DNS rebinding: the page itself and the action, under a name that is not the listener's.
+  CHECK(c.Get("/", {{"Host", "evil.example:" + std::to_string(d.admin_port())}})->status == 403);
+  CHECK(c.Get("/", {{"Host", "127.0.0.1:1"}})->status == 403);
+  CHECK(clear(csrf, {{"Host", "evil.example:" + std::to_string(d.admin_port())}})->status == 403);
+  CHECK(Status(d, "target") == "dead");  // nothing changed
+  // The browser's own same-origin request goes through.
+  CHECK(clear(csrf, {{"Origin", "http://" + Host(d)}, {"Sec-Fetch-Site", "same-origin"}})->status ==
+        303);
+  CHECK(Show(d, "target").is_null());
+  // localhost names the listener too.
+  CHECK(c.Get("/", {{"Host", "localhost:" + std::to_string(d.admin_port())}})->status == 200);
+}
+
+TEST_CASE("console: with admin_token, pages, actions and /metrics need it; probes do not") {
+  TempDir dir;
+  Daemon d = Start(dir, "admin_token: {value: correct-horse-battery}\n");
+  Deliver(d, {{"id", "guarded"}});
+  WaitForStatus(d, "guarded", "dead");
+  auto c = Admin(d);
+  auto page = c.Get("/");
+  REQUIRE(page);
+  CHECK(page->status == 401);
+  CHECK(page->body.find("name=\"token\"") != std::string::npos);  // the login form
+  CHECK(c.Get("/event?endpoint=open&id=guarded")->status == 401);
+  CHECK(c.Get("/metrics")->status == 401);
+  CHECK(c.Get("/healthz")->status == 200);
+  CHECK(PostForm(c, "/event/clear", {{"endpoint", "open"}, {"id", "guarded"}, {"confirm", "yes"}})
+            ->status == 401);
+  CHECK(Status(d, "guarded") == "dead");
+
+  const httplib::Headers bearer = {{"Authorization", "Bearer correct-horse-battery"}};
+  CHECK(c.Get("/", bearer)->status == 200);
+  CHECK(c.Get("/metrics", bearer)->status == 200);
+  CHECK(c.Get("/", {{"Authorization", "Bearer wrong"}})->status == 401);
+
+  auto wrong = PostForm(c, "/login", {{"token", "wrong"}});
+  REQUIRE(wrong);
+  CHECK(wrong->status == 401);
+  CHECK(!wrong->has_header("Set-Cookie"));
+  CHECK(PostForm(c, "/login", {{"token", "correct-horse-battery"}},
+                 {{"Origin", "http://evil.example"}})
+            ->status == 403);
+  auto login = PostForm(c, "/login", {{"token", "correct-horse-battery"}});
+  REQUIRE(login);
+  CHECK(login->status == 303);
+  const std::string cookie = login->get_header_value("Set-Cookie");
+  CHECK(cookie.find("HttpOnly") != std::string::npos);
+  CHECK(cookie.find("SameSite=Strict") != std::string::npos);
+  CHECK(cookie.find("correct-horse-battery") == std::string::npos);  // not the token itself
+  const httplib::Headers session = {{"Cookie", cookie.substr(0, cookie.find(';'))}};
+  auto in = c.Get("/event?endpoint=open&id=guarded", session);
+  REQUIRE(in);
+  CHECK(in->status == 200);
+  const std::string csrf = Hidden(in->body, "csrf");
+  CHECK(PostForm(c, "/event/clear",
+                 {{"endpoint", "open"}, {"id", "guarded"}, {"csrf", csrf}, {"confirm", "yes"}},
+                 session)
+            ->status == 303);
+  CHECK(Show(d, "guarded").is_null());
+}
+
+TEST_CASE("console: pages by keyset show every row once; filters and the id search narrow them") {
+  TempDir dir;
+  Daemon d = Start(dir);
+  hookbox::testing::WriteFile(dir / "ok", "");
+  std::set<std::string> sent;
+  for (int i = 0; i < 120; ++i) {
+    const std::string id = "ev-" + std::to_string(i);
+    Deliver(d, {{"id", id}});
+    sent.insert(id);
+  }
+  auto c = Admin(d);
+  std::set<std::string> seen;
+  std::string next = "/";
+  int pages = 0;
+  std::regex id_cell(">(ev-[0-9]+)</a>");
+  while (!next.empty() && pages < 10) {
+    auto page = c.Get(next);
+    REQUIRE(page);
+    REQUIRE(page->status == 200);
+    ++pages;
+    int rows = 0;
+    for (auto it = std::sregex_iterator(page->body.begin(), page->body.end(), id_cell);
+         it != std::sregex_iterator(); ++it, ++rows) {
+      CHECK(seen.insert((*it)[1]).second);  // never twice
+    }
+    CHECK(rows <= 50);
+    next.clear();
+    for (const std::string& l : Links(page->body)) {
+      if (l.find("before_id=") != std::string::npos &&
+          page->body.find("rel=\"next\"") != std::string::npos) {
+        next = l;
+      }
+    }
+  }
+  CHECK(pages == 3);
+  CHECK(seen == sent);
+
+  auto one = c.Get("/?id=ev-7");
+  REQUIRE(one);
+  CHECK(one->body.find(">ev-7</a>") != std::string::npos);
+  CHECK(one->body.find(">ev-70</a>") == std::string::npos);
+  auto none = c.Get("/?status=dead");
+  REQUIRE(none);
+  CHECK(none->body.find("No events match these filters") != std::string::npos);
+  auto dead = c.Get("/dead");
+  REQUIRE(dead);
+  CHECK(dead->body.find("No dead jobs") != std::string::npos);
+}
