@@ -50,10 +50,12 @@ run: deps
 	@mkdir -p var
 	./$(BUILD)/hookbox serve -c config.example.yaml
 
-# The interop tests sign with the providers' official npm packages, pinned in
-# tests/interop/package-lock.json.
+# The npm packages of the interop tests (the providers' official libraries) and of the
+# browser tests (puppeteer-core), pinned in tests/{interop,browser}/package-lock.json.
 interop-deps: deps
-	@cd tests/interop && { [ -d node_modules ] && [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund --loglevel=error; }
+	@for d in tests/interop tests/browser; do \
+	  (cd $$d && { [ -d node_modules ] && [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund --loglevel=error; }) || exit 1; \
+	done
 
 test: build interop-deps
 	@cd $(BUILD) && ctest --output-on-failure --timeout 600

@@ -11,7 +11,7 @@
 // Safe by construction (event ids, headers and bodies are attacker-controlled):
 // - escaping happens in one place, the renderer (render.h);
 // - every answer carries a strict Content-Security-Policy (no script at all, styles from
-//   /style.css only, no framing), nosniff, no-referrer and no-store, as HTTP headers;
+//   /style.css only, no framing), nosniff, a same-origin referrer and no-store, as HTTP headers;
 // - a Host that is not the listener's IP address, `localhost` or an `admin_hosts` name, with
 //   the listener's port, gets 403 (DNS rebinding);
 // - actions need a CSRF token tied to the event (an HMAC, under a key made at start, of the
