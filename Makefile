@@ -17,6 +17,7 @@
 #                    in its own cgroup (as root)
 #   make bench-handlers  hookbox's exec/file/http handlers end to end, adnanh/webhook's
 #   make bench-scale accept latency at 10 k vs 1 M rows, RSS, the purge of 1 M rows
+#   make bench-console the console's pages with 1 M rows in the inbox, beside /healthz
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
@@ -32,7 +33,8 @@ SOAK_MINUTES ?= 30
 FUZZ_TARGETS = verify identify config receive http
 
 .PHONY: all deps build run test lint interop-deps install clean test-asan test-tsan fuzz \
-        fuzz-smoke fuzz-build crash-test soak bench bench-replicas bench-handlers bench-scale
+        fuzz-smoke fuzz-build crash-test soak bench bench-replicas bench-handlers bench-scale \
+        bench-console
 
 all: build
 
@@ -122,6 +124,9 @@ bench-handlers: deps
 
 bench-scale: deps
 	@bench/bench.sh scale
+
+bench-console: deps
+	@bench/bench.sh console
 
 # The formatting of every C++ file (.clang-format) and the checks of .clang-tidy over every
 # file the build compiles (the fuzz harnesses and bench tools, built by other compilers and

@@ -9,6 +9,7 @@
 #                            handlers, accepted req/s and handled end to end events/s, beside
 #                            its accept-only rate and adnanh/webhook's end to end
 #   bench/bench.sh scale     `make bench-scale`: 10 k vs 1 M rows, RSS, purge under load
+#   bench/bench.sh console   `make bench-console`: the console's pages with 1 M rows
 # On a fresh Debian 12 it installs what it needs (the build dependencies, wrk, webhook, a
 # PostgreSQL server: run.py starts a throwaway cluster with tests/pg/cluster.sh for its rows),
 # builds hookbox in Release into build-bench/ and the ceiling server into
@@ -104,6 +105,7 @@ results=${BENCH_RESULTS-$root/bench/RESULTS.md}
 [ -n "$results" ] && args+=(--results "$results")
 command="make bench"
 [ "$mode" = scale ] && command="make bench-scale"
+[ "$mode" = console ] && command="make bench-console"
 [ "$mode" = replicas ] && command="make bench-replicas"
 [ "$mode" = handlers ] && command="make bench-handlers"
 for v in BENCH_DURATION BENCH_ROUNDS BENCH_CONNECTIONS BENCH_EVENTS BENCH_ONLY \

@@ -60,6 +60,7 @@ class Console {
   std::string CsrfToken(const std::string& endpoint, const std::string& id) const;
   std::string SessionCookieValue() const;
 
+  StatusOr<std::vector<InboxRow>> Rows(const ListFilter& f);
   Answer Login(const Delivery& d);
   Answer ListPage(const FormFields& query);
   Answer EventPage(const FormFields& query);
