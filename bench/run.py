@@ -1868,8 +1868,8 @@ def console(args):
         rows.append("| %s | %d, %d bytes | %.2f | %.2f | %.2f | %.1fx | %s |" % (
             name, r["status"], r["bytes"], r["p50_ms"], r["p99_ms"], r["max_ms"],
             r["p50_ms"] / ceiling, "yes" if r["max_ms"] < 50 else "**no**"))
-    text = ("1 M rows in the inbox (SQLite, `durability: full`, `workers: 0`); 1-minute load "
-            "%.2f before the timed GETs. Each page 200 times in a row from Python's "
+    text = ("1 M rows in the inbox (SQLite, `durability: full`, `workers: 0`); load averages "
+            "(1, 5, 15 min) %s before the timed GETs. Each page 200 times in a row from Python's "
             "http.client on one keep-alive connection (client time included).\n\n" % load
             + "\n".join(rows) + "\n")
     emit(args, "console", text, {"results": results})

@@ -56,8 +56,8 @@ std::string RenderPage(std::string_view page, const nlohmann::json& view) {
   auto layout = PageFile("layout.html");
   if (!body || !layout) throw std::logic_error("no console page " + std::string(page));
   mustache::data data = ToData(view);
-  const std::string body_text(*body);
-  data.set("content", mustache::partial([body_text] { return body_text; }));
+  const std::string_view page_text = *body;  // embedded: lives as long as the program
+  data.set("content", mustache::partial([page_text] { return std::string(page_text); }));
   mustache::mustache tmpl{std::string(*layout)};
   if (!tmpl.is_valid()) throw std::logic_error("layout.html: " + tmpl.error_message());
   std::string html = tmpl.render(data);

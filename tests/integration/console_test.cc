@@ -87,7 +87,7 @@ std::vector<std::string> Links(const std::string& html) {
 
 httplib::Result PostForm(httplib::Client& c, const std::string& path,
                          const std::vector<std::pair<std::string, std::string>>& fields,
-                         httplib::Headers headers = {}) {
+                         const httplib::Headers& headers = {}) {
   std::string body;
   for (const auto& [k, v] : fields) {
     body += (body.empty() ? "" : "&") + k + "=" + hookbox::UrlEncode(v);
@@ -223,10 +223,10 @@ TEST_CASE(
   auto c = Admin(d);
   const std::string csrf = Hidden(c.Get("/event?endpoint=open&id=target")->body, "csrf");
   const std::string other_csrf = Hidden(c.Get("/event?endpoint=open&id=other")->body, "csrf");
-  auto clear = [&](const std::string& token, httplib::Headers headers = {}) {
+  auto clear = [&](const std::string& token, const httplib::Headers& headers = {}) {
     return PostForm(c, "/event/clear",
                     {{"endpoint", "open"}, {"id", "target"}, {"csrf", token}, {"confirm", "yes"}},
-                    std::move(headers));
+                    headers);
   };
   CHECK(PostForm(c, "/event/clear", {{"endpoint", "open"}, {"id", "target"}, {"confirm", "yes"}})
             ->status == 403);               // no token
