@@ -36,7 +36,8 @@ std::string OwnerName(uid_t uid) {
 
 std::vector<std::string> InlineSecretPlaces(const Config& config) {
   std::vector<std::string> places;
-  if (config.admin_token && config.admin_token->source == "value") places.push_back("admin_token");
+  if (config.admin_token && config.admin_token->source == "value")
+    places.emplace_back("admin_token");
   for (const Endpoint& e : config.endpoints) {
     for (size_t i = 0; i < e.secrets.size(); ++i) {
       // The loader names an inline secret's source "value" (config.h, Secret).
