@@ -33,7 +33,7 @@ constexpr Choice<Provider> kProviders[] = {
     {"stripe", Provider::kStripe},     {"github", Provider::kGithub},
     {"standard", Provider::kStandard}, {"shopify", Provider::kShopify},
     {"slack", Provider::kSlack},       {"gitlab", Provider::kGitlab},
-    {"hmac", Provider::kHmac}};
+    {"paddle", Provider::kPaddle},     {"hmac", Provider::kHmac}};
 constexpr Choice<Durability> kDurabilities[] = {{"full", Durability::kFull},
                                                 {"normal", Durability::kNormal}};
 constexpr Choice<Mode> kModes[] = {{"async", Mode::kAsync}, {"sync", Mode::kSync}};

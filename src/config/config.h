@@ -20,7 +20,17 @@ namespace hookbox {
 
 using Duration = std::chrono::milliseconds;
 
-enum class Provider { kStripe, kGithub, kStandard, kShopify, kSlack, kGitlab, kHmac, kNone };
+enum class Provider {
+  kStripe,
+  kGithub,
+  kStandard,
+  kShopify,
+  kSlack,
+  kGitlab,
+  kPaddle,
+  kHmac,
+  kNone
+};
 enum class Durability { kFull, kNormal };
 enum class Mode { kAsync, kSync };
 

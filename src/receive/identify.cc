@@ -102,6 +102,8 @@ std::vector<FieldRef> DefaultIdSources(Provider provider) {
       return {Body("/event_id")};
     case Provider::kGitlab:
       return {Header("Idempotency-Key"), Header("X-Gitlab-Event-UUID")};
+    case Provider::kPaddle:
+      return {Body("/event_id")};
     case Provider::kHmac:
     case Provider::kNone:
       return {};
@@ -123,6 +125,8 @@ FieldRef DefaultTypeSource(Provider provider) {
       return Body("/event/type");
     case Provider::kGitlab:
       return Header("X-Gitlab-Event");
+    case Provider::kPaddle:
+      return Body("/event_type");
     case Provider::kHmac:
     case Provider::kNone:
       return {};

@@ -45,6 +45,7 @@ extern const Scheme kStandard;
 extern const Scheme kShopify;
 extern const Scheme kSlack;
 extern const Scheme kGitlab;
+extern const Scheme kPaddle;
 extern const Scheme kHmac;
 
 // Limits on what a signature header may carry; past them the header is malformed. They

@@ -125,6 +125,8 @@ const Scheme* SchemeFor(Provider provider) {
       return &verify_internal::kSlack;
     case Provider::kGitlab:
       return &verify_internal::kGitlab;
+    case Provider::kPaddle:
+      return &verify_internal::kPaddle;
     case Provider::kHmac:
       return &verify_internal::kHmac;
     case Provider::kNone:

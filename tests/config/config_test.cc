@@ -254,7 +254,7 @@ TEST_CASE("each kind of mistake is reported where it is", "[config]") {
       {"endpoints: [{name: e, path: \"/e#x\", verify: none}]\n", "must not contain \"?\" or \"#\""},
       {WithEndpoint("provider: paypal, secrets: [{value: x}]"),
        "endpoints[0].provider: \"paypal\" is not one of stripe, github, standard, shopify, slack, "
-       "gitlab, hmac"},
+       "gitlab, paddle, hmac"},
       {WithEndpoint("verify: yes"), "endpoints[0].verify: \"yes\" is not allowed"},
       {"endpoints: [{name: e, path: /e}]\n", "endpoints[0]: no provider; set one, or verify: none"},
       {WithEndpoint("provider: github, verify: none, secrets: [{value: x}]"),

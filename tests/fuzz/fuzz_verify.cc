@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
   static const Provider kProviders[] = {Provider::kStripe,  Provider::kGithub, Provider::kStandard,
                                         Provider::kShopify, Provider::kSlack,  Provider::kGitlab,
-                                        Provider::kHmac};
+                                        Provider::kPaddle,  Provider::kHmac};
   Endpoint ep;
   ep.name = "fuzz";
   ep.provider = in.PickValueInArray(kProviders);

@@ -13,7 +13,7 @@ using testing::Outcome;
 
 constexpr Provider kSigned[] = {Provider::kStripe,  Provider::kGithub, Provider::kStandard,
                                 Provider::kShopify, Provider::kSlack,  Provider::kGitlab,
-                                Provider::kHmac};
+                                Provider::kPaddle,  Provider::kHmac};
 
 Endpoint MakeFor(Provider provider, std::vector<std::string> secrets) {
   Endpoint endpoint = testing::MakeEndpoint(provider, std::move(secrets));
