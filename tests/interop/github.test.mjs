@@ -4,12 +4,12 @@
 // and X-GitHub-Delivery. Every example of a handful of event types must be accepted, stored
 // once each with the header's event type and the exact bytes sent (compact and 2-space
 // indented: the signature covers raw bytes, not JSON meaning); tampering must give 401.
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { sign, verify } from '@octokit/webhooks-methods';
-import { startDaemon } from './harness.mjs';
+import { daemonForTests } from './harness.mjs';
 
 const require = createRequire(import.meta.url);
 // The package's main is a JSON array: [{name, description, actions, properties, examples}].
@@ -21,9 +21,7 @@ const EVENTS = ['push', 'pull_request', 'issues', 'issue_comment', 'release', 'p
 const ROUTED = ['push', 'pull_request', 'issues', 'issue_comment', 'release', 'workflow_run',
   'check_run'];  // `ping` matches no route: stored `ignored`
 
-let d;
-before(async () => {
-  d = await startDaemon(`
+const d = daemonForTests(`
   - name: gh
     path: /hooks/github
     provider: github
@@ -32,11 +30,6 @@ before(async () => {
       - events: ${JSON.stringify(ROUTED)}
         handlers: [{file: {dir: ./out}}]
 `);
-});
-after(async () => {
-  const how = await d?.stop();
-  assert.deepEqual(how, { code: 0, signal: null }, 'hookbox should drain and exit 0 on SIGTERM');
-});
 
 function examplesOf(name) {
   const entry = webhooks.find((w) => w.name === name);

@@ -3,11 +3,13 @@
 // config with inline secrets, the real `hookbox serve` on 127.0.0.1:0 (the port is read from
 // its "listening" JSON log line on stderr), HTTP to it with global fetch, and the real CLI
 // (`inbox list/show --json`) run against its database. Nothing is mocked.
+import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
+import { after, before } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -154,4 +156,24 @@ export async function startDaemon(endpointsYaml) {
     await d.stop();
     throw e;
   }
+}
+
+// One daemon for a test file: started before its first test, stopped after its last, which
+// must drain and exit 0 on SIGTERM. The returned object stands for the daemon (d.post, d.rows…)
+// once it has started.
+export function daemonForTests(endpointsYaml) {
+  let daemon;
+  before(async () => {
+    daemon = await startDaemon(endpointsYaml);
+  });
+  after(async () => {
+    const how = await daemon?.stop();
+    assert.deepEqual(how, { code: 0, signal: null }, 'hookbox should drain and exit 0 on SIGTERM');
+  });
+  return new Proxy({}, {
+    get(_, key) {
+      const value = daemon[key];
+      return typeof value === 'function' ? value.bind(daemon) : value;
+    },
+  });
 }

@@ -3,10 +3,10 @@
 // webhook-signature, must be accepted by a `provider: standard` endpoint with the event id
 // taken from webhook-id and the type from the body's /type, stored byte for byte and deduped;
 // another secret or an old timestamp must be refused with 401.
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Webhook } from 'standardwebhooks';
-import { startDaemon } from './harness.mjs';
+import { daemonForTests } from './harness.mjs';
 
 // Standard Webhooks secrets are `whsec_` + base64 of random bytes (24 to 64 of them).
 const SECRET = 'whsec_' + Buffer.from('hookbox interop: standard webhooks key 01').toString('base64');
@@ -16,9 +16,7 @@ const wh = new Webhook(SECRET);
 const PADDED = 'whsec_' + Buffer.from('hookbox interop: std unpadded key, 31b').toString('base64');
 const UNPADDED = PADDED.replace(/=+$/, '');
 
-let d;
-before(async () => {
-  d = await startDaemon(`
+const d = daemonForTests(`
   - name: std
     path: /hooks/standard
     provider: standard
@@ -31,11 +29,6 @@ before(async () => {
     provider: standard
     secrets: [{value: "${UNPADDED}"}]
 `);
-});
-after(async () => {
-  const how = await d?.stop();
-  assert.deepEqual(how, { code: 0, signal: null }, 'hookbox should drain and exit 0 on SIGTERM');
-});
 
 function payloadFor(type, extra = {}) {
   return JSON.stringify({

@@ -3,10 +3,10 @@
 // `new Webhook(secret).sign(msgId, date, payload)` must be accepted by a `provider: standard`
 // endpoint with the id from svix-id, stored byte for byte (the SDK's own `verify` accepts the
 // stored body), and deduped; a signature from another secret must be refused with 401.
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Webhook } from 'svix';
-import { startDaemon } from './harness.mjs';
+import { daemonForTests } from './harness.mjs';
 
 const SECRET = 'whsec_' + Buffer.from('hookbox interop: svix endpoint key 000001').toString('base64');
 const wh = new Webhook(SECRET);
@@ -14,9 +14,7 @@ const wh = new Webhook(SECRET);
 const PADDED = 'whsec_' + Buffer.from('hookbox interop: svix unpadded key, 31').toString('base64');
 const UNPADDED = PADDED.replace(/=+$/, '');
 
-let d;
-before(async () => {
-  d = await startDaemon(`
+const d = daemonForTests(`
   - name: svix
     path: /hooks/svix
     provider: standard
@@ -29,11 +27,6 @@ before(async () => {
     provider: standard
     secrets: [{value: "${UNPADDED}"}]
 `);
-});
-after(async () => {
-  const how = await d?.stop();
-  assert.deepEqual(how, { code: 0, signal: null }, 'hookbox should drain and exit 0 on SIGTERM');
-});
 
 function svixHeaders(msgId, date, signature) {
   return {
