@@ -33,7 +33,8 @@ constexpr Choice<Provider> kProviders[] = {
     {"stripe", Provider::kStripe},     {"github", Provider::kGithub},
     {"standard", Provider::kStandard}, {"shopify", Provider::kShopify},
     {"slack", Provider::kSlack},       {"gitlab", Provider::kGitlab},
-    {"paddle", Provider::kPaddle},     {"hmac", Provider::kHmac}};
+    {"paddle", Provider::kPaddle},     {"square", Provider::kSquare},
+    {"hmac", Provider::kHmac}};
 constexpr Choice<Durability> kDurabilities[] = {{"full", Durability::kFull},
                                                 {"normal", Durability::kNormal}};
 constexpr Choice<Mode> kModes[] = {{"async", Mode::kAsync}, {"sync", Mode::kSync}};
@@ -158,6 +159,7 @@ class Loader final {
   std::optional<std::string> Address(const YAML::Node& node, const std::string& where,
                                      bool allow_empty);
   std::optional<std::string> Database(const YAML::Node& node, const std::string& where);
+  std::optional<std::string> PublicUrl(const YAML::Node& node, const std::string& where);
   std::optional<std::string> ClockTime(const YAML::Node& node, const std::string& where);
   std::optional<FieldRef> Source(const YAML::Node& node, const std::string& where);
   template <typename T>
@@ -173,6 +175,7 @@ class Loader final {
   struct VerifyKeys {
     bool has_provider = false, verify_none = false;
     std::optional<YAML::Node> secrets, hmac;
+    bool public_url = false;
   };
   void CheckVerification(const VerifyKeys& keys, const std::string& where, Endpoint& endpoint);
   void ReadSecrets(const YAML::Node& node, const std::string& where, Endpoint& endpoint);
@@ -347,6 +350,25 @@ std::optional<std::string> Loader::Database(const YAML::Node& node, const std::s
     return std::nullopt;
   }
   return text;
+}
+
+std::optional<std::string> Loader::PublicUrl(const YAML::Node& node, const std::string& where) {
+  auto text = NonEmptyText(node, where);
+  if (!text) return std::nullopt;
+  const bool http = text->starts_with("http://") || text->starts_with("https://");
+  const size_t host = text->find("://") + 3;
+  if (!http || host >= text->size() || (*text)[host] == '/') {
+    Error(where, Quote(*text) + " is not an http(s) URL with a host");
+  } else if (text->find_first_of("?#") != std::string::npos) {
+    Error(where, Quote(*text) +
+                     " must not contain \"?\" or \"#\" (the query a delivery "
+                     "arrives with is added to it)");
+  } else if (text->find_first_of(" \t\r\n") != std::string::npos) {
+    Error(where, Quote(*text) + " must not contain spaces");
+  } else {
+    return text;
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> Loader::ClockTime(const YAML::Node& node, const std::string& where) {
@@ -525,6 +547,11 @@ void Loader::ReadEndpoint(const YAML::Node& node, const std::string& where, Endp
            }},
           {"secrets", [&](auto& n, auto&) { keys.secrets = n; }},
           {"tolerance", [&](auto& n, auto& w) { Set(endpoint.tolerance, DurationValue(n, w)); }},
+          {"public_url",
+           [&](auto& n, auto& w) {
+             keys.public_url = true;
+             Set(endpoint.public_url, PublicUrl(n, w));
+           }},
           {"hmac", [&](auto& n, auto&) { keys.hmac = n; }},
           {"event_id", [&](auto& n, auto& w) { Set(endpoint.event_id, Source(n, w)); }},
           {"event_type", [&](auto& n, auto& w) { Set(endpoint.event_type, Source(n, w)); }},
@@ -583,6 +610,11 @@ void Loader::CheckVerification(const VerifyKeys& keys, const std::string& where,
     Error(Key(where, "hmac"), "only allowed with provider hmac");
   } else if (is_hmac) {
     Error(where, "hmac is required with provider hmac (header, algorithm, encoding, prefix)");
+  }
+  if (endpoint.provider == Provider::kSquare && !keys.public_url) {
+    Error(where,
+          "provider square signs the URL it calls: set public_url (the notification URL as "
+          "Square's dashboard shows it)");
   }
 }
 

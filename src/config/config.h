@@ -28,6 +28,7 @@ enum class Provider {
   kSlack,
   kGitlab,
   kPaddle,
+  kSquare,
   kHmac,
   kNone
 };
@@ -83,6 +84,9 @@ struct Endpoint {
   std::vector<Secret> secrets;  // empty only when provider == kNone (verify: none)
   Duration tolerance = std::chrono::seconds(300);  // timestamped providers
   HmacScheme hmac;                                 // provider == kHmac
+  // The URL the producer calls, as its dashboard shows it (scheme, host, path; no query).
+  // Schemes that sign the URL (square) need it: behind a proxy hookbox cannot know it.
+  std::string public_url;
   // Identity. Empty FieldRefs mean "the provider's default" (docs/DESIGN.md, "Providers") for
   // event_id and event_type, and "no ordering" for resource and sequence.
   FieldRef event_id, event_type, resource, sequence;

@@ -103,6 +103,7 @@ std::vector<FieldRef> DefaultIdSources(Provider provider) {
     case Provider::kGitlab:
       return {Header("Idempotency-Key"), Header("X-Gitlab-Event-UUID")};
     case Provider::kPaddle:
+    case Provider::kSquare:
       return {Body("/event_id")};
     case Provider::kHmac:
     case Provider::kNone:
@@ -127,6 +128,8 @@ FieldRef DefaultTypeSource(Provider provider) {
       return Header("X-Gitlab-Event");
     case Provider::kPaddle:
       return Body("/event_type");
+    case Provider::kSquare:
+      return Body("/type");
     case Provider::kHmac:
     case Provider::kNone:
       return {};

@@ -334,7 +334,7 @@ Answer Receiver::Receive(const Delivery& d) const {
   }
 
   // 2. verify: before anything reads the body or the inbox.
-  if (Status s = Verify(*ep, d.headers, d.body, clock_.Now()); !s.ok()) {
+  if (Status s = Verify(*ep, d.headers, d.body, clock_.Now(), d.query); !s.ok()) {
     record.log["reason"] = s.what();
     Metrics().signature_failures.With({ep->name, FailureReason(s.what())}).Inc();
     return record.Finish(Error(401, s.what()), "unauthenticated");

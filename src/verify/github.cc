@@ -14,7 +14,7 @@ constexpr std::string_view kHeader = "X-Hub-Signature-256";
 constexpr std::string_view kLegacyHeader = "X-Hub-Signature";
 
 StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::string_view body,
-                      TimePoint now) {
+                      TimePoint now, std::string_view query) {
   if (!HeaderValue(headers, kHeader) && HeaderValue(headers, kLegacyHeader)) {
     return SingleMacClaim(endpoint, headers, kLegacyHeader, "sha1=", Encoding::kHex,
                           HashAlgorithm::kSha1, std::string(body));

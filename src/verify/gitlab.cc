@@ -11,7 +11,7 @@ namespace {
 constexpr std::string_view kHeader = "X-Gitlab-Token";
 
 StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::string_view body,
-                      TimePoint now) {
+                      TimePoint now, std::string_view query) {
   StatusOr<std::string_view> token = RequiredHeader(endpoint, headers, kHeader);
   if (!token.ok()) return token.status();
   Claim claim;

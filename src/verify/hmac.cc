@@ -12,7 +12,7 @@ namespace hookbox::verify_internal {
 namespace {
 
 StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::string_view body,
-                      TimePoint now) {
+                      TimePoint now, std::string_view query) {
   const HmacScheme& scheme = endpoint.hmac;
   if (scheme.header.empty()) return Fail(endpoint, reason::kMissing);
   std::optional<HashAlgorithm> algorithm = ParseHashAlgorithm(scheme.algorithm);

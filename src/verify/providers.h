@@ -28,8 +28,9 @@ struct Claim {
 
 struct Scheme {
   // The Claim in the headers, or Unauthenticated(kMissing | kMalformed | kTimestamp).
+  // `query`: the request's query string (what followed '?'), for schemes that sign the URL.
   StatusOr<Claim> (*parse)(const Endpoint& endpoint, const Headers& headers, std::string_view body,
-                           TimePoint now);
+                           TimePoint now, std::string_view query);
   // The MAC a producer holding `secret` sends for the claim's message; nullopt when the
   // secret cannot produce one (e.g. a standard secret that is not base64).
   std::optional<std::string> (*expected_mac)(const Endpoint& endpoint, const Claim& claim,
@@ -46,6 +47,7 @@ extern const Scheme kShopify;
 extern const Scheme kSlack;
 extern const Scheme kGitlab;
 extern const Scheme kPaddle;
+extern const Scheme kSquare;
 extern const Scheme kHmac;
 
 // Limits on what a signature header may carry; past them the header is malformed. They

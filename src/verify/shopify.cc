@@ -10,7 +10,7 @@ namespace {
 constexpr std::string_view kHeader = "X-Shopify-Hmac-Sha256";
 
 StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::string_view body,
-                      TimePoint now) {
+                      TimePoint now, std::string_view query) {
   return SingleMacClaim(endpoint, headers, kHeader, "", Encoding::kBase64, HashAlgorithm::kSha256,
                         std::string(body));
 }

@@ -16,7 +16,7 @@ std::string Message(std::string_view timestamp, std::string_view body) {
 }
 
 StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::string_view body,
-                      TimePoint now) {
+                      TimePoint now, std::string_view query) {
   StatusOr<std::string_view> timestamp = RequiredHeader(endpoint, headers, kTimestampHeader);
   if (!timestamp.ok()) return timestamp.status();
   StatusOr<Claim> claim = SingleMacClaim(endpoint, headers, kHeader, "v0=", Encoding::kHex,

@@ -31,7 +31,7 @@ std::optional<std::string> ExpectedMac(const Endpoint& endpoint, const Claim& cl
 }
 
 StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::string_view body,
-                      TimePoint now) {
+                      TimePoint now, std::string_view query) {
   // The family is chosen by the signature header, and all three must come from it.
   const std::string prefix(StandardHeaderPrefix(headers));
   StatusOr<std::string_view> signature = RequiredHeader(endpoint, headers, prefix + "signature");

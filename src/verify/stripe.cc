@@ -21,7 +21,7 @@ bool IsSchemeName(std::string_view key) {
 }
 
 StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::string_view body,
-                      TimePoint now) {
+                      TimePoint now, std::string_view query) {
   StatusOr<std::string_view> header = RequiredHeader(endpoint, headers, kHeader);
   if (!header.ok()) return header.status();
   std::optional<std::string_view> timestamp;

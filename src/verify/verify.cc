@@ -127,6 +127,8 @@ const Scheme* SchemeFor(Provider provider) {
       return &verify_internal::kGitlab;
     case Provider::kPaddle:
       return &verify_internal::kPaddle;
+    case Provider::kSquare:
+      return &verify_internal::kSquare;
     case Provider::kHmac:
       return &verify_internal::kHmac;
     case Provider::kNone:
@@ -138,10 +140,10 @@ const Scheme* SchemeFor(Provider provider) {
 }  // namespace
 
 Status Verify(const Endpoint& endpoint, const Headers& headers, std::string_view body,
-              TimePoint now) {
+              TimePoint now, std::string_view query) {
   const Scheme* scheme = SchemeFor(endpoint.provider);
   if (scheme == nullptr) return Status::Ok();
-  StatusOr<verify_internal::Claim> claim = scheme->parse(endpoint, headers, body, now);
+  StatusOr<verify_internal::Claim> claim = scheme->parse(endpoint, headers, body, now, query);
   if (!claim.ok()) return claim.status();
   // Every secret and every offered MAC is compared, with no early exit, so the time taken
   // does not say which secret (or which of several signatures) matched.

@@ -30,8 +30,10 @@ inline constexpr const char* kTimestamp = "timestamp outside tolerance";
 
 // Ok when any one of endpoint.secrets verifies the delivery (rotation). Otherwise
 // Status::Unauthenticated(reason::..., endpoint.name). provider kNone always passes.
+// `query` is the request's query string, byte for byte (Delivery::query): the schemes that
+// sign the URL (square) sign endpoint.public_url followed by "?" and it, when it is there.
 Status Verify(const Endpoint& endpoint, const Headers& headers, std::string_view body,
-              TimePoint now);
+              TimePoint now, std::string_view query = {});
 
 // Standard Webhooks: the one header family ("webhook-" or "svix-") a delivery's id,
 // timestamp and signature are read from. The signature header picks it: webhook-signature

@@ -162,6 +162,20 @@ TEST_CASE("defaults apply to keys left out", "[config]") {
   CHECK_FALSE(e.strict_body);
 }
 
+TEST_CASE("public_url is kept as written, for square and any other provider", "[config]") {
+  LoadResult r = Load(
+      "endpoints:\n"
+      "  - {name: sq, path: /sq, provider: square, secrets: [{value: k}],\n"
+      "     public_url: \"https://hooks.example.com:8443/sq/\"}\n"
+      "  - {name: gh, path: /gh, provider: github, secrets: [{value: k}],\n"
+      "     public_url: \"http://10.0.0.1/gh\"}\n");
+  INFO(Dump(r));
+  REQUIRE(r.config);
+  CHECK(r.config->endpoints[0].provider == Provider::kSquare);
+  CHECK(r.config->endpoints[0].public_url == "https://hooks.example.com:8443/sq/");
+  CHECK(r.config->endpoints[1].public_url == "http://10.0.0.1/gh");
+}
+
 TEST_CASE("databases: relative paths and postgres URLs are kept as written", "[config]") {
   const char* kept[] = {"inbox.db", "./data/inbox.db", "postgresql://hookbox@db/hookbox",
                         "postgres://localhost/hookbox"};
@@ -254,8 +268,21 @@ TEST_CASE("each kind of mistake is reported where it is", "[config]") {
       {"endpoints: [{name: e, path: \"/e#x\", verify: none}]\n", "must not contain \"?\" or \"#\""},
       {WithEndpoint("provider: paypal, secrets: [{value: x}]"),
        "endpoints[0].provider: \"paypal\" is not one of stripe, github, standard, shopify, slack, "
-       "gitlab, paddle, hmac"},
+       "gitlab, paddle, square, hmac"},
       {WithEndpoint("verify: yes"), "endpoints[0].verify: \"yes\" is not allowed"},
+      {WithEndpoint("provider: square, secrets: [{value: k}]"),
+       "endpoints[0]: provider square signs the URL it calls: set public_url"},
+      {WithEndpoint("provider: square, secrets: [{value: k}], public_url: example.com/e"),
+       "endpoints[0].public_url: \"example.com/e\" is not an http(s) URL with a host"},
+      {WithEndpoint("provider: square, secrets: [{value: k}], public_url: \"https:///e\""),
+       "endpoints[0].public_url: \"https:///e\" is not an http(s) URL with a host"},
+      {WithEndpoint("provider: square, secrets: [{value: k}], public_url: \"https://h/e?a=1\""),
+       "endpoints[0].public_url: \"https://h/e?a=1\" must not contain \"?\" or \"#\""},
+      {WithEndpoint("provider: square, secrets: [{value: k}], public_url: \"https://h/a b\""),
+       "endpoints[0].public_url: \"https://h/a b\" must not contain spaces"},
+      {WithEndpoint("provider: square, secrets: [{value: k}], public_url: \"\""),
+       "endpoints[0].public_url: must not be empty"},
+
       {"endpoints: [{name: e, path: /e}]\n", "endpoints[0]: no provider; set one, or verify: none"},
       {WithEndpoint("provider: github, verify: none, secrets: [{value: x}]"),
        "endpoints[0]: provider and verify: none exclude each other"},

@@ -15,7 +15,8 @@ const char* const kHeaderNames[] = {"Stripe-Signature",  "X-Hub-Signature-256",
                                     "svix-id",           "svix-timestamp",
                                     "svix-signature",    "X-Shopify-Hmac-Sha256",
                                     "X-Slack-Signature", "X-Slack-Request-Timestamp",
-                                    "X-Gitlab-Token",    "X-Signature"};
+                                    "X-Gitlab-Token",    "X-Signature",
+                                    "Paddle-Signature",  "x-square-hmacsha256-signature"};
 
 }  // namespace
 
@@ -23,12 +24,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
   static const Provider kProviders[] = {Provider::kStripe,  Provider::kGithub, Provider::kStandard,
                                         Provider::kShopify, Provider::kSlack,  Provider::kGitlab,
-                                        Provider::kPaddle,  Provider::kHmac};
+                                        Provider::kPaddle,  Provider::kSquare, Provider::kHmac};
   Endpoint ep;
   ep.name = "fuzz";
   ep.provider = in.PickValueInArray(kProviders);
   ep.secrets = {{"value", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, {"value", "second"}};
   ep.hmac.header = "X-Signature";
+  ep.public_url = "https://example.com/hooks/square";
   ep.hmac.algorithm = in.PickValueInArray({"sha1", "sha256", "sha512"});
   ep.hmac.encoding = in.PickValueInArray({"hex", "base64"});
   ep.hmac.prefix = in.PickValueInArray({"", "sha256="});
@@ -38,8 +40,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     headers.emplace(in.PickValueInArray(kHeaderNames), in.ConsumeRandomLengthString(256));
   }
   const TimePoint now{std::chrono::seconds(in.ConsumeIntegral<uint32_t>())};
+  const std::string query = in.ConsumeRandomLengthString(64);
   const std::string body = in.ConsumeRemainingBytesAsString();
-  (void)Verify(ep, headers, body, now);
+  (void)Verify(ep, headers, body, now, query);
   // A delivery signed by Sign() verifies; the fuzzer explores the round trip too.
   Headers signed_headers = Sign(ep, ep.secrets[0], body, now, "id", "type");
   if (!Verify(ep, signed_headers, body, now).ok()) __builtin_trap();

@@ -13,11 +13,12 @@ using testing::Outcome;
 
 constexpr Provider kSigned[] = {Provider::kStripe,  Provider::kGithub, Provider::kStandard,
                                 Provider::kShopify, Provider::kSlack,  Provider::kGitlab,
-                                Provider::kPaddle,  Provider::kHmac};
+                                Provider::kPaddle,  Provider::kSquare, Provider::kHmac};
 
 Endpoint MakeFor(Provider provider, std::vector<std::string> secrets) {
   Endpoint endpoint = testing::MakeEndpoint(provider, std::move(secrets));
   endpoint.hmac.header = "X-Signature";
+  endpoint.public_url = "https://hooks.example.com/hooks/test";  // square signs it
   return endpoint;
 }
 
