@@ -47,6 +47,10 @@ endpoints:
     path: /hooks/open
     verify: none
     event_id: body:/id
+  - name: slack
+    path: /hooks/slack
+    provider: slack
+    secrets: [{value: "slack-signing-secret"}]
 )";
 
 hookbox::Endpoint Stripe() {
@@ -106,6 +110,29 @@ TEST_CASE("a signed GitHub delivery is accepted once, then answered as a duplica
   CHECK(detail["body"] == body);
   REQUIRE(detail["jobs"].size() == 1);
   CHECK(detail["jobs"][0]["status"] == "pending");
+}
+
+TEST_CASE("Slack's url_verification challenge is answered when signed, and never stored") {
+  TempDir dir;
+  Daemon d(dir, kConfig);
+  hookbox::Endpoint slack;
+  slack.name = "slack";
+  slack.provider = hookbox::Provider::kSlack;
+  const std::string body =
+      R"({"token":"t","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P",)"
+      R"("type":"url_verification"})";
+  auto signed_headers = HttplibHeaders(hookbox::Sign(slack, {"value", "slack-signing-secret"}, body,
+                                                     std::chrono::system_clock::now()));
+  auto r = d.Post("/hooks/slack", signed_headers, body);
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK(Answer(r) == json{{"challenge", "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"}});
+  // Unsigned, it is a forgery like any other: 401, no echo.
+  auto forged = d.Post("/hooks/slack", {}, body);
+  REQUIRE(forged);
+  CHECK(forged->status == 401);
+  CHECK(forged->body.find("3eZbrw") == std::string::npos);
+  CHECK(d.Rows().empty());
 }
 
 TEST_CASE("an event type no route matches is stored as ignored, still deduped") {
