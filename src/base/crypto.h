@@ -1,11 +1,12 @@
-// General-purpose cryptographic pieces, all on OpenSSL: HMAC, SHA-256, hex and base64, and
-// a constant-time comparison. Nothing here knows a provider: verification (src/verify/)
-// builds every scheme on them, identification hashes bodies with them, the `file` handler
-// names files with them. In base/ so that any layer may use them without depending on
-// verify/. Thread-safe.
+// General-purpose cryptographic pieces, all on OpenSSL: HMAC, SHA-256, Ed25519 signature
+// checks, hex and base64, and a constant-time comparison. Nothing here knows a provider:
+// verification (src/verify/) builds every scheme on them, identification hashes bodies with them,
+// the `file` handler names files with them. In base/ so that any layer may use them without
+// depending on verify/. Thread-safe.
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,5 +37,26 @@ std::optional<std::string> Base64DecodeOptionalPadding(std::string_view text);
 // True when a and b are byte-for-byte equal. Length is checked first (lengths of MACs are
 // public); the bytes are compared with CRYPTO_memcmp so timing does not leak where they differ.
 bool ConstantTimeEqual(std::string_view a, std::string_view b);
+
+// An Ed25519 public key (RFC 8032), parsed once (config load) and shared read-only by every
+// request thread afterwards.
+class Ed25519PublicKey {
+ public:
+  static constexpr size_t kKeySize = 32, kSignatureSize = 64;
+  // The key whose raw encoding is `raw` (32 bytes); nullptr when OpenSSL refuses it.
+  static std::shared_ptr<const Ed25519PublicKey> FromRaw(std::string_view raw);
+  ~Ed25519PublicKey();
+  Ed25519PublicKey(const Ed25519PublicKey&) = delete;
+  Ed25519PublicKey& operator=(const Ed25519PublicKey&) = delete;
+
+  // True when `signature` (64 raw bytes) is this key's signature of `message`. A signature
+  // of any other length is false. Public data only: no secret for its timing to leak.
+  bool Verifies(std::string_view message, std::string_view signature) const;
+
+ private:
+  struct Key;  // holds the EVP_PKEY, so that this header does not include OpenSSL's
+  explicit Ed25519PublicKey(std::unique_ptr<Key> key);
+  std::unique_ptr<Key> key_;
+};
 
 }  // namespace hookbox

@@ -1,5 +1,6 @@
-// `hookbox send ENDPOINT FILE`: signs FILE with the endpoint's first secret exactly as its
-// provider would and POSTs it (to this config's `listen` and the endpoint's path unless
+// `hookbox send ENDPOINT FILE`: signs FILE with the endpoint's first secret that can sign
+// (not a public key) exactly as its provider would and POSTs it (to this config's `listen` and the
+// endpoint's path unless
 // --url says where), for trying a config end to end. Exit 0 on a 2xx answer, else 1.
 #include <chrono>
 #include <fstream>
@@ -27,15 +28,15 @@ std::string DefaultUrl(const Config& config, const Endpoint& ep) {
 
 // The headers the provider would send: the event id and type some providers sign are taken
 // from the body when present.
-Headers SignedHeaders(const Endpoint& ep, const std::string& body) {
+Headers SignedHeaders(const Endpoint& ep, const Secret* secret, const std::string& body) {
   std::string id = BodyFieldOr(body, "/id"), type = BodyFieldOr(body, "/type");
   if (id.empty()) {
     id = "send-" + std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
   }
   if (type.empty()) type = "hookbox.test";
-  Headers headers = ep.secrets.empty() ? Headers{}
-                                       : Sign(ep, ep.secrets.front(), body,
-                                              std::chrono::system_clock::now(), id, type);
+  Headers headers = secret == nullptr
+                        ? Headers{}
+                        : Sign(ep, *secret, body, std::chrono::system_clock::now(), id, type);
   headers.erase("Content-Type");
   return headers;
 }
@@ -57,14 +58,25 @@ int Send(const std::string& path, const std::string& endpoint_name, const std::s
     return kExitUsage;
   }
   std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const Secret* signer = nullptr;
+  for (const Secret& secret : ep->secrets) {
+    if (signer == nullptr && CanSign(secret)) signer = &secret;
+  }
+  if (signer == nullptr && !ep->secrets.empty()) {
+    std::cerr << "hookbox: endpoint " << ep->name << " verifies with public keys only: only "
+              << "the producer holds the private key that signs, so hookbox send cannot sign "
+              << "for it (add a whsec_ secret to a standard endpoint to try it, or use the "
+              << "producer's own test delivery)\n";
+    return kExitUsage;
+  }
   if (url_text.empty()) url_text = DefaultUrl(*config, *ep);
   auto url = ParseHttpUrl(url_text);
   if (!url.ok()) {
     std::cerr << "hookbox: --url: " << url.status().ToString() << "\n";
     return kExitUsage;
   }
-  auto reply =
-      HttpPost(*url, SignedHeaders(*ep, body), body, "application/json", std::chrono::seconds(30));
+  auto reply = HttpPost(*url, SignedHeaders(*ep, signer, body), body, "application/json",
+                        std::chrono::seconds(30));
   if (!reply.ok()) {
     std::cerr << "hookbox: " << reply.status().ToString() << "\n";
     return kExitUsage;

@@ -34,7 +34,7 @@ constexpr Choice<Provider> kProviders[] = {
     {"standard", Provider::kStandard}, {"shopify", Provider::kShopify},
     {"slack", Provider::kSlack},       {"gitlab", Provider::kGitlab},
     {"paddle", Provider::kPaddle},     {"square", Provider::kSquare},
-    {"hmac", Provider::kHmac}};
+    {"discord", Provider::kDiscord},   {"hmac", Provider::kHmac}};
 constexpr Choice<Durability> kDurabilities[] = {{"full", Durability::kFull},
                                                 {"normal", Durability::kNormal}};
 constexpr Choice<Mode> kModes[] = {{"async", Mode::kAsync}, {"sync", Mode::kSync}};
@@ -664,11 +664,27 @@ void Loader::ReadSecrets(const YAML::Node& node, const std::string& where, Endpo
       endpoint.secrets.push_back(std::move(*secret));
       return;
     }
-    if (endpoint.provider == Provider::kStandard &&
-        !config_internal::IsStandardWebhooksSecret(secret->value)) {
-      Error(iw, "the secret from " + secret->source +
-                    " is not a Standard Webhooks key (whsec_ followed by base64)" + named);
+    // Keys are checked here, once: a config that loads verifies with every entry.
+    const std::string from = "the secret from " + secret->source;
+    if (endpoint.provider == Provider::kStandard && secret->value.starts_with("whpk_")) {
+      secret->public_key = config_internal::PublicKeyOf(endpoint.provider, secret->value);
+      if (!secret->public_key) {
+        Error(iw, from +
+                      " is not a Standard Webhooks public key (whpk_ followed by the base64 of "
+                      "32 bytes)" +
+                      named);
+        return;
+      }
+    } else if (endpoint.provider == Provider::kStandard &&
+               !config_internal::IsStandardWebhooksSecret(secret->value)) {
+      Error(iw, from + " is not a Standard Webhooks key (whsec_ followed by base64)" + named);
       return;
+    } else if (endpoint.provider == Provider::kDiscord) {
+      secret->public_key = config_internal::PublicKeyOf(endpoint.provider, secret->value);
+      if (!secret->public_key) {
+        Error(iw, from + " is not a Discord application public key (64 hex digits)" + named);
+        return;
+      }
     }
     endpoint.secrets.push_back(std::move(*secret));
   });

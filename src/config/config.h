@@ -9,11 +9,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "base/crypto.h"
 #include "base/status.h"
 
 namespace hookbox {
@@ -29,6 +32,7 @@ enum class Provider {
   kGitlab,
   kPaddle,
   kSquare,
+  kDiscord,
   kHmac,
   kNone
 };
@@ -38,8 +42,15 @@ enum class Mode { kAsync, kSync };
 // A resolved secret. `source` ("env:STRIPE_WEBHOOK_SECRET", "file:/run/...", "value") is
 // what logs and errors may name; `value` never leaves verification.
 struct Secret {
+  Secret() = default;
+  Secret(std::string source, std::string value,
+         std::shared_ptr<const Ed25519PublicKey> public_key = nullptr)
+      : source(std::move(source)), value(std::move(value)), public_key(std::move(public_key)) {}
   std::string source;
   std::string value;
+  // Set, at load, when the entry is an Ed25519 public key (standard `whpk_…`, discord):
+  // parsed once, never per request.
+  std::shared_ptr<const Ed25519PublicKey> public_key;
 };
 
 // Where a field of a delivery comes from: `header:NAME` or `body:/json/pointer`.

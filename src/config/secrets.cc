@@ -111,4 +111,15 @@ bool IsStandardWebhooksSecret(std::string_view secret) {
   return key && !key->empty();
 }
 
+std::shared_ptr<const Ed25519PublicKey> PublicKeyOf(Provider provider, std::string_view value) {
+  std::optional<std::string> raw;
+  if (provider == Provider::kStandard && value.starts_with("whpk_")) {
+    raw = Base64DecodeOptionalPadding(value.substr(5));
+  } else if (provider == Provider::kDiscord && value.size() == 2 * Ed25519PublicKey::kKeySize) {
+    raw = HexDecode(value);
+  }
+  if (!raw) return nullptr;
+  return Ed25519PublicKey::FromRaw(*raw);  // nullptr unless 32 bytes
+}
+
 }  // namespace hookbox::config_internal

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -29,5 +30,11 @@ StatusOr<Secret> ResolveSecret(SecretSource source, const std::string& arg);
 // base64 (padding optional; the unused bits of the last character zero), i.e. exactly the
 // secrets verification can decode into a key.
 bool IsStandardWebhooksSecret(std::string_view secret);
+
+// The Ed25519 public key a secret entry holds for the providers that verify with one:
+// standard `whpk_` + base64 of the 32-byte key (padding optional), discord the key's 64 hex
+// digits (the application's "public key" in Discord's portal). nullptr when `value` is not
+// such a key (or the provider takes none).
+std::shared_ptr<const Ed25519PublicKey> PublicKeyOf(Provider provider, std::string_view value);
 
 }  // namespace hookbox::config_internal

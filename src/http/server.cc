@@ -157,10 +157,14 @@ std::string FormatAnswer(const Answer& a, bool keep_alive, int keep_alive_timeou
     out += value;
     out += "\r\n";
   }
-  if (!typed) out += "Content-Type: application/json\r\n";
-  out += "Content-Length: ";
-  out += std::to_string(a.body.size());
-  out += "\r\n";
+  // 204 has no content, and RFC 9110 forbids its Content-Length and type.
+  const bool no_content = a.status == 204;
+  if (!typed && !no_content) out += "Content-Type: application/json\r\n";
+  if (!no_content) {
+    out += "Content-Length: ";
+    out += std::to_string(a.body.size());
+    out += "\r\n";
+  }
   if (keep_alive) {
     out += "Connection: keep-alive\r\nKeep-Alive: timeout=";
     out += std::to_string(keep_alive_timeout_s);
@@ -168,7 +172,7 @@ std::string FormatAnswer(const Answer& a, bool keep_alive, int keep_alive_timeou
   } else {
     out += "Connection: close\r\n\r\n";
   }
-  if (!head_only) out += a.body;
+  if (!head_only && !no_content) out += a.body;
   return out;
 }
 

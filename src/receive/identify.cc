@@ -105,6 +105,7 @@ std::vector<FieldRef> DefaultIdSources(Provider provider) {
     case Provider::kPaddle:
     case Provider::kSquare:
       return {Body("/event_id")};
+    case Provider::kDiscord:  // its events carry no id: the body hash
     case Provider::kHmac:
     case Provider::kNone:
       return {};
@@ -130,6 +131,8 @@ FieldRef DefaultTypeSource(Provider provider) {
       return Body("/event_type");
     case Provider::kSquare:
       return Body("/type");
+    case Provider::kDiscord:
+      return Body("/event/type");
     case Provider::kHmac:
     case Provider::kNone:
       return {};

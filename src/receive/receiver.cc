@@ -346,6 +346,10 @@ Answer Receiver::Receive(const Delivery& d) const {
     json answer = {{"challenge", BodyField(d.body, "/challenge").value_or("")}};
     return record.Finish(Answer{200, Dump(answer), {}}, "challenge");
   }
+  // Discord checks an endpoint with a signed PING (type 0), answered 204 and not stored.
+  if (ep->provider == Provider::kDiscord && BodyField(d.body, "/type").value_or("") == "0") {
+    return record.Finish(Answer{204, "", {}}, "ping");
+  }
 
   // 3. identify
   StatusOr<Identity> id = Identify(*ep, d.headers, d.body);

@@ -18,12 +18,15 @@
 namespace hookbox::verify_internal {
 
 // What a delivery's headers claim: the producer MACed `message` with `algorithm` and sent
-// `macs` (decoded raw bytes; any one matching is enough, as when a producer signs with
-// old and new secret during its own rotation).
+// `macs`, or signed it with an Ed25519 private key and sent `signatures` (decoded raw bytes;
+// any one matching is enough, as when a producer signs with old and new secret during its
+// own rotation). MACs are checked against the shared secrets, signatures against the
+// public keys (Secret::public_key); a scheme may carry both (standard: v1 and v1a).
 struct Claim {
   HashAlgorithm algorithm = HashAlgorithm::kSha256;
   std::string message;
   std::vector<std::string> macs;
+  std::vector<std::string> signatures;
 };
 
 struct Scheme {
@@ -32,10 +35,11 @@ struct Scheme {
   StatusOr<Claim> (*parse)(const Endpoint& endpoint, const Headers& headers, std::string_view body,
                            TimePoint now, std::string_view query);
   // The MAC a producer holding `secret` sends for the claim's message; nullopt when the
-  // secret cannot produce one (e.g. a standard secret that is not base64).
+  // secret cannot produce one (e.g. a standard secret that is not base64). Never called
+  // with a public key (those check Claim::signatures); nullptr for public-key-only schemes.
   std::optional<std::string> (*expected_mac)(const Endpoint& endpoint, const Claim& claim,
                                              const Secret& secret);
-  // See hookbox::Sign in verify.h.
+  // See hookbox::Sign in verify.h. Never called with a public key (only the producer signs).
   Headers (*sign)(const Endpoint& endpoint, const Secret& secret, std::string_view body,
                   TimePoint now, std::string_view event_id, std::string_view event_type);
 };
@@ -48,10 +52,11 @@ extern const Scheme kSlack;
 extern const Scheme kGitlab;
 extern const Scheme kPaddle;
 extern const Scheme kSquare;
+extern const Scheme kDiscord;
 extern const Scheme kHmac;
 
 // Limits on what a signature header may carry; past them the header is malformed. They
-// bound the work an unauthenticated request can cause.
+// bound the work an unauthenticated request can cause (macs and signatures together).
 inline constexpr size_t kMaxHeaderBytes = 8192;
 inline constexpr size_t kMaxMacs = 16;
 

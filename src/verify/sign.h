@@ -20,8 +20,13 @@ using TimePoint = std::chrono::system_clock::time_point;
 // `event_id` fills id headers where the scheme signs them (standard: webhook-id) or sends
 // them (github: X-GitHub-Delivery, shopify: X-Shopify-Event-Id, gitlab: Idempotency-Key);
 // `event_type` likewise for header-borne types (X-GitHub-Event, X-Shopify-Topic,
-// X-Gitlab-Event). Empty strings leave those headers out.
+// X-Gitlab-Event). Empty strings leave those headers out. Empty headers when the secret
+// cannot sign (CanSign).
 Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view body, TimePoint now,
              std::string_view event_id = {}, std::string_view event_type = {});
+
+// False for a public key (standard `whpk_`, discord): only the producer holds the private
+// key that signs. Such an endpoint can verify but hookbox cannot sign for it.
+bool CanSign(const Secret& secret);
 
 }  // namespace hookbox

@@ -1,8 +1,11 @@
 // Standard Webhooks (and Svix, the same scheme under `svix-*` header names):
 // `webhook-id`, `webhook-timestamp`, and `webhook-signature: v1,<base64> [v1,<base64> ...]`,
 // HMAC-SHA256 of "<id>.<ts>.<body>". Unlike Stripe the key is not the secret string but
-// the bytes it encodes: base64 after a `whsec_` prefix. Entries of other versions (v1a is
-// an asymmetric signature) are ignored; the timestamp must be within tolerance.
+// the bytes it encodes: base64 after a `whsec_` prefix. `v1a,<base64>` entries are the
+// spec's asymmetric signatures: Ed25519 over the same "<id>.<ts>.<body>", checked against
+// `whpk_` public keys (parsed at load). One endpoint may hold both kinds (a producer moving
+// from one to the other). Entries of other versions are ignored; the timestamp must be
+// within tolerance.
 #include <openssl/rand.h>
 
 #include <string>
@@ -45,14 +48,25 @@ StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::str
   for (std::string_view entry : Split(*signature, ' ')) {
     size_t comma = entry.find(',');
     if (comma == std::string_view::npos) return Fail(endpoint, reason::kMalformed);
-    if (entry.substr(0, comma) != "v1") continue;
-    if (claim.macs.size() == kMaxMacs) return Fail(endpoint, reason::kMalformed);
+    const std::string_view version = entry.substr(0, comma);
+    if (version != "v1" && version != "v1a") continue;
+    if (claim.macs.size() + claim.signatures.size() == kMaxMacs) {
+      return Fail(endpoint, reason::kMalformed);
+    }
+    if (version == "v1a") {
+      std::optional<std::string> sig = Base64Decode(entry.substr(comma + 1));
+      if (!sig || sig->size() != Ed25519PublicKey::kSignatureSize) {
+        return Fail(endpoint, reason::kMalformed);
+      }
+      claim.signatures.push_back(std::move(*sig));
+      continue;
+    }
     StatusOr<std::string> mac =
         DecodeMac(endpoint, entry.substr(comma + 1), Encoding::kBase64, claim.algorithm);
     if (!mac.ok()) return mac.status();
     claim.macs.push_back(std::move(*mac));
   }
-  if (claim.macs.empty()) return Fail(endpoint, reason::kMalformed);
+  if (claim.macs.empty() && claim.signatures.empty()) return Fail(endpoint, reason::kMalformed);
   StatusOr<int64_t> checked = CheckTimestamp(endpoint, *timestamp, now);
   if (!checked.ok()) return checked.status();
   claim.message = std::string(*id) + "." + std::string(*timestamp) + "." + std::string(body);

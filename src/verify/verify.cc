@@ -129,6 +129,8 @@ const Scheme* SchemeFor(Provider provider) {
       return &verify_internal::kPaddle;
     case Provider::kSquare:
       return &verify_internal::kSquare;
+    case Provider::kDiscord:
+      return &verify_internal::kDiscord;
     case Provider::kHmac:
       return &verify_internal::kHmac;
     case Provider::kNone:
@@ -150,6 +152,13 @@ Status Verify(const Endpoint& endpoint, const Headers& headers, std::string_view
   bool matched = false;
   for (const Secret& secret : endpoint.secrets) {
     if (secret.value.empty()) continue;  // config refuses these; never let one sign
+    if (secret.public_key) {
+      for (const std::string& signature : claim->signatures) {
+        matched |= secret.public_key->Verifies(claim->message, signature);
+      }
+      continue;
+    }
+    if (scheme->expected_mac == nullptr) continue;
     std::optional<std::string> expected = scheme->expected_mac(endpoint, *claim, secret);
     if (!expected) continue;
     for (const std::string& mac : claim->macs) matched |= ConstantTimeEqual(*expected, mac);
@@ -158,10 +167,12 @@ Status Verify(const Endpoint& endpoint, const Headers& headers, std::string_view
   return Status::Ok();
 }
 
+bool CanSign(const Secret& secret) { return !secret.public_key && !secret.value.empty(); }
+
 Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view body, TimePoint now,
              std::string_view event_id, std::string_view event_type) {
   const Scheme* scheme = SchemeFor(endpoint.provider);
-  if (scheme == nullptr) return {};
+  if (scheme == nullptr || !CanSign(secret)) return {};
   return scheme->sign(endpoint, secret, body, now, event_id, event_type);
 }
 

@@ -1,4 +1,5 @@
-// Tests for base/crypto.cc: known digests and MACs, the strict codecs, constant-time equality.
+// Tests for base/crypto.cc: known digests and MACs, the strict codecs, constant-time equality,
+// Ed25519 verification against RFC 8032's vectors.
 #include "base/crypto.h"
 
 #include <catch2/catch.hpp>
@@ -125,6 +126,39 @@ TEST_CASE("ConstantTimeEqual", "[crypto]") {
   CHECK_FALSE(ConstantTimeEqual("abc", "ab"));  // prefix
   CHECK_FALSE(ConstantTimeEqual("ab", "abc"));
   CHECK_FALSE(ConstantTimeEqual("", "a"));
+}
+
+TEST_CASE("Ed25519PublicKey verifies RFC 8032's vectors, and nothing else", "[crypto]") {
+  // RFC 8032 section 7.1, TEST 1 (empty message) and TEST 2 (one byte, 0x72).
+  auto key1 = Ed25519PublicKey::FromRaw(
+      *HexDecode("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"));
+  auto key2 = Ed25519PublicKey::FromRaw(
+      *HexDecode("3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c"));
+  REQUIRE(key1);
+  REQUIRE(key2);
+  const std::string sig1 = *HexDecode(
+      "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9"
+      "b46bd25bf5f0595bbe24655141438e7a100b");
+  const std::string sig2 = *HexDecode(
+      "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f1"
+      "1d8c387b2eaeb4302aeeb00d291612bb0c00");
+  CHECK(key1->Verifies("", sig1));
+  CHECK(key2->Verifies("\x72", sig2));
+  // Another key, message or one bit of the signature: refused.
+  CHECK_FALSE(key2->Verifies("", sig1));
+  CHECK_FALSE(key1->Verifies("\x72", sig1));
+  CHECK_FALSE(key2->Verifies("\x73", sig2));
+  std::string flipped = sig2;
+  flipped[10] = static_cast<char>(flipped[10] ^ 1);
+  CHECK_FALSE(key2->Verifies("\x72", flipped));
+  // Wrong lengths are false, not errors.
+  CHECK_FALSE(key2->Verifies("\x72", sig2.substr(0, 63)));
+  CHECK_FALSE(key2->Verifies("\x72", sig2 + "x"));
+  CHECK_FALSE(key2->Verifies("\x72", ""));
+  // A key must be 32 bytes.
+  CHECK_FALSE(Ed25519PublicKey::FromRaw(""));
+  CHECK_FALSE(Ed25519PublicKey::FromRaw(std::string(31, 'k')));
+  CHECK_FALSE(Ed25519PublicKey::FromRaw(std::string(33, 'k')));
 }
 
 }  // namespace

@@ -268,7 +268,7 @@ TEST_CASE("each kind of mistake is reported where it is", "[config]") {
       {"endpoints: [{name: e, path: \"/e#x\", verify: none}]\n", "must not contain \"?\" or \"#\""},
       {WithEndpoint("provider: paypal, secrets: [{value: x}]"),
        "endpoints[0].provider: \"paypal\" is not one of stripe, github, standard, shopify, slack, "
-       "gitlab, paddle, square, hmac"},
+       "gitlab, paddle, square, discord, hmac"},
       {WithEndpoint("verify: yes"), "endpoints[0].verify: \"yes\" is not allowed"},
       {WithEndpoint("provider: square, secrets: [{value: k}]"),
        "endpoints[0]: provider square signs the URL it calls: set public_url"},

@@ -151,11 +151,54 @@ TEST_CASE("provider standard needs a base64 secret", "[config][secrets]") {
   CHECK(Load(Endpoint("github", "[{value: \"not base64!\"}]")).config);
 }
 
+TEST_CASE("public keys (standard whpk_, discord) are parsed at load; a bad one is refused",
+          "[config][secrets]") {
+  // RFC 8032's first test key, as hex (Discord's portal) and as whpk_ base64.
+  const std::string hex = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a";
+  const std::string whpk = "whpk_11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=";
+  LoadResult discord = Load(Endpoint("discord", "[{value: \"" + hex + "\"}]"));
+  INFO(Dump(discord));
+  REQUIRE(discord.config);
+  CHECK(discord.config->endpoints[0].secrets[0].public_key);
+  // A standard endpoint may mix a whsec_ secret and a whpk_ key (a producer moving to v1a).
+  LoadResult mixed =
+      Load(Endpoint("standard", "[{value: \"whsec_c2VjcmV0Cg==\"}, {value: \"" + whpk + "\"}]"));
+  INFO(Dump(mixed));
+  REQUIRE(mixed.config);
+  CHECK_FALSE(mixed.config->endpoints[0].secrets[0].public_key);
+  CHECK(mixed.config->endpoints[0].secrets[1].public_key);
+  // Padding is optional, as for whsec_.
+  CHECK(
+      Load(Endpoint("standard", "[{value: \"" + whpk.substr(0, whpk.size() - 1) + "\"}]")).config);
+
+  for (const std::string& bad :
+       {hex.substr(2), hex + "00", "zz" + hex.substr(2), whpk.substr(5), std::string("a secret")}) {
+    INFO(bad);
+    LoadResult r = Load(Endpoint("discord", "[{value: \"" + bad + "\"}]"));
+    CHECK_FALSE(r.config);
+    CHECK(HasLine(r.errors,
+                  "endpoints[0].secrets[0]: the secret from value is not a Discord application "
+                  "public key (64 hex digits) (endpoint \"e\")"));
+  }
+  for (const std::string& bad : {std::string("whpk_"), std::string("whpk_@@@@"), "whpk_" + hex,
+                                 whpk + "AAAA", whpk.substr(0, 40)}) {
+    INFO(bad);
+    LoadResult r = Load(Endpoint("standard", "[{value: \"" + bad + "\"}]"));
+    CHECK_FALSE(r.config);
+    CHECK(HasLine(r.errors,
+                  "endpoints[0].secrets[0]: the secret from value is not a Standard Webhooks "
+                  "public key (whpk_ followed by the base64 of 32 bytes) (endpoint \"e\")"));
+  }
+  // A key is never echoed.
+  LoadResult r = Load(Endpoint("discord", "[{value: \"" + hex.substr(2) + "\"}]"));
+  CHECK_FALSE(HasLine(r.errors, hex.substr(2)));
+}
+
 TEST_CASE("a whitespace-only secret is refused at load, naming its endpoint", "[config][secrets]") {
   // Issue 13: such a secret loaded, and then no delivery ever verified.
   ScopedEnv env("HOOKBOX_TEST_SECRET_BLANK", " \t ");
   TempFile file("  \n\n");  // one newline is stripped; what is left is still blank
-  for (const std::string& provider : {"github", "stripe", "hmac", "standard"}) {
+  for (const char* provider : {"github", "stripe", "hmac", "standard"}) {
     INFO(provider);
     LoadResult value = Load(Endpoint(provider, "[{value: \"   \"}]"));
     CHECK_FALSE(value.config);

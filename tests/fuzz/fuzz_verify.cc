@@ -1,22 +1,43 @@
 // libFuzzer harness: every provider's signature parser and verifier on hostile header values
-// and bodies. The input picks a provider, fills its headers and the body; Verify must return
+// and bodies. The input picks a provider, fills its headers and the body, and writes one of
+// the endpoint's keys (parsed as the config loader parses public keys); Verify must return
 // (never crash, never read out of bounds) and may accept only what was signed with the key.
 #include <fuzzer/FuzzedDataProvider.h>
 
+#include "config/secrets.h"
 #include "verify/verify.h"
 
 using namespace hookbox;
 
 namespace {
 
-const char* const kHeaderNames[] = {"Stripe-Signature",  "X-Hub-Signature-256",
-                                    "X-Hub-Signature",   "webhook-id",
-                                    "webhook-timestamp", "webhook-signature",
-                                    "svix-id",           "svix-timestamp",
-                                    "svix-signature",    "X-Shopify-Hmac-Sha256",
-                                    "X-Slack-Signature", "X-Slack-Request-Timestamp",
-                                    "X-Gitlab-Token",    "X-Signature",
-                                    "Paddle-Signature",  "x-square-hmacsha256-signature"};
+const char* const kHeaderNames[] = {"Stripe-Signature",
+                                    "X-Hub-Signature-256",
+                                    "X-Hub-Signature",
+                                    "webhook-id",
+                                    "webhook-timestamp",
+                                    "webhook-signature",
+                                    "svix-id",
+                                    "svix-timestamp",
+                                    "svix-signature",
+                                    "X-Shopify-Hmac-Sha256",
+                                    "X-Slack-Signature",
+                                    "X-Slack-Request-Timestamp",
+                                    "X-Gitlab-Token",
+                                    "X-Signature",
+                                    "Paddle-Signature",
+                                    "x-square-hmacsha256-signature",
+                                    "X-Signature-Ed25519",
+                                    "X-Signature-Timestamp"};
+
+// RFC 8032's first test public key, as a discord key and as a Standard Webhooks whpk_ key.
+const char* const kDiscordKey = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a";
+const char* const kWhpk = "whpk_11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=";
+
+Secret Key(Provider provider, std::string value) {
+  auto key = config_internal::PublicKeyOf(provider, value);
+  return {"value", std::move(value), std::move(key)};
+}
 
 }  // namespace
 
@@ -24,11 +45,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
   static const Provider kProviders[] = {Provider::kStripe,  Provider::kGithub, Provider::kStandard,
                                         Provider::kShopify, Provider::kSlack,  Provider::kGitlab,
-                                        Provider::kPaddle,  Provider::kSquare, Provider::kHmac};
+                                        Provider::kPaddle,  Provider::kSquare, Provider::kDiscord,
+                                        Provider::kHmac};
   Endpoint ep;
   ep.name = "fuzz";
   ep.provider = in.PickValueInArray(kProviders);
-  ep.secrets = {{"value", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, {"value", "second"}};
+  const std::string fuzzed_key = in.ConsumeRandomLengthString(96);
+  if (ep.provider == Provider::kDiscord) {
+    ep.secrets = {Key(ep.provider, kDiscordKey), Key(ep.provider, fuzzed_key)};
+  } else {
+    ep.secrets = {{"value", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
+                  {"value", "second"},
+                  Key(ep.provider, kWhpk),
+                  Key(ep.provider, fuzzed_key)};
+  }
   ep.hmac.header = "X-Signature";
   ep.public_url = "https://example.com/hooks/square";
   ep.hmac.algorithm = in.PickValueInArray({"sha1", "sha256", "sha512"});
@@ -44,6 +74,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string body = in.ConsumeRemainingBytesAsString();
   (void)Verify(ep, headers, body, now, query);
   // A delivery signed by Sign() verifies; the fuzzer explores the round trip too.
+  if (!CanSign(ep.secrets[0])) return 0;  // public keys: only the producer signs
   Headers signed_headers = Sign(ep, ep.secrets[0], body, now, "id", "type");
   if (!Verify(ep, signed_headers, body, now).ok()) __builtin_trap();
   return 0;

@@ -167,6 +167,19 @@ TEST_CASE("an answer may name its own content type") {
   CHECK(result->get_header_value_count("Content-Type") == 1);
 }
 
+TEST_CASE("a 204 answer has no body, Content-Length or type (RFC 9110)") {
+  // Discord's PING is answered 204; a keep-alive client must find the next response
+  // right after the empty line.
+  const std::string bytes = FormatAnswer({204, "ignored", {}}, /*keep_alive=*/true, 5);
+  CHECK(bytes.starts_with("HTTP/1.1 204 No Content\r\n"));
+  CHECK(bytes.ends_with("\r\n\r\n"));
+  CHECK(bytes.find("Content-Length") == std::string::npos);
+  CHECK(bytes.find("Content-Type") == std::string::npos);
+  CHECK(bytes.find("ignored") == std::string::npos);
+  // Every other status keeps its length.
+  CHECK(FormatAnswer({200, "{}", {}}, true, 5).find("Content-Length: 2\r\n") != std::string::npos);
+}
+
 TEST_CASE("each request on a keep-alive connection carries the client's address and port") {
   Running r(HttpLimits{}, [](const Delivery& d) { return Answer{200, d.remote, {}}; });
   auto port = r.server.Bind("127.0.0.1", 0);

@@ -1,4 +1,5 @@
-// Tests for standard.cc (Standard Webhooks and Svix).
+// Tests for standard.cc (Standard Webhooks and Svix): v1 HMAC signatures with whsec_ secrets,
+// and v1a Ed25519 signatures with whpk_ public keys (signed here with RFC 8032's test key).
 #include <catch2/catch.hpp>
 
 #include "base/crypto.h"
@@ -161,10 +162,10 @@ TEST_CASE("standard: rotation and several signatures", "[standard]") {
   std::string wrong = V1("not the key");
   CHECK(Check(Delivery(wrong + " " + V1())) == "ok");
   CHECK(Check(Delivery(V1() + " " + wrong)) == "ok");
-  CHECK(Check(Delivery("v1a,c2lnbmF0dXJl " + V1())) == "ok");  // other versions ignored
+  CHECK(Check(Delivery("v1b,c2lnbmF0dXJl " + V1())) == "ok");  // other versions ignored
   CHECK(Check(Delivery("v2," + V1().substr(3) + " " + V1())) == "ok");
   CHECK(Check(Delivery(wrong)) == reason::kMismatch);
-  CHECK(Check(Delivery("v1a,c2lnbmF0dXJl")) == reason::kMalformed);  // nothing to check
+  CHECK(Check(Delivery("v1b,c2lnbmF0dXJl")) == reason::kMalformed);  // nothing to check
 }
 
 TEST_CASE("standard: timestamp tolerance", "[standard]") {
@@ -213,6 +214,95 @@ TEST_CASE("standard: malformed signature and timestamp headers", "[standard]") {
     INFO(bad_ts);
     CHECK(Check(With(Delivery(V1()), "webhook-timestamp", bad_ts)) == reason::kMalformed);
   }
+}
+
+const std::string kPublic = "whpk_" + Base64Encode(testing::kEd25519Public);
+
+std::string V1a(const std::string& seed = testing::kEd25519Seed, int64_t t = kT,
+                const std::string& body = kBody) {
+  return "v1a," +
+         Base64Encode(testing::Ed25519Sign(seed, kId + "." + std::to_string(t) + "." + body));
+}
+
+std::string CheckWith(std::vector<std::string> secrets, const Headers& headers,
+                      const std::string& body = kBody) {
+  Endpoint endpoint = testing::MakeEndpoint(Provider::kStandard, std::move(secrets));
+  return Outcome(Verify(endpoint, headers, body, At(kT)));
+}
+
+TEST_CASE("standard v1a: Ed25519 signatures against whpk_ public keys", "[standard]") {
+  REQUIRE(V1a().size() == 4 + 88);  // 64 bytes of signature
+  CHECK(CheckWith({kPublic}, Delivery(V1a())) == "ok");
+  // Padding is optional in the key, as in whsec_ secrets.
+  std::string unpadded = kPublic;
+  while (unpadded.back() == '=') unpadded.pop_back();
+  CHECK(CheckWith({unpadded}, Delivery(V1a())) == "ok");
+  // One header may carry both kinds, in either order, and other versions are ignored.
+  CHECK(CheckWith({kPublic}, Delivery(V1() + " " + V1a())) == "ok");
+  CHECK(CheckWith({kPublic}, Delivery(V1a() + " v2,abc")) == "ok");
+}
+
+TEST_CASE("standard v1a: one endpoint with whsec_ and whpk_ verifies v1 and v1a alike",
+          "[standard]") {
+  const std::vector<std::string> both = {kSecret, kPublic};
+  CHECK(CheckWith(both, Delivery(V1())) == "ok");
+  CHECK(CheckWith(both, Delivery(V1a())) == "ok");
+  // A key only verifies its own kind of signature.
+  CHECK(CheckWith({kPublic}, Delivery(V1())) == reason::kMismatch);
+  CHECK(CheckWith({kSecret}, Delivery(V1a())) == reason::kMismatch);
+}
+
+TEST_CASE("standard v1a: one byte changed anywhere it signs fails", "[standard]") {
+  CHECK(CheckWith({kPublic}, Delivery(V1a()), kBody + " ") == reason::kMismatch);
+  CHECK(CheckWith({kPublic}, With(Delivery(V1a()), "webhook-id", kId + "x")) == reason::kMismatch);
+  CHECK(CheckWith({kPublic}, With(Delivery(V1a()), "webhook-timestamp", std::to_string(kT + 1))) ==
+        reason::kMismatch);
+  std::string sig = V1a();
+  sig[10] = sig[10] == 'A' ? 'B' : 'A';
+  CHECK(CheckWith({kPublic}, Delivery(sig)) == reason::kMismatch);
+  // Another key pair.
+  const std::string other_seed(32, '\x07');
+  CHECK(CheckWith({kPublic}, Delivery(V1a(other_seed))) == reason::kMismatch);
+  CHECK(CheckWith({"whpk_" + Base64Encode(testing::Ed25519PublicOf(other_seed))},
+                  Delivery(V1a(other_seed))) == "ok");
+  // Old signatures are refused before the key is used.
+  Endpoint endpoint = testing::MakeEndpoint(Provider::kStandard, {kPublic});
+  CHECK(Outcome(Verify(endpoint, Delivery(V1a()), kBody, At(kT + 301))) == reason::kTimestamp);
+}
+
+TEST_CASE("standard v1a: malformed entries", "[standard]") {
+  const std::string b64 = V1a().substr(4);
+  for (const std::string& bad : std::vector<std::string>{
+           "v1a,", "v1a,@@@@", "v1a," + b64.substr(0, b64.size() - 1),
+           "v1a," + Base64Encode(std::string(63, 'x')), "v1a," + Base64Encode(std::string(65, 'x')),
+           "v1a," + HexEncode(testing::Ed25519Sign(testing::kEd25519Seed, "m"))}) {
+    INFO(bad);
+    CHECK(CheckWith({kPublic}, Delivery(bad)) == reason::kMalformed);
+  }
+  std::string many;
+  for (int i = 0; i < 17; ++i) many += (i ? " " : "") + (i % 2 ? V1() : V1a());
+  CHECK(CheckWith({kPublic}, Delivery(many)) == reason::kMalformed);
+}
+
+TEST_CASE("standard v1a: the config takes exactly the whpk_ keys that verify", "[standard]") {
+  CHECK(config_internal::PublicKeyOf(Provider::kStandard, kPublic));
+  CHECK_FALSE(config_internal::PublicKeyOf(Provider::kStandard, "whpk_"));
+  CHECK_FALSE(config_internal::PublicKeyOf(Provider::kStandard, "whpk_@@@@"));
+  CHECK_FALSE(config_internal::PublicKeyOf(Provider::kStandard,
+                                           "whpk_" + Base64Encode(std::string(31, 'k'))));
+  CHECK_FALSE(config_internal::PublicKeyOf(Provider::kStandard,
+                                           "whpk_" + Base64Encode(std::string(64, 'k'))));
+  CHECK_FALSE(config_internal::PublicKeyOf(Provider::kStandard, kSecret));  // a whsec_
+  CHECK_FALSE(config_internal::PublicKeyOf(Provider::kGithub, kPublic));
+}
+
+TEST_CASE("standard v1a: hookbox cannot sign with a public key", "[standard]") {
+  Endpoint endpoint = testing::MakeEndpoint(Provider::kStandard, {kPublic, kSecret});
+  CHECK_FALSE(CanSign(endpoint.secrets[0]));
+  CHECK(Sign(endpoint, endpoint.secrets[0], kBody, At(kT), kId).empty());
+  CHECK(CanSign(endpoint.secrets[1]));
+  CHECK(Outcome(Verify(endpoint, Sign(endpoint, endpoint.secrets[1], kBody, At(kT), kId), kBody,
+                       At(kT))) == "ok");
 }
 
 }  // namespace

@@ -1,0 +1,42 @@
+// Discord webhook events: `X-Signature-Ed25519: <hex signature>` and
+// `X-Signature-Timestamp: <unix seconds>`, an Ed25519 signature over "<timestamp><body>"
+// (no separator) made with the application's private key. The secret entries are the
+// application's public key (64 hex digits, parsed at load into Secret::public_key), so
+// hookbox can verify but never sign. The timestamp must be within the endpoint's tolerance.
+// Discord's PING (body type 0) is answered in src/receive/receiver.cc, after this check.
+#include <string>
+
+#include "verify/providers.h"
+
+namespace hookbox::verify_internal {
+namespace {
+
+StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::string_view body,
+                      TimePoint now, std::string_view query) {
+  StatusOr<std::string_view> signature = RequiredHeader(endpoint, headers, "X-Signature-Ed25519");
+  if (!signature.ok()) return signature.status();
+  StatusOr<std::string_view> timestamp = RequiredHeader(endpoint, headers, "X-Signature-Timestamp");
+  if (!timestamp.ok()) return timestamp.status();
+  std::optional<std::string> raw = HexDecode(*signature);
+  if (!raw || raw->size() != Ed25519PublicKey::kSignatureSize) {
+    return Fail(endpoint, reason::kMalformed);
+  }
+  StatusOr<int64_t> checked = CheckTimestamp(endpoint, *timestamp, now);
+  if (!checked.ok()) return checked.status();
+  Claim claim;
+  claim.message = std::string(*timestamp) + std::string(body);
+  claim.signatures.push_back(std::move(*raw));
+  return claim;
+}
+
+// Never reached (Sign refuses public keys, and a discord endpoint holds nothing else).
+Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view body, TimePoint now,
+             std::string_view event_id, std::string_view event_type) {
+  return {};
+}
+
+}  // namespace
+
+const Scheme kDiscord = {&Parse, nullptr, &Sign};
+
+}  // namespace hookbox::verify_internal
