@@ -75,8 +75,11 @@ int Send(const std::string& path, const std::string& endpoint_name, const std::s
     std::cerr << "hookbox: --url: " << url.status().ToString() << "\n";
     return kExitUsage;
   }
-  auto reply = HttpPost(*url, SignedHeaders(*ep, signer, body), body, "application/json",
-                        std::chrono::seconds(30));
+  auto reply = HttpPost(
+      *url, SignedHeaders(*ep, signer, body), body,
+      // Twilio posts forms, and signs their fields (a JSON body is signed apart).
+      ep->provider == Provider::kTwilio ? "application/x-www-form-urlencoded" : "application/json",
+      std::chrono::seconds(30));
   if (!reply.ok()) {
     std::cerr << "hookbox: " << reply.status().ToString() << "\n";
     return kExitUsage;

@@ -34,7 +34,8 @@ constexpr Choice<Provider> kProviders[] = {
     {"standard", Provider::kStandard}, {"shopify", Provider::kShopify},
     {"slack", Provider::kSlack},       {"gitlab", Provider::kGitlab},
     {"paddle", Provider::kPaddle},     {"square", Provider::kSquare},
-    {"discord", Provider::kDiscord},   {"hmac", Provider::kHmac}};
+    {"discord", Provider::kDiscord},   {"twilio", Provider::kTwilio},
+    {"hmac", Provider::kHmac}};
 constexpr Choice<Durability> kDurabilities[] = {{"full", Durability::kFull},
                                                 {"normal", Durability::kNormal}};
 constexpr Choice<Mode> kModes[] = {{"async", Mode::kAsync}, {"sync", Mode::kSync}};
@@ -399,7 +400,15 @@ std::optional<FieldRef> Loader::Source(const YAML::Node& node, const std::string
           Quote(t) + " is not a JSON pointer (RFC 6901: \"\" or \"/a/b\", \"~\" only as ~0 or ~1)");
     return std::nullopt;
   }
-  Error(where, Quote(t) + " is not a field (use header:NAME or body:/json/pointer)");
+  if (t.starts_with("form:")) {
+    std::string_view name = t.substr(5);
+    bool printable = !name.empty();
+    for (unsigned char c : name) printable = printable && c >= 0x20 && c != 0x7f;
+    if (printable) return FieldRef{FieldRef::From::kForm, std::string(name)};
+    Error(where, Quote(t) + " does not name a form field");
+    return std::nullopt;
+  }
+  Error(where, Quote(t) + " is not a field (use header:NAME, body:/json/pointer or form:NAME)");
   return std::nullopt;
 }
 
@@ -611,10 +620,11 @@ void Loader::CheckVerification(const VerifyKeys& keys, const std::string& where,
   } else if (is_hmac) {
     Error(where, "hmac is required with provider hmac (header, algorithm, encoding, prefix)");
   }
-  if (endpoint.provider == Provider::kSquare && !keys.public_url) {
-    Error(where,
-          "provider square signs the URL it calls: set public_url (the notification URL as "
-          "Square's dashboard shows it)");
+  if ((endpoint.provider == Provider::kSquare || endpoint.provider == Provider::kTwilio) &&
+      !keys.public_url) {
+    Error(where, std::string("provider ") + ProviderName(endpoint.provider) +
+                     " signs the URL it calls: set public_url (the URL as the producer's "
+                     "dashboard shows it)");
   }
 }
 

@@ -33,6 +33,7 @@ enum class Provider {
   kPaddle,
   kSquare,
   kDiscord,
+  kTwilio,
   kHmac,
   kNone
 };
@@ -53,11 +54,13 @@ struct Secret {
   std::shared_ptr<const Ed25519PublicKey> public_key;
 };
 
-// Where a field of a delivery comes from: `header:NAME` or `body:/json/pointer`.
+// Where a field of a delivery comes from: `header:NAME`, `body:/json/pointer`, or
+// `form:NAME` (a field of an application/x-www-form-urlencoded body, e.g. Twilio's).
 struct FieldRef {
-  enum class From { kNone, kHeader, kBody };
+  enum class From { kNone, kHeader, kBody, kForm };
   From from = From::kNone;
-  std::string name;  // header name, or RFC 6901 JSON pointer ("" = whole document)
+  // header name, RFC 6901 JSON pointer ("" = whole document), or form field name (decoded)
+  std::string name;
   bool empty() const { return from == From::kNone; }
 };
 

@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "base/crypto.h"
+#include "base/form.h"
 #include "ops/clock.h"
 #include "verify/verify.h"
 
@@ -16,7 +17,14 @@ FieldRef Header(const char* name) { return {FieldRef::From::kHeader, name}; }
 FieldRef Body(const char* pointer) { return {FieldRef::From::kBody, pointer}; }
 
 std::string Describe(const FieldRef& ref) {
-  return (ref.from == FieldRef::From::kHeader ? "header:" : "body:") + ref.name;
+  switch (ref.from) {
+    case FieldRef::From::kHeader:
+      return "header:" + ref.name;
+    case FieldRef::From::kForm:
+      return "form:" + ref.name;
+    default:
+      return "body:" + ref.name;
+  }
 }
 
 // The body, padded for simdjson once per delivery, and only if some field needs it. Each
@@ -51,6 +59,13 @@ class BodyReader {
     return std::nullopt;
   }
 
+  // The first value of a form field, the body parsed as application/x-www-form-urlencoded
+  // once (whatever its Content-Type: a `form:` field is the operator's statement).
+  std::optional<std::string> FormField(const std::string& name) {
+    if (!form_) form_ = ParseUrlEncoded(body_);
+    return FormValue(*form_, name);
+  }
+
  private:
   // One parser per thread: parsers are reusable but not shareable. A document lives only
   // inside Field(), so nested readers on one thread cannot invalidate each other.
@@ -61,6 +76,7 @@ class BodyReader {
 
   std::string_view body_;
   std::optional<simdjson::padded_string> padded_;
+  std::optional<FormFields> form_;
 };
 
 std::optional<std::string> Read(const FieldRef& ref, const Headers& headers, BodyReader& body) {
@@ -70,6 +86,7 @@ std::optional<std::string> Read(const FieldRef& ref, const Headers& headers, Bod
     return std::string(*v);
   }
   if (ref.from == FieldRef::From::kBody) return body.Field(ref.name);
+  if (ref.from == FieldRef::From::kForm) return body.FormField(ref.name);
   return std::nullopt;
 }
 
@@ -105,6 +122,8 @@ std::vector<FieldRef> DefaultIdSources(Provider provider) {
     case Provider::kPaddle:
     case Provider::kSquare:
       return {Body("/event_id")};
+    case Provider::kTwilio:
+      return {Header("I-Twilio-Idempotency-Token")};
     case Provider::kDiscord:  // its events carry no id: the body hash
     case Provider::kHmac:
     case Provider::kNone:
@@ -133,6 +152,7 @@ FieldRef DefaultTypeSource(Provider provider) {
       return Body("/type");
     case Provider::kDiscord:
       return Body("/event/type");
+    case Provider::kTwilio:  // no type in its requests: the constant "twilio" (Identify)
     case Provider::kHmac:
     case Provider::kNone:
       return {};
@@ -182,6 +202,9 @@ StatusOr<Identity> Identify(const Endpoint& endpoint, const Headers& headers,
   FieldRef type_ref =
       endpoint.event_type.empty() ? DefaultTypeSource(endpoint.provider) : endpoint.event_type;
   id.event_type = Read(type_ref, headers, reader).value_or("");
+  if (endpoint.event_type.empty() && endpoint.provider == Provider::kTwilio) {
+    id.event_type = "twilio";  // Twilio names no event; route on form:NAME to tell them apart
+  }
 
   if (!endpoint.resource.empty() && !endpoint.sequence.empty()) {
     id.resource_id = Read(endpoint.resource, headers, reader).value_or("");

@@ -53,6 +53,7 @@ extern const Scheme kGitlab;
 extern const Scheme kPaddle;
 extern const Scheme kSquare;
 extern const Scheme kDiscord;
+extern const Scheme kTwilio;
 extern const Scheme kHmac;
 
 // Limits on what a signature header may carry; past them the header is malformed. They

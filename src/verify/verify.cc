@@ -131,6 +131,8 @@ const Scheme* SchemeFor(Provider provider) {
       return &verify_internal::kSquare;
     case Provider::kDiscord:
       return &verify_internal::kDiscord;
+    case Provider::kTwilio:
+      return &verify_internal::kTwilio;
     case Provider::kHmac:
       return &verify_internal::kHmac;
     case Provider::kNone:

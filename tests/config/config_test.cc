@@ -268,7 +268,7 @@ TEST_CASE("each kind of mistake is reported where it is", "[config]") {
       {"endpoints: [{name: e, path: \"/e#x\", verify: none}]\n", "must not contain \"?\" or \"#\""},
       {WithEndpoint("provider: paypal, secrets: [{value: x}]"),
        "endpoints[0].provider: \"paypal\" is not one of stripe, github, standard, shopify, slack, "
-       "gitlab, paddle, square, discord, hmac"},
+       "gitlab, paddle, square, discord, twilio, hmac"},
       {WithEndpoint("verify: yes"), "endpoints[0].verify: \"yes\" is not allowed"},
       {WithEndpoint("provider: square, secrets: [{value: k}]"),
        "endpoints[0]: provider square signs the URL it calls: set public_url"},
@@ -309,7 +309,12 @@ TEST_CASE("each kind of mistake is reported where it is", "[config]") {
       {WithEndpoint("verify: none, sync_wait: 1y"), "endpoints[0].sync_wait: \"1y\""},
       // Field references.
       {WithEndpoint("verify: none, event_id: id"),
-       "endpoints[0].event_id: \"id\" is not a field (use header:NAME or body:/json/pointer)"},
+       "endpoints[0].event_id: \"id\" is not a field (use header:NAME, body:/json/pointer or "
+       "form:NAME)"},
+      {WithEndpoint("verify: none, event_id: \"form:\""),
+       "endpoints[0].event_id: \"form:\" does not name a form field"},
+      {WithEndpoint("provider: twilio, secrets: [{value: k}]"),
+       "endpoints[0]: provider twilio signs the URL it calls: set public_url"},
       {WithEndpoint("verify: none, event_type: \"body:type\""),
        "endpoints[0].event_type: \"body:type\" is not a JSON pointer"},
       {WithEndpoint("verify: none, event_type: \"body:/a~2b\""), "is not a JSON pointer"},
@@ -544,6 +549,17 @@ TEST_CASE("JSON pointers and headers", "[config]") {
   CHECK(e.resource.from == FieldRef::From::kHeader);
   CHECK(e.resource.name == "X-Resource");
   CHECK(e.sequence.name == "/");
+}
+
+TEST_CASE("form fields", "[config]") {
+  LoadResult r = Load(
+      WithEndpoint("verify: none, event_id: \"form:MessageSid\", event_type: \"form:Event Type\""));
+  INFO(Dump(r));
+  REQUIRE(r.config);
+  const Endpoint& e = r.config->endpoints[0];
+  CHECK(e.event_id.from == FieldRef::From::kForm);
+  CHECK(e.event_id.name == "MessageSid");
+  CHECK(e.event_type.name == "Event Type");
 }
 
 TEST_CASE("a YAML syntax error is reported with its line and column", "[config]") {

@@ -1,5 +1,6 @@
-// libFuzzer harness: identification (JSON pointers into hostile bodies, header sources,
-// sequence parsing). Identify must return an identity or InvalidArgument, never crash.
+// libFuzzer harness: identification (JSON pointers and form fields into hostile bodies,
+// header sources, sequence parsing). Identify must return an identity or InvalidArgument,
+// never crash.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include "receive/identify.h"
@@ -11,15 +12,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Endpoint ep;
   ep.name = "fuzz";
   ep.provider = in.PickValueInArray({Provider::kStripe, Provider::kGithub, Provider::kSlack,
-                                     Provider::kStandard, Provider::kNone});
+                                     Provider::kStandard, Provider::kTwilio, Provider::kDiscord,
+                                     Provider::kNone});
   auto field = [&](FieldRef::From from) {
     return FieldRef{from, in.PickValueInArray({std::string("/id"), std::string("/data/object/id"),
                                                std::string(""), std::string("/a~1b/0"),
                                                in.ConsumeRandomLengthString(32)})};
   };
-  if (in.ConsumeBool()) ep.event_id = field(FieldRef::From::kBody);
+  const auto from = [&] {
+    return in.PickValueInArray({FieldRef::From::kBody, FieldRef::From::kForm});
+  };
+  if (in.ConsumeBool()) ep.event_id = field(from());
+  if (in.ConsumeBool()) ep.event_type = field(from());
   if (in.ConsumeBool()) {
-    ep.resource = field(FieldRef::From::kBody);
+    ep.resource = field(from());
     ep.sequence = field(in.ConsumeBool() ? FieldRef::From::kBody : FieldRef::From::kHeader);
   }
   Headers headers;

@@ -28,7 +28,9 @@ const char* const kHeaderNames[] = {"Stripe-Signature",
                                     "Paddle-Signature",
                                     "x-square-hmacsha256-signature",
                                     "X-Signature-Ed25519",
-                                    "X-Signature-Timestamp"};
+                                    "X-Signature-Timestamp",
+                                    "X-Twilio-Signature",
+                                    "X-Twilio-Webhooks-Signature-Settings"};
 
 // RFC 8032's first test public key, as a discord key and as a Standard Webhooks whpk_ key.
 const char* const kDiscordKey = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a";
@@ -46,7 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const Provider kProviders[] = {Provider::kStripe,  Provider::kGithub, Provider::kStandard,
                                         Provider::kShopify, Provider::kSlack,  Provider::kGitlab,
                                         Provider::kPaddle,  Provider::kSquare, Provider::kDiscord,
-                                        Provider::kHmac};
+                                        Provider::kTwilio,  Provider::kHmac};
   Endpoint ep;
   ep.name = "fuzz";
   ep.provider = in.PickValueInArray(kProviders);

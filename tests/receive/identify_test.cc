@@ -89,6 +89,56 @@ TEST_CASE("provider defaults for id and type") {
                       {{"Idempotency-Key", "k"}, {"X-Gitlab-Event-UUID", "u"}}, "{}");
     CHECK(b->event_id == "k");
   }
+  SECTION("paddle, square: body /event_id; /event_type, /type") {
+    auto a = Identify(Ep(Provider::kPaddle), {}, R"({"event_id":"evt_1","event_type":"a.b"})");
+    CHECK(a->event_id == "evt_1");
+    CHECK(a->event_type == "a.b");
+    auto b = Identify(Ep(Provider::kSquare), {}, R"({"event_id":"e-2","type":"payment.created"})");
+    CHECK(b->event_id == "e-2");
+    CHECK(b->event_type == "payment.created");
+  }
+  SECTION("discord: the body hash, and /event/type") {
+    const std::string body = R"({"version":1,"type":1,"event":{"type":"APPLICATION_AUTHORIZED"}})";
+    auto a = Identify(Ep(Provider::kDiscord), {}, body);
+    CHECK(a->event_id == "sha256:" + Sha256Hex(body));
+    CHECK(a->event_type == "APPLICATION_AUTHORIZED");
+  }
+  SECTION("twilio: I-Twilio-Idempotency-Token, else the body hash; type the constant twilio") {
+    const std::string form = "MessageSid=SM1&MessageStatus=delivered";
+    auto a = Identify(Ep(Provider::kTwilio), {{"I-Twilio-Idempotency-Token", "tok-1"}}, form);
+    CHECK(a->event_id == "tok-1");
+    CHECK(a->id_source == "header:I-Twilio-Idempotency-Token");
+    CHECK(a->event_type == "twilio");
+    auto b = Identify(Ep(Provider::kTwilio), {}, form);
+    CHECK(b->event_id == "sha256:" + Sha256Hex(form));
+    // A configured type wins over the constant.
+    Endpoint typed = Ep(Provider::kTwilio);
+    typed.event_type = {FieldRef::From::kForm, "MessageStatus"};
+    CHECK(Identify(typed, {}, form)->event_type == "delivered");
+  }
+}
+
+TEST_CASE("form:NAME reads a field of an application/x-www-form-urlencoded body") {
+  Endpoint e = Ep(Provider::kHmac);
+  e.event_id = {FieldRef::From::kForm, "MessageSid"};
+  e.event_type = {FieldRef::From::kForm, "Event Type"};
+  e.resource = {FieldRef::From::kForm, "CallSid"};
+  e.sequence = {FieldRef::From::kForm, "SequenceNumber"};
+  const std::string form =
+      "CallSid=CA1&MessageSid=SM%2F1&Event+Type=call.st%C3%A4tus&SequenceNumber=3&MessageSid=SM2";
+  auto id = Identify(e, {}, form);
+  REQUIRE(id.ok());
+  CHECK(id->event_id == "SM/1");  // decoded; the first of a repeated field
+  CHECK(id->id_source == "form:MessageSid");
+  CHECK(id->event_type == "call.st\xc3\xa4tus");
+  CHECK(id->resource_id == "CA1");
+  CHECK(id->sequence_key == 3);
+  // Absent, or a JSON body: the fallbacks, as for body: fields.
+  auto absent = Identify(e, {}, R"({"MessageSid":"SM1"})");
+  CHECK(absent->id_source == "sha256");
+  CHECK(absent->event_type.empty());
+  // Decoded control characters are refused like any other identity field's.
+  CHECK_FALSE(Identify(e, {}, "MessageSid=a%0Ab").ok());
 }
 
 TEST_CASE("configured sources override the defaults") {

@@ -11,9 +11,9 @@ namespace {
 using testing::At;
 using testing::Outcome;
 
-constexpr Provider kSigned[] = {Provider::kStripe,  Provider::kGithub, Provider::kStandard,
-                                Provider::kShopify, Provider::kSlack,  Provider::kGitlab,
-                                Provider::kPaddle,  Provider::kSquare, Provider::kHmac};
+constexpr Provider kSigned[] = {
+    Provider::kStripe, Provider::kGithub, Provider::kStandard, Provider::kShopify, Provider::kSlack,
+    Provider::kGitlab, Provider::kPaddle, Provider::kSquare,   Provider::kTwilio,  Provider::kHmac};
 
 Endpoint MakeFor(Provider provider, std::vector<std::string> secrets) {
   Endpoint endpoint = testing::MakeEndpoint(provider, std::move(secrets));

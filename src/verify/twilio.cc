@@ -1,0 +1,115 @@
+// Twilio: `X-Twilio-Signature: <base64 HMAC-SHA1>` keyed with the account's auth token (or
+// HMAC-SHA256 keyed with a SharedKey secret, when X-Twilio-Webhooks-Signature-Settings says
+// `algorithm=HMAC_SHA256`, as Twilio's SDK reads it). The signed text starts with the URL Twilio
+// called: the endpoint's public_url, then "?" and the request's query byte for byte when it has
+// one. Then, as Twilio's SDK decides it:
+// - the query carries `bodySHA256=<hex>` (Twilio's JSON requests): the URL alone is
+//   signed, and the body must hash to that value (else a mismatch);
+// - otherwise the body is application/x-www-form-urlencoded (every other Twilio request):
+//   each field is appended as name followed by value, decoded, sorted by name and, for a
+//   name given several times, by value (byte order), a value repeated under one name
+//   counted once (the SDK makes a set of them).
+// No signed timestamp: replays are caught by dedupe (I-Twilio-Idempotency-Token, else the
+// body hash).
+#include <algorithm>
+#include <cctype>
+#include <string>
+
+#include "base/form.h"
+#include "verify/providers.h"
+
+namespace hookbox::verify_internal {
+namespace {
+
+constexpr std::string_view kHeader = "X-Twilio-Signature";
+constexpr std::string_view kSettings = "X-Twilio-Webhooks-Signature-Settings";
+
+std::string_view Trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+bool EqualsUpper(std::string_view text, std::string_view upper) {
+  if (text.size() != upper.size()) return false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (std::toupper(static_cast<unsigned char>(text[i])) != upper[i]) return false;
+  }
+  return true;
+}
+
+// The MAC's algorithm: the settings header's `algorithm=`, HMAC_SHA1 when it names none.
+// The header is not signed, but it only picks between two MACs under the same key.
+std::optional<HashAlgorithm> Algorithm(const Headers& headers) {
+  std::string_view algorithm;
+  if (std::optional<std::string_view> settings = HeaderValue(headers, kSettings)) {
+    for (std::string_view part : Split(*settings, ',')) {
+      const size_t eq = part.find('=');
+      if (eq != std::string_view::npos && Trim(part.substr(0, eq)) == "algorithm" &&
+          !Trim(part.substr(eq + 1)).empty()) {
+        algorithm = Trim(part.substr(eq + 1));
+        break;
+      }
+    }
+  }
+  if (algorithm.empty() || EqualsUpper(algorithm, "HMAC_SHA1")) return HashAlgorithm::kSha1;
+  if (EqualsUpper(algorithm, "HMAC_SHA256")) return HashAlgorithm::kSha256;
+  return std::nullopt;
+}
+
+std::string SignedUrl(const Endpoint& endpoint, std::string_view query) {
+  std::string url = endpoint.public_url;
+  if (!query.empty()) url += "?" + std::string(query);
+  return url;
+}
+
+// The URL followed by the form's fields, sorted, each as name then value.
+std::string WithFormFields(std::string url, std::string_view body) {
+  FormFields fields = ParseUrlEncoded(body);
+  std::sort(fields.begin(), fields.end());
+  fields.erase(std::unique(fields.begin(), fields.end()), fields.end());
+  for (const auto& [name, value] : fields) url += name + value;
+  return url;
+}
+
+StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::string_view body,
+                      TimePoint now, std::string_view query) {
+  // Missing before malformed: no signature at all is the more useful answer.
+  if (StatusOr<std::string_view> header = RequiredHeader(endpoint, headers, kHeader);
+      !header.ok()) {
+    return header.status();
+  }
+  std::optional<HashAlgorithm> algorithm = Algorithm(headers);
+  if (!algorithm || HeaderCount(headers, kSettings) > 1) {
+    return Fail(endpoint, reason::kMalformed);
+  }
+  StatusOr<Claim> claim =
+      SingleMacClaim(endpoint, headers, kHeader, "", Encoding::kBase64, *algorithm, "");
+  if (!claim.ok()) return claim;
+  std::string url = SignedUrl(endpoint, query);
+  if (std::optional<std::string> hash = FormValue(ParseUrlEncoded(query), "bodySHA256")) {
+    // The body is bound to the URL by its hash; a body that does not match is not the one
+    // Twilio sent, whatever the signature says. The hash is public: no secret is involved.
+    if (!ConstantTimeEqual(*hash, Sha256Hex(body))) return Fail(endpoint, reason::kMismatch);
+    claim->message = std::move(url);
+  } else {
+    claim->message = WithFormFields(std::move(url), body);
+  }
+  return claim;
+}
+
+// Signs a form body for public_url without a query (what `hookbox send` posts, given no
+// --url query), as Twilio signs its form requests.
+Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view body, TimePoint now,
+             std::string_view event_id, std::string_view event_type) {
+  Headers headers;
+  headers.emplace(kHeader, Base64Encode(Hmac(HashAlgorithm::kSha1, secret.value,
+                                             WithFormFields(endpoint.public_url, body))));
+  return headers;
+}
+
+}  // namespace
+
+const Scheme kTwilio = {&Parse, &HmacWithSecret, &Sign};
+
+}  // namespace hookbox::verify_internal
