@@ -1,7 +1,7 @@
 // `hookbox send ENDPOINT FILE`: signs FILE with the endpoint's first secret that can sign
-// (not a public key) exactly as its provider would and POSTs it (to this config's `listen` and the
-// endpoint's path unless
-// --url says where), for trying a config end to end. Exit 0 on a 2xx answer, else 1.
+// (not a public key) exactly as its provider would and POSTs it (to this config's `listen`
+// and the endpoint's path unless --url says where), for trying a config end to end. Exit 0 on a 2xx
+// answer, else 1.
 #include <chrono>
 #include <fstream>
 #include <iostream>

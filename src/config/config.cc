@@ -676,25 +676,21 @@ void Loader::ReadSecrets(const YAML::Node& node, const std::string& where, Endpo
     }
     // Keys are checked here, once: a config that loads verifies with every entry.
     const std::string from = "the secret from " + secret->source;
-    if (endpoint.provider == Provider::kStandard && secret->value.starts_with("whpk_")) {
+    const bool standard = endpoint.provider == Provider::kStandard;
+    if (endpoint.provider == Provider::kDiscord ||
+        (standard && secret->value.starts_with("whpk_"))) {
       secret->public_key = config_internal::PublicKeyOf(endpoint.provider, secret->value);
       if (!secret->public_key) {
         Error(iw, from +
-                      " is not a Standard Webhooks public key (whpk_ followed by the base64 of "
-                      "32 bytes)" +
+                      (standard ? " is not a Standard Webhooks public key (whpk_ followed by the "
+                                  "base64 of 32 bytes)"
+                                : " is not a Discord application public key (64 hex digits)") +
                       named);
         return;
       }
-    } else if (endpoint.provider == Provider::kStandard &&
-               !config_internal::IsStandardWebhooksSecret(secret->value)) {
+    } else if (standard && !config_internal::IsStandardWebhooksSecret(secret->value)) {
       Error(iw, from + " is not a Standard Webhooks key (whsec_ followed by base64)" + named);
       return;
-    } else if (endpoint.provider == Provider::kDiscord) {
-      secret->public_key = config_internal::PublicKeyOf(endpoint.provider, secret->value);
-      if (!secret->public_key) {
-        Error(iw, from + " is not a Discord application public key (64 hex digits)" + named);
-        return;
-      }
     }
     endpoint.secrets.push_back(std::move(*secret));
   });

@@ -17,10 +17,8 @@ StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::str
   if (!signature.ok()) return signature.status();
   StatusOr<std::string_view> timestamp = RequiredHeader(endpoint, headers, "X-Signature-Timestamp");
   if (!timestamp.ok()) return timestamp.status();
-  std::optional<std::string> raw = HexDecode(*signature);
-  if (!raw || raw->size() != Ed25519PublicKey::kSignatureSize) {
-    return Fail(endpoint, reason::kMalformed);
-  }
+  StatusOr<std::string> raw = DecodeSignature(endpoint, *signature, Encoding::kHex);
+  if (!raw.ok()) return raw.status();
   StatusOr<int64_t> checked = CheckTimestamp(endpoint, *timestamp, now);
   if (!checked.ok()) return checked.status();
   Claim claim;
@@ -29,14 +27,8 @@ StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::str
   return claim;
 }
 
-// Never reached (Sign refuses public keys, and a discord endpoint holds nothing else).
-Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view body, TimePoint now,
-             std::string_view event_id, std::string_view event_type) {
-  return {};
-}
-
 }  // namespace
 
-const Scheme kDiscord = {&Parse, nullptr, &Sign};
+const Scheme kDiscord = {&Parse, nullptr, nullptr};  // public keys only: no MAC, no signing
 
 }  // namespace hookbox::verify_internal

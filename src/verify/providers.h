@@ -39,7 +39,8 @@ struct Scheme {
   // with a public key (those check Claim::signatures); nullptr for public-key-only schemes.
   std::optional<std::string> (*expected_mac)(const Endpoint& endpoint, const Claim& claim,
                                              const Secret& secret);
-  // See hookbox::Sign in verify.h. Never called with a public key (only the producer signs).
+  // See hookbox::Sign in verify.h. Never called with a public key (only the producer signs);
+  // nullptr for public-key-only schemes.
   Headers (*sign)(const Endpoint& endpoint, const Secret& secret, std::string_view body,
                   TimePoint now, std::string_view event_id, std::string_view event_type);
 };
@@ -80,6 +81,13 @@ std::string EncodeMac(Encoding encoding, std::string_view mac);
 // Decodes one MAC, which must be exactly DigestSize(algorithm) bytes; kMalformed otherwise.
 StatusOr<std::string> DecodeMac(const Endpoint& endpoint, std::string_view text, Encoding encoding,
                                 HashAlgorithm algorithm);
+// Decodes one Ed25519 signature (64 bytes); kMalformed otherwise.
+StatusOr<std::string> DecodeSignature(const Endpoint& endpoint, std::string_view text,
+                                      Encoding encoding);
+
+// The URL a URL-signing producer (square, twilio) called: endpoint.public_url, then "?" and
+// the request's query byte for byte when it has one.
+std::string SignedUrl(const Endpoint& endpoint, std::string_view query);
 
 // The claim of a scheme that sends a single MAC of `message` in header `name`, written as
 // `prefix` + encoded MAC (github, shopify, slack, generic hmac). kMissing / kMalformed as

@@ -12,12 +12,6 @@ namespace {
 
 constexpr std::string_view kHeader = "x-square-hmacsha256-signature";
 
-std::string SignedUrl(const Endpoint& endpoint, std::string_view query) {
-  std::string url = endpoint.public_url;
-  if (!query.empty()) url += "?" + std::string(query);
-  return url;
-}
-
 StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::string_view body,
                       TimePoint now, std::string_view query) {
   return SingleMacClaim(endpoint, headers, kHeader, "", Encoding::kBase64, HashAlgorithm::kSha256,

@@ -54,10 +54,9 @@ StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::str
       return Fail(endpoint, reason::kMalformed);
     }
     if (version == "v1a") {
-      std::optional<std::string> sig = Base64Decode(entry.substr(comma + 1));
-      if (!sig || sig->size() != Ed25519PublicKey::kSignatureSize) {
-        return Fail(endpoint, reason::kMalformed);
-      }
+      StatusOr<std::string> sig =
+          DecodeSignature(endpoint, entry.substr(comma + 1), Encoding::kBase64);
+      if (!sig.ok()) return sig.status();
       claim.signatures.push_back(std::move(*sig));
       continue;
     }

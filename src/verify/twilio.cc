@@ -11,8 +11,9 @@
 //   counted once (the SDK makes a set of them).
 // No signed timestamp: replays are caught by dedupe (I-Twilio-Idempotency-Token, else the
 // body hash).
+#include <strings.h>
+
 #include <algorithm>
-#include <cctype>
 #include <string>
 
 #include "base/form.h"
@@ -30,12 +31,8 @@ std::string_view Trim(std::string_view text) {
   return text;
 }
 
-bool EqualsUpper(std::string_view text, std::string_view upper) {
-  if (text.size() != upper.size()) return false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (std::toupper(static_cast<unsigned char>(text[i])) != upper[i]) return false;
-  }
-  return true;
+bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
 }
 
 // The MAC's algorithm: the settings header's `algorithm=`, HMAC_SHA1 when it names none.
@@ -52,15 +49,9 @@ std::optional<HashAlgorithm> Algorithm(const Headers& headers) {
       }
     }
   }
-  if (algorithm.empty() || EqualsUpper(algorithm, "HMAC_SHA1")) return HashAlgorithm::kSha1;
-  if (EqualsUpper(algorithm, "HMAC_SHA256")) return HashAlgorithm::kSha256;
+  if (algorithm.empty() || EqualsIgnoringCase(algorithm, "HMAC_SHA1")) return HashAlgorithm::kSha1;
+  if (EqualsIgnoringCase(algorithm, "HMAC_SHA256")) return HashAlgorithm::kSha256;
   return std::nullopt;
-}
-
-std::string SignedUrl(const Endpoint& endpoint, std::string_view query) {
-  std::string url = endpoint.public_url;
-  if (!query.empty()) url += "?" + std::string(query);
-  return url;
 }
 
 // The URL followed by the form's fields, sorted, each as name then value.

@@ -43,12 +43,32 @@ std::string EncodeMac(Encoding encoding, std::string_view mac) {
   return encoding == Encoding::kHex ? HexEncode(mac) : Base64Encode(mac);
 }
 
+namespace {
+
+StatusOr<std::string> DecodeExactly(const Endpoint& endpoint, std::string_view text,
+                                    Encoding encoding, size_t size) {
+  std::optional<std::string> bytes =
+      encoding == Encoding::kHex ? HexDecode(text) : Base64Decode(text);
+  if (!bytes || bytes->size() != size) return Fail(endpoint, reason::kMalformed);
+  return std::move(*bytes);
+}
+
+}  // namespace
+
 StatusOr<std::string> DecodeMac(const Endpoint& endpoint, std::string_view text, Encoding encoding,
                                 HashAlgorithm algorithm) {
-  std::optional<std::string> mac =
-      encoding == Encoding::kHex ? HexDecode(text) : Base64Decode(text);
-  if (!mac || mac->size() != DigestSize(algorithm)) return Fail(endpoint, reason::kMalformed);
-  return std::move(*mac);
+  return DecodeExactly(endpoint, text, encoding, DigestSize(algorithm));
+}
+
+StatusOr<std::string> DecodeSignature(const Endpoint& endpoint, std::string_view text,
+                                      Encoding encoding) {
+  return DecodeExactly(endpoint, text, encoding, Ed25519PublicKey::kSignatureSize);
+}
+
+std::string SignedUrl(const Endpoint& endpoint, std::string_view query) {
+  std::string url = endpoint.public_url;
+  if (!query.empty()) url.append("?").append(query);
+  return url;
 }
 
 StatusOr<Claim> SingleMacClaim(const Endpoint& endpoint, const Headers& headers,
@@ -174,7 +194,7 @@ bool CanSign(const Secret& secret) { return !secret.public_key && !secret.value.
 Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view body, TimePoint now,
              std::string_view event_id, std::string_view event_type) {
   const Scheme* scheme = SchemeFor(endpoint.provider);
-  if (scheme == nullptr || !CanSign(secret)) return {};
+  if (scheme == nullptr || scheme->sign == nullptr || !CanSign(secret)) return {};
   return scheme->sign(endpoint, secret, body, now, event_id, event_type);
 }
 
