@@ -132,6 +132,13 @@ export class Daemon {
     return JSON.parse(this.cli(['inbox', 'show', endpoint, eventId, '--json']));
   }
 
+  // One header of a stored event as it arrived (names compared case-insensitively).
+  storedHeader(endpoint, eventId, name) {
+    const { headers } = this.show(endpoint, eventId);
+    const key = Object.keys(headers).find((k) => k.toLowerCase() === name.toLowerCase());
+    return key === undefined ? undefined : headers[key];
+  }
+
   // SIGTERM (drain), SIGKILL after a grace period; removes the temp dir. Returns how it exited.
   async stop() {
     let how = { code: null, signal: null };

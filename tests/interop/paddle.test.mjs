@@ -105,8 +105,8 @@ test('a timestamp older than the tolerance is refused with 401', async () => {
 });
 
 test('hookbox send signs for Paddle as the SDK verifies', async () => {
-  // `hookbox send` posts a Paddle-signed delivery to this config's listener; that hookbox
-  // accepts it is the same check as above, and the stored row has the SDK-readable body.
+  // `hookbox send` posts a Paddle-signed delivery to this config's listener; the signature
+  // it sent (stored with the event) must be one Paddle's SDK accepts.
   const body = paddleEvent('evt_01hv8x2acma2gz3he8r6ksj0wt');
   const { writeFileSync } = await import('node:fs');
   const file = `${d.dir}/event.json`;
@@ -114,4 +114,6 @@ test('hookbox send signs for Paddle as the SDK verifies', async () => {
   const out = d.cli(['send', 'paddle', file, '--url', d.url('/hooks/paddle')]);
   assert.match(out, /200/);
   assert.equal(stored('evt_01hv8x2acma2gz3he8r6ksj0wt').length, 1);
+  const sent = d.storedHeader('paddle', 'evt_01hv8x2acma2gz3he8r6ksj0wt', 'Paddle-Signature');
+  assert.equal(await paddle.webhooks.isSignatureValid(body, SECRET, sent), true, sent);
 });

@@ -8,6 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, sign, verify } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { Webhook } from 'standardwebhooks';
 import { daemonForTests } from './harness.mjs';
 
@@ -24,7 +25,7 @@ const d = daemonForTests(`
   - name: std
     path: /hooks/standard
     provider: standard
-    secrets: [{value: "${SECRET}"}, {value: "${PRODUCER.whpk}"}]
+    secrets: [{value: "${PRODUCER.whpk}"}, {value: "${SECRET}"}]
     routes:
       - events: ["*"]
         handlers: [{file: {dir: ./out}}]
@@ -91,4 +92,12 @@ test('one byte changed (body, id, timestamp, signature) or another key pair: 401
   const r = await send(id, old, v1a(id, old, body), body);
   assert.deepEqual(r.json, { error: 'timestamp outside tolerance' });
   assert.equal(stored(id).length + stored('msg_v1a_0005').length, 0);
+});
+
+test('hookbox send signs with the whsec_ secret, passing over the whpk_ key before it', async () => {
+  const file = `${d.dir}/event.json`;
+  writeFileSync(file, JSON.stringify({ id: 'msg_v1a_send', type: 'invoice.paid' }));
+  const out = d.cli(['send', 'std', file, '--url', d.url('/hooks/standard')]);
+  assert.match(out, /^200 .*"accepted"/);
+  assert.match(d.storedHeader('std', 'msg_v1a_send', 'webhook-signature'), /^v1,/);
 });

@@ -148,4 +148,7 @@ test('hookbox send signs a form as Twilio does', async () => {
   const out = d.cli(['send', 'twilio-typed', file, '--url', d.url('/hooks/twilio-typed')]);
   assert.match(out, /200/);
   assert.equal(stored('twilio-typed', 'SM0000000000000000000000000000007').length, 1);
+  // The signature it sent (stored with the event) is one Twilio's SDK accepts for public_url.
+  const sent = d.storedHeader('twilio-typed', 'SM0000000000000000000000000000007', 'X-Twilio-Signature');
+  assert.equal(twilio.validateRequest(TOKEN, sent, PUBLIC_URL, params), true, sent);
 });

@@ -104,6 +104,10 @@ TEST_CASE("twilio: SharedKey webhooks sign with HMAC-SHA256 when the settings sa
   Headers explicit_sha1 = Delivery(kFormSignature);
   explicit_sha1.emplace("X-Twilio-Webhooks-Signature-Settings", "algorithm=hmac_sha1");
   CHECK(Check(explicit_sha1) == "ok");
+  // The settings twice: which one was meant is ambiguous.
+  Headers twice = headers;
+  twice.emplace("X-Twilio-Webhooks-Signature-Settings", "algorithm=HMAC_SHA256");
+  CHECK(Check(twice, "CallSid=CA1") == reason::kMalformed);
 }
 
 TEST_CASE("twilio: missing and malformed headers", "[twilio]") {
