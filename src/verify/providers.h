@@ -22,9 +22,12 @@ namespace hookbox::verify_internal {
 // any one matching is enough, as when a producer signs with old and new secret during its
 // own rotation). MACs are checked against the shared secrets, signatures against the
 // public keys (Secret::public_key); a scheme may carry both (standard: v1 and v1a).
+// `other_messages`: other spellings of the message the producer may have signed, each tried
+// like `message` (twilio: its URL with and without the port).
 struct Claim {
   HashAlgorithm algorithm = HashAlgorithm::kSha256;
   std::string message;
+  std::vector<std::string> other_messages;
   std::vector<std::string> macs;
   std::vector<std::string> signatures;
 };

@@ -9,6 +9,8 @@
 //   each field is appended as name followed by value, decoded, sorted by name and, for a
 //   name given several times, by value (byte order), a value repeated under one name
 //   counted once (the SDK makes a set of them).
+// Twilio has signed the URL both with and without its port, and its SDK accepts either: so
+// does hookbox (public_url without a port and with its port, or the scheme's default).
 // No signed timestamp: replays are caught by dedupe (I-Twilio-Idempotency-Token, else the
 // body hash).
 #include <strings.h>
@@ -54,13 +56,33 @@ std::optional<HashAlgorithm> Algorithm(const Headers& headers) {
   return std::nullopt;
 }
 
-// The URL followed by the form's fields, sorted, each as name then value.
-std::string WithFormFields(std::string url, std::string_view body) {
+// The form's fields as signed after the URL: sorted, each as name then value.
+std::string SortedFields(std::string_view body) {
   FormFields fields = ParseUrlEncoded(body);
   std::sort(fields.begin(), fields.end());
   fields.erase(std::unique(fields.begin(), fields.end()), fields.end());
-  for (const auto& [name, value] : fields) url += name + value;
-  return url;
+  std::string text;
+  for (const auto& [name, value] : fields) text += name + value;
+  return text;
+}
+
+// The URL without its port and with one (its own, else the scheme's default), split as
+// Twilio's SDK splits it: the authority ends at the first '/', '?' or '#', user info before its
+// last '@', a port after the ':' that follows any ']' of an IPv6 literal. public_url was
+// checked at load: it starts with http:// or https:// and has a host.
+std::pair<std::string, std::string> PortSpellings(const std::string& url) {
+  const size_t authority = url.find("://") + 3;
+  const size_t end = std::min(url.find_first_of("/?#", authority), url.size());
+  const size_t at = url.rfind('@', end - 1);
+  size_t host = at == std::string::npos || at < authority ? authority : at + 1;
+  const size_t bracket = url.rfind(']', end - 1);
+  if (bracket != std::string::npos && bracket >= host) host = bracket + 1;
+  const size_t colon = std::min(url.find(':', host), end);
+  std::string without = url.substr(0, colon) + url.substr(end);
+  if (colon != end) return {std::move(without), url};
+  std::string with = url;
+  with.insert(end, url.starts_with("https://") ? ":443" : ":80");
+  return {std::move(without), std::move(with)};
 }
 
 StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::string_view body,
@@ -77,15 +99,17 @@ StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::str
   StatusOr<Claim> claim =
       SingleMacClaim(endpoint, headers, kHeader, "", Encoding::kBase64, *algorithm, "");
   if (!claim.ok()) return claim;
-  std::string url = SignedUrl(endpoint, query);
+  std::string signed_after_url;
   if (std::optional<std::string> hash = FormValue(ParseUrlEncoded(query), "bodySHA256")) {
     // The body is bound to the URL by its hash; a body that does not match is not the one
     // Twilio sent, whatever the signature says. The hash is public: no secret is involved.
     if (!ConstantTimeEqual(*hash, Sha256Hex(body))) return Fail(endpoint, reason::kMismatch);
-    claim->message = std::move(url);
   } else {
-    claim->message = WithFormFields(std::move(url), body);
+    signed_after_url = SortedFields(body);
   }
+  auto [without_port, with_port] = PortSpellings(SignedUrl(endpoint, query));
+  claim->message = without_port + signed_after_url;
+  claim->other_messages.push_back(with_port + signed_after_url);
   return claim;
 }
 
@@ -95,7 +119,7 @@ Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view bo
              std::string_view event_id, std::string_view event_type) {
   Headers headers;
   headers.emplace(kHeader, Base64Encode(Hmac(HashAlgorithm::kSha1, secret.value,
-                                             WithFormFields(endpoint.public_url, body))));
+                                             endpoint.public_url + SortedFields(body))));
   return headers;
 }
 

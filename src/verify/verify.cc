@@ -161,6 +161,28 @@ const Scheme* SchemeFor(Provider provider) {
   return nullptr;
 }
 
+// Whether a secret matches the claim's message. Every secret and every offered MAC is
+// compared, with no early exit, so the time taken does not say which secret (or which of
+// several signatures) matched.
+bool AnySecretMatches(const Scheme& scheme, const Endpoint& endpoint,
+                      const verify_internal::Claim& claim) {
+  bool matched = false;
+  for (const Secret& secret : endpoint.secrets) {
+    if (secret.value.empty()) continue;  // config refuses these; never let one sign
+    if (secret.public_key) {
+      for (const std::string& signature : claim.signatures) {
+        matched |= secret.public_key->Verifies(claim.message, signature);
+      }
+      continue;
+    }
+    if (scheme.expected_mac == nullptr) continue;
+    std::optional<std::string> expected = scheme.expected_mac(endpoint, claim, secret);
+    if (!expected) continue;
+    for (const std::string& mac : claim.macs) matched |= ConstantTimeEqual(*expected, mac);
+  }
+  return matched;
+}
+
 }  // namespace
 
 Status Verify(const Endpoint& endpoint, const Headers& headers, std::string_view body,
@@ -169,21 +191,10 @@ Status Verify(const Endpoint& endpoint, const Headers& headers, std::string_view
   if (scheme == nullptr) return Status::Ok();
   StatusOr<verify_internal::Claim> claim = scheme->parse(endpoint, headers, body, now, query);
   if (!claim.ok()) return claim.status();
-  // Every secret and every offered MAC is compared, with no early exit, so the time taken
-  // does not say which secret (or which of several signatures) matched.
-  bool matched = false;
-  for (const Secret& secret : endpoint.secrets) {
-    if (secret.value.empty()) continue;  // config refuses these; never let one sign
-    if (secret.public_key) {
-      for (const std::string& signature : claim->signatures) {
-        matched |= secret.public_key->Verifies(claim->message, signature);
-      }
-      continue;
-    }
-    if (scheme->expected_mac == nullptr) continue;
-    std::optional<std::string> expected = scheme->expected_mac(endpoint, *claim, secret);
-    if (!expected) continue;
-    for (const std::string& mac : claim->macs) matched |= ConstantTimeEqual(*expected, mac);
+  bool matched = AnySecretMatches(*scheme, endpoint, *claim);
+  for (std::string& other : claim->other_messages) {
+    claim->message = std::move(other);
+    matched |= AnySecretMatches(*scheme, endpoint, *claim);
   }
   if (!matched) return verify_internal::Fail(endpoint, reason::kMismatch);
   return Status::Ok();

@@ -104,6 +104,22 @@ test('the query the request arrives with is part of the signed URL', async () =>
   assert.equal(r.status, 200, r.text);
 });
 
+test('signed with the default port or without it: the SDK and hookbox accept both, not another port', async () => {
+  const params = statusCallback('SM0000000000000000000000000000008');
+  const withPort = PUBLIC_URL.replace('hooks.example.com', 'hooks.example.com:443');
+  const otherPort = PUBLIC_URL.replace('hooks.example.com', 'hooks.example.com:8443');
+  const query = '?tenant=a';
+  for (const [what, url, ok] of [['443', withPort, true], ['443 and a query', withPort + query, true],
+    ['8443', otherPort, false]]) {
+    const signature = sign(url, params);
+    const path = `/hooks/twilio${url.includes('?') ? query : ''}`;
+    const asCalled = PUBLIC_URL + (url.includes('?') ? query : '');
+    assert.equal(twilio.validateRequest(TOKEN, signature, asCalled, params), ok, `SDK, ${what}`);
+    const r = await send(path, formBody(params), signature, { 'I-Twilio-Idempotency-Token': `idem-8-${what}` });
+    assert.equal(r.status, ok ? 200 : 401, `${what}: ${r.text}`);
+  }
+});
+
 test('one byte changed (form value, signature) or another token: SDK and hookbox refuse', async () => {
   const params = statusCallback('SM0000000000000000000000000000004');
   const signature = sign(PUBLIC_URL, params);

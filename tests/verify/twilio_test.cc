@@ -69,9 +69,42 @@ TEST_CASE("twilio: one byte changed in a form value, the URL or the query fails"
   CHECK(Check(Delivery(kFormSignature), kForm, "foo=1&bar=3") == reason::kMismatch);
   CHECK(Check(Delivery(kFormSignature), kForm, "") == reason::kMismatch);
   Endpoint other = Twilio();
-  other.public_url = "https://mycompany.com:443/myapp.php";  // the URL is signed as written
+  other.public_url = "https://mycompany.com/myapp";
   CHECK(Check(Delivery(kFormSignature), kForm, kQuery, other) == reason::kMismatch);
   CHECK(Check(Delivery(kFormSignature), kForm, kQuery, Twilio({"54321"})) == reason::kMismatch);
+}
+
+TEST_CASE("twilio: the URL signed with or without its port, as Twilio's SDK accepts", "[twilio]") {
+  auto endpoint_at = [](const std::string& url) {
+    Endpoint endpoint = Twilio();
+    endpoint.public_url = url;
+    return endpoint;
+  };
+  // The SDK's vector, with public_url written with the default port: the same URL.
+  CHECK(Check(Delivery(kFormSignature), kForm, kQuery,
+              endpoint_at("https://mycompany.com:443/myapp.php")) == "ok");
+  // Twilio signed with :443, public_url has none; JSON bodies (the URL alone) too.
+  const std::string with_port = "https://mycompany.com:443/myapp.php?" + kQuery;
+  CHECK(Check(Delivery(Mac(with_port + "CallSidCA1")), "CallSid=CA1") == "ok");
+  CHECK(Check(Delivery(Mac("https://mycompany.com:443/myapp.php?" + kJsonQuery)), kJson,
+              kJsonQuery) == "ok");
+  // http's default is 80; another port is not the same URL; a port's own spelling stays.
+  const std::string plain = "http://h.example/p";
+  CHECK(Check(Delivery(Mac("http://h.example:80/p")), "", "", endpoint_at(plain)) == "ok");
+  CHECK(Check(Delivery(Mac("http://h.example:443/p")), "", "", endpoint_at(plain)) ==
+        reason::kMismatch);
+  CHECK(Check(Delivery(Mac("https://mycompany.com:8443/myapp.php?" + kQuery + "CallSidCA1")),
+              "CallSid=CA1") == reason::kMismatch);
+  const std::string custom = "https://h.example:8443/p";
+  CHECK(Check(Delivery(Mac(custom)), "", "", endpoint_at(custom)) == "ok");
+  CHECK(Check(Delivery(Mac("https://h.example/p")), "", "", endpoint_at(custom)) == "ok");
+  // The port is found after user info and after an IPv6 literal's brackets, before a query.
+  CHECK(Check(Delivery(Mac("https://u:p@h.example/p")), "", "",
+              endpoint_at("https://u:p@h.example:443/p")) == "ok");
+  CHECK(Check(Delivery(Mac("https://[::1]:443/p")), "", "", endpoint_at("https://[::1]/p")) ==
+        "ok");
+  CHECK(Check(Delivery(Mac("https://h.example:443?a=b:1")), "", "a=b:1",
+              endpoint_at("https://h.example")) == "ok");
 }
 
 TEST_CASE("twilio: a JSON body must match the bodySHA256 its URL carries", "[twilio]") {
