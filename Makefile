@@ -27,8 +27,9 @@ JOBS ?= $(shell nproc)
 # cores on 2026-12-01 (20 s each, from the committed seeds): verify 20.7 k exec/s, identify
 # 39.7 k, config 3.5 k, receive 4.5 k, http 21 k. Rates fall as the corpus's inputs grow
 # toward -max_len: config falls below 1 k exec/s within the hour, so its 10^7 takes hours on
-# one core (docs/SECURITY.md); FUZZ_FORK=2 gives it both. The summary line says when the cap
-# ended a harness before FUZZ_RUNS.
+# one core (docs/SECURITY.md); FUZZ_FORK=2 gives it both, in short jobs, whose inputs grow
+# little past the seeds' length (a long single run reaches -max_len). The summary line says
+# when the cap ended a harness before FUZZ_RUNS.
 FUZZ_RUNS ?= 10000000
 FUZZ_SECONDS ?= 3600
 FUZZ_FORK ?= 1
