@@ -480,8 +480,17 @@ void Loader::ReadDocument(const YAML::Node& root, const std::string& file, Confi
 }
 
 // The console reads every event and can clear and retry them: reachable beyond this host
-// without a token, it is open to anyone on the network.
+// without a token, it is open to anyone on the network; with a short one, to anyone who
+// guesses it (nothing limits how often a client may try).
 void Loader::CheckAdmin(const Config& config) {
+  constexpr size_t kShortToken = 16;
+  if (config.admin_token && options_.resolve_secrets &&
+      config.admin_token->value.size() < kShortToken) {
+    Warning("admin_token", "the token from " + config.admin_token->source + " is only " +
+                               std::to_string(config.admin_token->value.size()) +
+                               " characters: a client may try tokens as fast as it can; use 32 "
+                               "or more random characters (e.g. openssl rand -hex 32)");
+  }
   auto admin = ParseHostPort(config.admin_listen);
   if (config.admin_listen.empty() || config.admin_token || !admin.ok()) return;
   const std::string& host = admin->host;

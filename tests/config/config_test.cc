@@ -599,12 +599,12 @@ TEST_CASE(
 endpoints:
   - {name: open, path: /open, verify: none}
 )";
-  LoadResult with =
-      Load("admin_token: {value: s3cret-token}\nadmin_hosts: [hookbox.internal]\n" + endpoints);
+  LoadResult with = Load(
+      "admin_token: {value: s3cret-token-0123}\nadmin_hosts: [hookbox.internal]\n" + endpoints);
   INFO(Dump(with));
   REQUIRE(with.config);
   REQUIRE(with.config->admin_token);
-  CHECK(with.config->admin_token->value == "s3cret-token");
+  CHECK(with.config->admin_token->value == "s3cret-token-0123");
   CHECK(with.config->admin_hosts == std::vector<std::string>{"hookbox.internal"});
   CHECK(InlineSecretPlaces(*with.config) == std::vector<std::string>{"admin_token"});
   CHECK(with.warnings.empty());
@@ -620,8 +620,16 @@ endpoints:
   CHECK(HasLine(open.warnings,
                 "admin_listen: 0.0.0.0:9464 is not a loopback address and no "
                 "admin_token is set"));
-  LoadResult guarded = Load("admin_listen: 0.0.0.0:9464\nadmin_token: {value: t}\n" + endpoints);
+  LoadResult guarded =
+      Load("admin_listen: 0.0.0.0:9464\nadmin_token: {value: 0123456789abcdef}\n" + endpoints);
   CHECK(guarded.warnings.empty());
+  // A token shorter than 16 characters loads, with a warning that names its source only.
+  LoadResult weak = Load("admin_listen: 0.0.0.0:9464\nadmin_token: {value: hunter2}\n" + endpoints);
+  REQUIRE(weak.config);
+  CHECK(HasLine(weak.warnings,
+                "admin_token: the token from value is only 7 characters: a client may try "
+                "tokens as fast as it can"));
+  CHECK(Dump(weak).find("hunter2") == std::string::npos);
   LoadResult loopback = Load("admin_listen: 127.0.0.1:9464\n" + endpoints);
   CHECK(loopback.warnings.empty());
 }
