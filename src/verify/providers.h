@@ -88,9 +88,10 @@ StatusOr<std::string> DecodeMac(const Endpoint& endpoint, std::string_view text,
 StatusOr<std::string> DecodeSignature(const Endpoint& endpoint, std::string_view text,
                                       Encoding encoding);
 
-// The URL a URL-signing producer (square, twilio) called: endpoint.public_url, then "?" and
-// the request's query byte for byte when it has one.
-std::string SignedUrl(const Endpoint& endpoint, std::string_view query);
+// The URL a URL-signing producer (square, twilio) called: `public_url` (endpoint.public_url,
+// or twilio's other spelling of it), then "?" and the request's query byte for byte when it
+// has one.
+std::string SignedUrl(std::string public_url, std::string_view query);
 
 // The claim of a scheme that sends a single MAC of `message` in header `name`, written as
 // `prefix` + encoded MAC (github, shopify, slack, generic hmac). kMissing / kMalformed as

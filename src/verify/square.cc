@@ -15,7 +15,7 @@ constexpr std::string_view kHeader = "x-square-hmacsha256-signature";
 StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::string_view body,
                       TimePoint now, std::string_view query) {
   return SingleMacClaim(endpoint, headers, kHeader, "", Encoding::kBase64, HashAlgorithm::kSha256,
-                        SignedUrl(endpoint, query) + std::string(body));
+                        SignedUrl(endpoint.public_url, query) + std::string(body));
 }
 
 // Signs for public_url without a query (what `hookbox send` posts to, given no --url).

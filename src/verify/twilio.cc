@@ -66,13 +66,13 @@ std::string SortedFields(std::string_view body) {
   return text;
 }
 
-// The URL without its port and with one (its own, else the scheme's default), split as
-// Twilio's SDK splits it: the authority ends at the first '/', '?' or '#', user info before its
-// last '@', a port after the ':' that follows any ']' of an IPv6 literal. public_url was
-// checked at load: it starts with http:// or https:// and has a host.
+// public_url without its port and with one (its own, else the scheme's default), split as
+// Twilio's SDK splits it: user info before the authority's last '@', a port after the ':'
+// that follows any ']' of an IPv6 literal. public_url was checked at load: http:// or
+// https://, a host, no query.
 std::pair<std::string, std::string> PortSpellings(const std::string& url) {
   const size_t authority = url.find("://") + 3;
-  const size_t end = std::min(url.find_first_of("/?#", authority), url.size());
+  const size_t end = std::min(url.find('/', authority), url.size());
   const size_t at = url.rfind('@', end - 1);
   size_t host = at == std::string::npos || at < authority ? authority : at + 1;
   const size_t bracket = url.rfind(']', end - 1);
@@ -107,9 +107,9 @@ StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::str
   } else {
     signed_after_url = SortedFields(body);
   }
-  auto [without_port, with_port] = PortSpellings(SignedUrl(endpoint, query));
-  claim->message = without_port + signed_after_url;
-  claim->other_messages.push_back(with_port + signed_after_url);
+  auto [without_port, with_port] = PortSpellings(endpoint.public_url);
+  claim->message = SignedUrl(std::move(without_port), query) + signed_after_url;
+  claim->other_messages.push_back(SignedUrl(std::move(with_port), query) + signed_after_url);
   return claim;
 }
 

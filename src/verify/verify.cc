@@ -65,10 +65,9 @@ StatusOr<std::string> DecodeSignature(const Endpoint& endpoint, std::string_view
   return DecodeExactly(endpoint, text, encoding, Ed25519PublicKey::kSignatureSize);
 }
 
-std::string SignedUrl(const Endpoint& endpoint, std::string_view query) {
-  std::string url = endpoint.public_url;
-  if (!query.empty()) url.append("?").append(query);
-  return url;
+std::string SignedUrl(std::string public_url, std::string_view query) {
+  if (!query.empty()) public_url.append("?").append(query);
+  return public_url;
 }
 
 StatusOr<Claim> SingleMacClaim(const Endpoint& endpoint, const Headers& headers,
