@@ -117,6 +117,7 @@ test('signed with the default port or without it: the SDK and hookbox accept bot
     assert.equal(twilio.validateRequest(TOKEN, signature, asCalled, params), ok, `SDK, ${what}`);
     const r = await send(path, formBody(params), signature, { 'I-Twilio-Idempotency-Token': `idem-8-${what}` });
     assert.equal(r.status, ok ? 200 : 401, `${what}: ${r.text}`);
+    assert.equal(stored('twilio', `idem-8-${what}`).length, ok ? 1 : 0, `stored, ${what}`);
   }
 });
 
