@@ -12,7 +12,7 @@
 namespace hookbox {
 
 // Each kind's factory, declared from its row; handlers/<kind>/ defines it.
-#define HOOKBOX_DECLARE_FACTORY(key, factory)                                          \
+#define HOOKBOX_DECLARE_FACTORY(key, factory, target)                                  \
   std::unique_ptr<Handler> factory(const YAML::Node& config, const std::string& where, \
                                    std::vector<std::string>* errors);
 HOOKBOX_HANDLER_KINDS(HOOKBOX_DECLARE_FACTORY)
@@ -20,7 +20,7 @@ HOOKBOX_HANDLER_KINDS(HOOKBOX_DECLARE_FACTORY)
 
 namespace {
 
-#define HOOKBOX_TABLE_ROW(key, factory) {key, &factory},
+#define HOOKBOX_TABLE_ROW(key, factory, target) {key, &factory},
 constexpr std::pair<const char*, HandlerFactory> kKinds[] = {
     HOOKBOX_HANDLER_KINDS(HOOKBOX_TABLE_ROW)};
 #undef HOOKBOX_TABLE_ROW
@@ -69,6 +69,9 @@ HandlerSet BuildHandlers(const Config& config, std::vector<std::string>* errors)
     for (size_t r = 0; r < ep.routes.size(); ++r) {
       for (size_t h = 0; h < ep.routes[r].handlers.size(); ++h) {
         const HandlerSpec& spec = ep.routes[r].handlers[h];
+        // The same handler in another route (the loader made sure the settings agree):
+        // one handler, one job per event, one set of slots.
+        if (set.by_endpoint[ep.name].count(spec.name)) continue;
         const std::string where = "endpoints[" + std::to_string(i) + "].routes[" +
                                   std::to_string(r) + "].handlers[" + std::to_string(h) + "]." +
                                   spec.kind;

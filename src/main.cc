@@ -28,6 +28,7 @@ struct Args {
   bool no_secrets = false;
   ListArgs list;
   std::string endpoint, event_id;
+  std::string handler, to_handler;  // inbox reassign / drop
   bool show_json = false, show_raw_body = false;
   std::string send_file, send_url;
   bool stats_json = false;
@@ -93,6 +94,18 @@ void AddInboxVerbs(CLI::App& app, Args& a) {
   AddRowArgs(Verb(inbox, "retry", "re-arm the dead jobs of a row", a,
                   [&a] { return InboxRetry(a.config_path, a.endpoint, a.event_id); }),
              a);
+
+  CLI::App* reassign =
+      Verb(inbox, "reassign", "give the jobs of a handler the config no longer has to another", a,
+           [&a] { return InboxReassign(a.config_path, a.endpoint, a.handler, a.to_handler); });
+  reassign->add_option("ENDPOINT", a.endpoint)->required();
+  reassign->add_option("FROM", a.handler, "the old handler name (inbox show, stats)")->required();
+  reassign->add_option("TO", a.to_handler, "a handler of this endpoint in the config")->required();
+  CLI::App* drop =
+      Verb(inbox, "drop", "delete the waiting jobs of a handler the config no longer has", a,
+           [&a] { return InboxDrop(a.config_path, a.endpoint, a.handler); });
+  drop->add_option("ENDPOINT", a.endpoint)->required();
+  drop->add_option("HANDLER", a.handler, "the old handler name (inbox show, stats)")->required();
 }
 
 void AddToolVerbs(CLI::App& app, Args& a) {

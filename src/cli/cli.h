@@ -1,6 +1,6 @@
 // The hookbox command line, shared by its verbs: the exit codes and the one mapping from a
 // Status to them, the one way a verb loads its config and opens the inbox (or says why it
-// cannot), and the verbs themselves, one file per family (serve.cc; inbox.cc; send.cc;
+// cannot), and the verbs themselves, one file per family (serve.cc; inbox.cc; held.cc; send.cc;
 // purge.cc for purge and stats; config.cc for check-config and migrate). src/main.cc is the
 // table that maps the command line onto them.
 //
@@ -83,6 +83,10 @@ int InboxShow(const std::string& path, const std::string& endpoint, const std::s
               ShowAs as);
 int InboxClear(const std::string& path, const std::string& endpoint, const std::string& id);
 int InboxRetry(const std::string& path, const std::string& endpoint, const std::string& id);
+// held.cc: the jobs of a handler the config no longer has.
+int InboxReassign(const std::string& path, const std::string& endpoint, const std::string& from,
+                  const std::string& to);
+int InboxDrop(const std::string& path, const std::string& endpoint, const std::string& handler);
 
 int Send(const std::string& path, const std::string& endpoint_name, const std::string& file,
          std::string url_text);  // send.cc

@@ -6,8 +6,28 @@
 #include "cli/cli.h"
 #include "config/exposure.h"
 #include "handlers/handler.h"
+#include "ops/terminal.h"
+#include "work/held.h"
 
 namespace hookbox::cli {
+
+namespace {
+
+// A config that renames or removes a handler leaves its waiting jobs held (work/held.h): say
+// how many, before a reload or restart does it. The inbox is opened as the read verbs open
+// it; if it cannot be (not created yet, not reachable from this shell), there is nothing to
+// say and the check does not fail for it.
+void WarnAboutHeldJobs(const std::string& path, const Config& config) {
+  auto inbox = OpenInbox({.database = config.database, .create = false});
+  if (!inbox.ok()) return;
+  auto backlog = (*inbox)->UnfinishedByHandler();
+  if (!backlog.ok()) return;
+  for (const std::string& w : HeldWarnings(Unconfigured(*backlog, config))) {
+    std::cout << path << ": warning: " << TerminalSafe(w) << "\n";
+  }
+}
+
+}  // namespace
 
 // `read_secrets` false: secrets are checked for shape only, for a shell that lacks the
 // service's environment and credentials (/run/credentials/... exists only inside it).
@@ -26,6 +46,7 @@ int CheckConfig(const std::string& path, bool read_secrets) {
     std::cout << r.errors.size() << " error(s)\n";
     return kExitUsage;
   }
+  WarnAboutHeldJobs(path, *r.config);
   std::cout << path << ": ok (" << r.config->endpoints.size() << " endpoint(s))\n";
   return kExitOk;
 }

@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "ops/clock.h"
 #include "ops/terminal.h"
+#include "work/held.h"
 
 namespace hookbox::cli {
 namespace {
@@ -69,7 +70,16 @@ int WriteRawBody(const std::string& body) {
              : kExitUsage;
 }
 
-json DetailJson(const InboxDetail& detail) {
+// A job that has not finished and whose handler the config lacks is held (work/held.h).
+bool IsHeld(const JobRow& j, const Config& config, const std::string& endpoint) {
+  if (j.status != "pending" && j.status != "processing") return false;
+  for (const HandlerRef& h : ConfiguredHandlers(config)) {
+    if (h.endpoint == endpoint && h.handler == j.handler) return false;
+  }
+  return true;
+}
+
+json DetailJson(const InboxDetail& detail, const Config& config) {
   json out = RowJson(detail.row);
   out["body"] = detail.row.body;
   out["jobs"] = json::array();
@@ -89,6 +99,7 @@ json DetailJson(const InboxDetail& detail) {
                            {"lease_owner", j.lease_owner},
                            {"lease_until", j.lease_until},
                            {"last_error", j.last_error},
+                           {"held", IsHeld(j, config, detail.row.endpoint)},
                            {"attempts", attempts}});
   }
   return out;
@@ -108,9 +119,13 @@ void PrintDetailText(const json& out, const InboxDetail& detail) {
   // JSON text on one line: its backslashes are its own escapes, not doubled.
   std::printf("%-18s %s\n", "headers", TerminalSafeText(Dump(out["headers"])).c_str());
   std::printf("%-18s %zu bytes\n", "body", detail.row.body.size());
-  for (const JobRow& j : detail.jobs) {
-    std::printf("job %-14s %s (%zu attempts)\n", TerminalSafe(j.handler).c_str(),
-                TerminalSafe(j.status).c_str(), j.attempt_rows.size());
+  for (const auto& j : out["jobs"]) {
+    std::printf("job %-14s %s (%zu attempts)%s\n",
+                TerminalSafe(j["handler"].get<std::string>()).c_str(),
+                TerminalSafe(j["status"].get<std::string>()).c_str(), j["attempts"].size(),
+                j["held"].get<bool>()
+                    ? " held: its handler is not configured (hookbox inbox reassign / drop)"
+                    : "");
   }
   std::printf("\n%s\n", TerminalSafeText(detail.row.body).c_str());
 }
@@ -148,7 +163,7 @@ int InboxShow(const std::string& path, const std::string& endpoint, const std::s
   auto detail = opened.inbox->Show(endpoint, id);
   if (!detail.ok()) return ReportLookupFailure(detail.status());
   if (as == ShowAs::kRawBody) return WriteRawBody(detail->row.body);
-  json out = DetailJson(*detail);
+  json out = DetailJson(*detail, *opened.config);
   if (as == ShowAs::kJson) {
     std::cout << Dump(out, 2) << "\n";
     return kExitOk;

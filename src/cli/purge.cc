@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "ops/clock.h"
 #include "ops/terminal.h"
+#include "work/held.h"
 
 namespace hookbox::cli {
 namespace {
@@ -45,6 +46,14 @@ int Stats(const std::string& path, bool as_json) {
   if (!opened.inbox) return opened.exit_code;
   auto stats = opened.inbox->Stats();
   if (!stats.ok()) return ReportFailure(stats.status());
+  auto backlog = opened.inbox->UnfinishedByHandler();
+  if (!backlog.ok()) return ReportFailure(backlog.status());
+  const std::vector<HandlerBacklog> held = Unconfigured(*backlog, *opened.config);
+  // Jobs held for want of their handler: on stderr whatever the format (the JSON's shape,
+  // counts of rows by endpoint and status, stays as scripts know it), and as a table below.
+  for (const std::string& w : HeldWarnings(held)) {
+    std::cerr << "hookbox: warning: " << TerminalSafe(w) << "\n";
+  }
   if (as_json) {
     json out = json::object();
     for (const auto& [endpoint, by_status] : *stats) out[endpoint] = by_status;
@@ -56,6 +65,14 @@ int Stats(const std::string& path, bool as_json) {
     for (const auto& [status, count] : by_status) {
       std::printf("%-16s %-10s %lld\n", TerminalSafe(endpoint).c_str(),
                   TerminalSafe(status).c_str(), static_cast<long long>(count));
+    }
+  }
+  if (!held.empty()) {
+    std::printf("\nheld: unfinished jobs whose handler is not configured\n");
+    std::printf("%-16s %-32s %s\n", "ENDPOINT", "HANDLER", "JOBS");
+    for (const HandlerBacklog& h : held) {
+      std::printf("%-16s %-32s %lld\n", TerminalSafe(h.endpoint).c_str(),
+                  TerminalSafe(h.handler).c_str(), static_cast<long long>(h.unfinished));
     }
   }
   return kExitOk;

@@ -28,6 +28,7 @@
 #include "ops/systemd.h"
 #include "receive/receiver.h"
 #include "work/dispatcher.h"
+#include "work/held.h"
 #include "work/purge.h"
 
 namespace hookbox::cli {
@@ -291,6 +292,7 @@ class Daemon {
 };
 
 bool Daemon::Start(const std::vector<int>& activated) {
+  WarnAboutHeldJobs(*inbox_, c_, "start");
   dispatcher_.Start(c_.workers != 0);
   purge_.Start();
   AddQueueGauges(*inbox_);
@@ -381,6 +383,8 @@ void Daemon::Reload() {
   receiver_.Swap({new_config, new_handlers});
   purge_.Swap(new_config);
   LogInfo({{"msg", "reloaded"}, {"endpoints", new_config->endpoints.size()}});
+  // A renamed or removed handler's waiting jobs are held, never run by another (held.h).
+  WarnAboutHeldJobs(*inbox_, *new_config, "reload");
 }
 
 int Daemon::Drain() {

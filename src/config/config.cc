@@ -14,6 +14,7 @@
 #include <set>
 #include <span>
 
+#include "base/crypto.h"
 #include "config/handler_kinds.h"
 #include "config/secrets.h"
 
@@ -189,8 +190,9 @@ class Loader final {
   void ReadDedupe(const YAML::Node& node, const std::string& where, Endpoint& endpoint);
   void ReadRetry(const YAML::Node& node, const std::string& where, RetryPolicy& retry);
   void ReadRoutes(const YAML::Node& node, const std::string& where, std::vector<Route>& routes);
-  void ReadHandler(const YAML::Node& node, const std::string& where, size_t route, size_t index,
-                   HandlerSpec& handler);
+  void CheckHandlerName(const HandlerSpec& handler, const std::string& where,
+                        std::map<std::string, std::pair<std::string, std::string>>& seen);
+  void ReadHandler(const YAML::Node& node, const std::string& where, HandlerSpec& handler);
   void CheckUnique(const std::vector<Endpoint>& endpoints);
 
   LoadResult& out_;
@@ -761,10 +763,32 @@ void Loader::ReadRetry(const YAML::Node& node, const std::string& where, RetryPo
   }
 }
 
+// One name, one handler. The same handler may serve several routes (an event that matches
+// more than one still gets one job of it): the same name written twice with the same kind
+// and settings is that. The same name with other settings would make two handlers share the
+// jobs of one, so it is an error; for a derived name it says how to tell them apart.
+void Loader::CheckHandlerName(const HandlerSpec& handler, const std::string& where,
+                              std::map<std::string, std::pair<std::string, std::string>>& seen) {
+  if (handler.name.empty()) return;  // the kind was wrong: already an error
+  const std::string settings = handler.kind + "\n" + YAML::Dump(handler.config);
+  auto [first, inserted] = seen.emplace(handler.name, std::make_pair(where, settings));
+  if (inserted || first->second.second == settings) return;
+  if (handler.named) {
+    Error(where, "handler name " + Quote(handler.name) + " is already used by " +
+                     first->second.first + " with other settings");
+  } else {
+    Error(where, "handler name " + Quote(handler.name) + " (derived from its " +
+                     std::string(HandlerTargetKey(handler.kind)) + ") is already used by " +
+                     first->second.first +
+                     " with other settings; give one of them a name: of its own");
+  }
+}
+
 void Loader::ReadRoutes(const YAML::Node& node, const std::string& where,
                         std::vector<Route>& routes) {
-  std::map<std::string, std::string> handler_names;  // name -> where it was first given
-  ReadList(node, where, false, [&](auto& item, auto& rw, size_t r) {
+  // name -> (where it was first given, its kind and settings)
+  std::map<std::string, std::pair<std::string, std::string>> handler_names;
+  ReadList(node, where, false, [&](auto& item, auto& rw, size_t) {
     Route& route = routes.emplace_back();
     bool is_map = ReadMapping(item, rw,
                               {
@@ -777,15 +801,10 @@ void Loader::ReadRoutes(const YAML::Node& node, const std::string& where,
                                    }},
                                   {"handlers",
                                    [&](auto& n, auto& w) {
-                                     ReadList(n, w, true, [&](auto& h, auto& hw, size_t i) {
+                                     ReadList(n, w, true, [&](auto& h, auto& hw, size_t) {
                                        HandlerSpec& handler = route.handlers.emplace_back();
-                                       ReadHandler(h, hw, r, i, handler);
-                                       auto [first, inserted] =
-                                           handler_names.emplace(handler.name, hw);
-                                       if (!inserted) {
-                                         Error(hw, "handler name " + Quote(handler.name) +
-                                                       " is already used by " + first->second);
-                                       }
+                                       ReadHandler(h, hw, handler);
+                                       CheckHandlerName(handler, hw, handler_names);
                                      });
                                    }},
                               });
@@ -793,8 +812,7 @@ void Loader::ReadRoutes(const YAML::Node& node, const std::string& where,
   });
 }
 
-void Loader::ReadHandler(const YAML::Node& node, const std::string& where, size_t route,
-                         size_t index, HandlerSpec& handler) {
+void Loader::ReadHandler(const YAML::Node& node, const std::string& where, HandlerSpec& handler) {
   std::vector<std::string_view> kinds;
   auto kind_field = [&](std::string_view kind) {
     return Field{kind, [&, kind](const YAML::Node& n, const std::string& w) {
@@ -820,9 +838,12 @@ void Loader::ReadHandler(const YAML::Node& node, const std::string& where, size_
     Error(where, "has " + std::string(kinds[0]) + " and " + std::string(kinds[1]) +
                      "; one kind per handler");
   }
-  handler.name =
-      name ? *name
-           : "r" + std::to_string(route) + ".h" + std::to_string(index) + "." + handler.kind;
+  handler.named = name.has_value();
+  if (name) {
+    handler.name = *name;
+  } else if (kinds.size() == 1) {
+    handler.name = DerivedHandlerName(handler.kind, handler.config);
+  }
 }
 
 void Loader::CheckUnique(const std::vector<Endpoint>& endpoints) {
@@ -894,6 +915,72 @@ const Endpoint* Config::FindByName(std::string_view name) const {
     if (e.name == name) return &e;
   }
   return nullptr;
+}
+
+std::string_view HandlerTargetKey(std::string_view kind) {
+  for (size_t i = 0; i < std::size(kHandlerKinds); ++i) {
+    if (kHandlerKinds[i] == kind) return kHandlerTargets[i];
+  }
+  return {};
+}
+
+namespace {
+
+// The target's value as bytes that differ whenever it differs: a scalar's text; a list's
+// items, each behind its length (so ["a b"] and ["a", "b"] differ); anything else as YAML.
+std::string TargetBytes(const YAML::Node& target) {
+  if (!target) return "";
+  if (target.IsScalar()) return target.Scalar();
+  if (target.IsSequence()) {
+    std::string bytes;
+    for (const YAML::Node& item : target) {
+      const std::string text = item.IsScalar() ? item.Scalar() : YAML::Dump(item);
+      bytes += std::to_string(text.size()) + ":" + text + ",";
+    }
+    return bytes;
+  }
+  return YAML::Dump(target);
+}
+
+// A readable hint of the target for the name: the program's file name, the URL's host and
+// port, the folder's last part; the characters a name may not have become "-".
+std::string TargetHint(std::string_view kind, const YAML::Node& target) {
+  std::string text;
+  if (target && target.IsSequence() && target.size() > 0 && target[0].IsScalar()) {
+    text = target[0].Scalar();
+  } else if (target && target.IsScalar()) {
+    text = target.Scalar();
+  }
+  if (kind == "exec" || kind == "file") {
+    while (text.size() > 1 && text.back() == '/') text.pop_back();
+    text = text.substr(text.find_last_of('/') + 1);
+  } else if (kind == "http") {
+    size_t start = text.find("://");
+    start = start == std::string::npos ? 0 : start + 3;
+    text = text.substr(start, text.find_first_of("/?#", start) - start);
+    text = text.substr(text.find('@') + 1);  // never user info
+  } else {
+    text.clear();  // sql: statements make no name
+  }
+  std::string hint;
+  for (char c : text) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       c == '_' || c == '-' || c == '.';
+    hint += plain ? c : '-';
+    if (hint.size() == 32) break;
+  }
+  return hint;
+}
+
+}  // namespace
+
+std::string DerivedHandlerName(std::string_view kind, const YAML::Node& settings) {
+  const std::string_view key = HandlerTargetKey(kind);
+  const YAML::Node target =
+      settings && settings.IsMap() && !key.empty() ? settings[std::string(key)] : YAML::Node();
+  const std::string hash = Sha256Hex(std::string(kind) + '\0' + TargetBytes(target)).substr(0, 8);
+  const std::string hint = TargetHint(kind, target);
+  return std::string(kind) + "." + (hint.empty() ? "" : hint + ".") + hash;
 }
 
 const char* ProviderName(Provider p) {

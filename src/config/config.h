@@ -81,7 +81,10 @@ struct RetryPolicy {
 // One handler of a route: the kind (a key of config/handler_kinds.h) and its YAML, which
 // the handler factory of that kind validates at load (handlers/registry.cc).
 struct HandlerSpec {
-  std::string name;  // `name:` if given, else "r<route>.h<index>.<kind>"
+  // `name:` if given, else DerivedHandlerName(): a job names its handler by this, so it
+  // must not change when routes are reordered or settings other than the target edited.
+  std::string name;
+  bool named = false;  // `name:` was given
   std::string kind;
   YAML::Node config;
 };
@@ -187,5 +190,14 @@ struct HostPort {
 StatusOr<HostPort> ParseHostPort(std::string_view text);
 
 const char* ProviderName(Provider p);
+
+// The name of a handler given no `name:` (DESIGN.md, Handler names): its kind, a readable
+// hint of its target, and 8 hex digits of SHA-256 over the kind and the target, the one
+// setting that says what it acts on (config/handler_kinds.h: exec's command, http's url,
+// file's dir, sql's statements). "exec.on-invoice.1a2b3c4d". Reordering routes, moving the
+// handler, or editing any other setting (timeout, env, concurrency, …) keeps the name.
+std::string DerivedHandlerName(std::string_view kind, const YAML::Node& settings);
+// The target key of a kind ("command" for exec), "" for an unknown kind.
+std::string_view HandlerTargetKey(std::string_view kind);
 
 }  // namespace hookbox

@@ -84,4 +84,10 @@ const char* VerdictName(Verdict v) {
   return "?";
 }
 
+std::string HeldReason(const std::string& handler) {
+  return "held: handler " + handler +
+         " is not configured; it runs when a handler of that name is configured again"
+         " (or see hookbox inbox reassign / drop)";
+}
+
 }  // namespace hookbox

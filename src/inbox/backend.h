@@ -28,6 +28,9 @@ const char* JobStatusFor(JobOutcome::Next next);
 JobOutcome SqlFailedOutcome(const JobOutcome& outcome, const JobOutcome* sql_failed,
                             const Status& error);
 
+// The last_error of a job held for want of its handler (Inbox::HoldForHandler).
+std::string HeldReason(const std::string& handler);
+
 // One inbox status a purge deletes: rows with it received before `before` go, and their
 // number goes to `*count`. Finished rows (processed, stale, ignored) go after
 // `processed_before`, dead ones after `dead_before`.

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/job.h"
@@ -180,6 +181,28 @@ struct FinishRequest {
   JobOutcome sql_failed;
 };
 
+// How a job names the handler that runs it: the endpoint and the handler's name.
+struct HandlerRef {
+  std::string endpoint, handler;
+};
+
+// The unfinished jobs of one handler (Inbox::UnfinishedByHandler).
+struct HandlerBacklog {
+  std::string endpoint, handler;
+  int64_t unfinished = 0;  // pending or processing
+  int64_t held = 0;        // of those, held for want of their handler (HoldForHandler)
+};
+
+// What Inbox::Reassign did: jobs moved to the new handler, and jobs of the old one left
+// where they were (their row already has a job of the new handler, or they are running).
+struct ReassignCounts {
+  int64_t moved = 0, kept = 0;
+};
+
+// A held job's next_attempt_at: later than any claim's now, so no claim takes it, and a
+// value no retry schedules (backoff is capped at hours). Text as the inbox writes times.
+inline constexpr std::string_view kHeldUntil = "9999-12-31T23:59:59.999Z";
+
 // A lock a sync request holds on the jobs it runs (see Inbox::HoldJobs); dropping it
 // releases the lock.
 class JobsHold {
@@ -257,6 +280,30 @@ class Inbox {
   // such row; InvalidArgument when it has no dead job.
   virtual StatusOr<int> Retry(const std::string& endpoint, const std::string& event_id,
                               TimePoint now) = 0;
+
+  // Jobs whose handler is gone (DESIGN.md, Handler names). A job names its handler; a
+  // process that claims a job whose handler it does not have gives it back held:
+  // compare-and-swap on the lease as FinishJob; the job is pending again with its try
+  // refunded and its open attempts row removed (nothing ran), next_attempt_at = kHeldUntil
+  // so that no claim takes it, and last_error saying why. A held job is unfinished: it
+  // still holds back the later jobs of its resource. A lost lease leaves that job alone.
+  virtual Status HoldForHandler(const std::vector<ClaimedJob>& jobs, TimePoint now) = 0;
+  // Makes the held jobs of these handlers due at `now` (a start or reload that has them).
+  // Returns how many.
+  virtual StatusOr<int64_t> ReleaseHeld(const std::vector<HandlerRef>& handlers, TimePoint now) = 0;
+  // Unfinished jobs by (endpoint, handler), held ones counted apart; ordered by both.
+  virtual StatusOr<std::vector<HandlerBacklog>> UnfinishedByHandler() = 0;
+  // Gives the jobs of handler `from` on `endpoint` that are not running and not done
+  // (pending, held, dead) to handler `to`: held ones become due at `now`, the others keep
+  // their schedule and status (a dead one runs under `to` after `inbox retry`). A row that
+  // already has a job of `to` keeps its `from` job. The caller checks that `to` exists.
+  virtual StatusOr<ReassignCounts> Reassign(const std::string& endpoint, const std::string& from,
+                                            const std::string& to, TimePoint now) = 0;
+  // Deletes the jobs of `handler` on `endpoint` that are not running and not done (pending,
+  // held, dead), with their attempts, and settles their rows (processed when every job
+  // left is done). Returns how many.
+  virtual StatusOr<int64_t> DropJobs(const std::string& endpoint, const std::string& handler,
+                                     TimePoint now) = 0;
 
   // Crash recovery: the distinct owners of live-or-expired leases, and a way to end the
   // leases of owners known to be dead (a process of this host that no longer runs), so

@@ -132,8 +132,10 @@ Answer Receiver::RunSync(const ReceiverSetup& setup, const std::vector<ClaimedJo
         RunAttempt(inbox_, job, *setup.config, *setup.handlers, clock_, AttemptMode::kSync);
     if (!outcome.ok()) {
       all_ok = false;
-      error = outcome.status().code() == Status::Code::kUnavailable ? "storage unavailable"
-                                                                    : "handler lost its lease";
+      const Status::Code code = outcome.status().code();
+      error = code == Status::Code::kUnavailable ? "storage unavailable"
+              : code == Status::Code::kNotFound  ? outcome.status().what()
+                                                 : "handler lost its lease";
     } else if (outcome->outcome != Outcome::kOk) {
       all_ok = false;
       error = std::string("handler ") + job.handler + " " + OutcomeName(outcome->outcome);

@@ -42,11 +42,6 @@ JobOutcome Decide(const HandlerResult& result, const ClaimedJob& job, const Retr
 
 }  // namespace
 
-HandlerResult NoHandlerResult(const ClaimedJob& job) {
-  // Nothing can run the job until an operator fixes the config and re-arms it (`inbox retry`).
-  return {Outcome::kPermanent, "handler " + job.handler + " is no longer configured", {}};
-}
-
 FinishRequest Conclude(const ClaimedJob& job, const HandlerResult& result, const Handler* handler,
                        const Config& config, const Clock& clock, AttemptMode mode) {
   const Endpoint* endpoint = config.FindByName(job.event.endpoint);
@@ -108,12 +103,22 @@ StatusOr<JobOutcome> Report(const FinishRequest& finish, const StatusOr<Outcome>
 StatusOr<JobOutcome> RunAttempt(Inbox& inbox, const ClaimedJob& job, const Config& config,
                                 const HandlerSet& handlers, const Clock& clock, AttemptMode mode) {
   Handler* handler = handlers.Find(job.event.endpoint, job.handler);
+  if (!handler) {
+    // A takeover under a config that no longer has the handler: the job is held, as the
+    // dispatcher holds it (work/held.h), never run by another handler nor made dead.
+    Status held = inbox.HoldForHandler({job}, clock.Now());
+    LogWarn({{"msg", "job held: its handler is not configured"},
+             {"endpoint", job.event.endpoint},
+             {"event_id", job.event.event_id},
+             {"handler", job.handler},
+             {"error", held.ok() ? std::string() : held.ToString()}});
+    if (!held.ok()) return held;
+    return Status::NotFound("handler " + job.handler + " is not configured; its job is held",
+                            job.event.endpoint);
+  }
   const auto started = std::chrono::steady_clock::now();
   HandlerResult result;
-  if (!handler)
-    result = NoHandlerResult(job);
-  else if (!handler->sql())
-    result = handler->Run(job.event);
+  if (!handler->sql()) result = handler->Run(job.event);
   FinishRequest finish = Conclude(job, result, handler, config, clock, mode);
   StatusOr<Outcome> recorded =
       inbox.FinishJob(job, finish.outcome, finish.sql, finish.sql ? &finish.sql_failed : nullptr);

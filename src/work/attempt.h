@@ -21,15 +21,14 @@ enum class AttemptMode {
 std::chrono::milliseconds LeaseFor(const HandlerSet& handlers);
 
 // The outcome recorded for the job, or why nothing was recorded (Conflict "lease lost":
-// another worker took the job over and its result stands; Unavailable: storage).
+// another worker took the job over and its result stands; Unavailable: storage; NotFound:
+// the handler is not configured, and the job is now held, work/held.h).
 StatusOr<JobOutcome> RunAttempt(Inbox& inbox, const ClaimedJob& job, const Config& config,
                                 const HandlerSet& handlers, const Clock& clock, AttemptMode mode);
 
 // The pieces of RunAttempt, for the dispatcher, which runs many attempts at once and
 // finishes them in batches (Inbox::FinishJobs).
 //
-// The result of a job whose handler is gone from the config (`handler` null): permanent.
-HandlerResult NoHandlerResult(const ClaimedJob& job);
 // What the handler's result means for the job: the finish to record (`sql`: the handler's
 // statements, which run in the finishing transaction). `request.job` is &job.
 FinishRequest Conclude(const ClaimedJob& job, const HandlerResult& result, const Handler* handler,

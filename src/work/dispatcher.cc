@@ -11,12 +11,17 @@
 
 #include "ops/log.h"
 #include "work/attempt.h"
+#include "work/held.h"
 
 namespace hookbox {
 namespace {
 
 constexpr std::chrono::milliseconds kPoll{250};  // an idle dispatcher looks this often
 constexpr std::chrono::milliseconds kStorageBackoff{1000};
+// How often held jobs of the handlers this process has are released: besides start and
+// reload, for the replicas of a rolling change (one without the handler may hold a job that
+// another has).
+constexpr std::chrono::seconds kReleaseHeldEvery{60};
 // A claimed job that waited for a slot starts only if its lease outlasts its timeout by this.
 constexpr std::chrono::milliseconds kStartMargin{5000};
 
@@ -52,9 +57,9 @@ struct Dispatcher::Attempt {
   ClaimedJob job;
   std::shared_ptr<const Config> config;
   std::shared_ptr<const HandlerSet> handlers;
-  Handler* handler = nullptr;  // null: no longer configured
-  std::string key;             // "<endpoint>\n<handler>"
-  int limit = 1;               // the handler's concurrency
+  Handler* handler = nullptr;
+  std::string key;  // "<endpoint>\n<handler>"
+  int limit = 1;    // the handler's concurrency
   TimePoint lease_until;
   std::chrono::steady_clock::time_point started;
   HandlerResult result;
@@ -77,6 +82,8 @@ Dispatcher::~Dispatcher() { Stop(std::chrono::hours(1)); }
 
 void Dispatcher::Start(bool enabled) {
   ReleaseDeadLeases(inbox_, clock_.Now());
+  ReleaseHeldJobs(inbox_, *config_, clock_.Now());
+  released_held_at_ = std::chrono::steady_clock::now();
   if (enabled) thread_ = std::thread([this] { Loop(); });
 }
 
@@ -112,9 +119,14 @@ bool Dispatcher::Stop(std::chrono::milliseconds grace) {
 
 void Dispatcher::Swap(std::shared_ptr<const Config> config,
                       std::shared_ptr<const HandlerSet> handlers) {
-  std::lock_guard lock(mu_);
-  config_ = std::move(config);
-  handlers_ = std::move(handlers);
+  std::shared_ptr<const Config> now_configured = config;
+  {
+    std::lock_guard lock(mu_);
+    config_ = std::move(config);
+    handlers_ = std::move(handlers);
+  }
+  ReleaseHeldJobs(inbox_, *now_configured, clock_.Now());
+  Wake();
 }
 
 void Dispatcher::Loop() {
@@ -130,6 +142,15 @@ void Dispatcher::Loop() {
     bool progress = !batch.empty() || !ready.empty();
     if (!batch.empty()) FinishBatch(batch);
     progress = Claim() || progress;
+    if (std::chrono::steady_clock::now() - released_held_at_ >= kReleaseHeldEvery) {
+      released_held_at_ = std::chrono::steady_clock::now();
+      std::shared_ptr<const Config> config;
+      {
+        std::lock_guard config_lock(mu_);
+        config = config_;
+      }
+      ReleaseHeldJobs(inbox_, *config, clock_.Now());
+    }
     lock.lock();
     if (!progress && ended_.empty() && ready_.empty()) {
       cv_.wait_for(lock, kPoll, [&] {
@@ -163,9 +184,15 @@ bool Dispatcher::Claim() {
     std::this_thread::sleep_for(kStorageBackoff);  // storage is down: don't spin
     return false;
   }
+  std::vector<ClaimedJob> unconfigured;
   for (ClaimedJob& job : *claimed) {
+    Handler* handler = handlers->Find(job.event.endpoint, job.handler);
+    if (!handler) {
+      unconfigured.push_back(std::move(job));
+      continue;
+    }
     auto a = std::make_unique<Attempt>();
-    a->handler = handlers->Find(job.event.endpoint, job.handler);
+    a->handler = handler;
     a->key = job.event.endpoint + "\n" + job.handler;
     a->limit = a->handler ? a->handler->concurrency() : 1;
     a->job = std::move(job);
@@ -174,7 +201,24 @@ bool Dispatcher::Claim() {
     a->lease_until = now + lease;
     Launch(std::move(a));
   }
+  if (!unconfigured.empty()) Hold(unconfigured, now);
   return !claimed->empty();
+}
+
+// Jobs of a handler this process does not have (renamed or removed from the config; or
+// configured on another replica only): given back held, never run by another handler and
+// never made dead for it (held.h). If the hold cannot be written, their leases run out and
+// the next claim holds them.
+void Dispatcher::Hold(const std::vector<ClaimedJob>& jobs, TimePoint now) {
+  Status s = inbox_.HoldForHandler(jobs, now);
+  for (const ClaimedJob& job : jobs) {
+    LogWarn({{"msg", s.ok() ? "job held: its handler is not configured"
+                            : "cannot hold a job whose handler is not configured"},
+             {"endpoint", job.event.endpoint},
+             {"event_id", job.event.event_id},
+             {"handler", job.handler},
+             {"error", s.ok() ? std::string() : s.ToString()}});
+  }
 }
 
 void Dispatcher::Launch(std::unique_ptr<Attempt> owned) {
@@ -194,7 +238,6 @@ void Dispatcher::Launch(std::unique_ptr<Attempt> owned) {
 
 void Dispatcher::Begin(Attempt* a) {
   a->started = std::chrono::steady_clock::now();
-  if (!a->handler) return Ended(a, NoHandlerResult(a->job));
   if (a->handler->sql()) return Ended(a, {});  // its statements run in the finish
   if (clock_.Now() + a->handler->timeout() + kStartMargin > a->lease_until) {
     // It waited for a slot so long that its lease could run out while it runs: leave it to

@@ -56,6 +56,7 @@ class Dispatcher final {
   bool Stop(std::chrono::milliseconds grace);
 
   // Swaps the config and handlers (SIGHUP); attempts under way finish with the old ones.
+  // Held jobs of the handlers the new config has are released (work/held.h).
   void Swap(std::shared_ptr<const Config> config, std::shared_ptr<const HandlerSet> handlers);
 
   // Most jobs one claim takes.
@@ -72,6 +73,7 @@ class Dispatcher final {
   void Begin(Attempt* a);
   void Ended(Attempt* a, HandlerResult result);
   void FinishBatch(std::vector<Attempt*>& batch);
+  void Hold(const std::vector<ClaimedJob>& jobs, TimePoint now);
   void BlockingThread();
 
   Inbox& inbox_;
@@ -99,6 +101,8 @@ class Dispatcher final {
   int blocking_idle_ = 0;
   std::vector<std::thread> blocking_threads_;
   std::thread thread_;
+  // The dispatcher thread's own (and Start's, before it runs): the last ReleaseHeldJobs.
+  std::chrono::steady_clock::time_point released_held_at_;
 };
 
 }  // namespace hookbox

@@ -5,6 +5,7 @@
 #include "config/config.h"
 
 #include <catch2/catch.hpp>
+#include <set>
 
 #include "config/exposure.h"
 #include "load_helpers.h"
@@ -112,15 +113,17 @@ TEST_CASE("a complete config loads with every value", "[config]") {
   CHECK(s.routes[0].events == std::vector<std::string>{"invoice.*", "charge.succeeded"});
   REQUIRE(s.routes[0].handlers.size() == 2);
   CHECK(s.routes[0].handlers[0].kind == "exec");
-  CHECK(s.routes[0].handlers[0].name == "r0.h0.exec");
+  CHECK(s.routes[0].handlers[0].name == DerivedHandlerName("exec", s.routes[0].handlers[0].config));
+  CHECK_FALSE(s.routes[0].handlers[0].named);
   CHECK(s.routes[0].handlers[0].config["timeout"].as<std::string>() == "30s");
   CHECK(s.routes[0].handlers[0].config["command"][0].as<std::string>() ==
         "/usr/local/bin/on-invoice");
   CHECK(s.routes[0].handlers[1].kind == "file");
   CHECK(s.routes[0].handlers[1].name == "archive");
   REQUIRE(s.routes[1].handlers.size() == 2);
-  CHECK(s.routes[1].handlers[0].name == "r1.h0.http");
-  CHECK(s.routes[1].handlers[1].name == "r1.h1.sql");
+  CHECK(s.routes[0].handlers[1].named);
+  CHECK(s.routes[1].handlers[0].name.starts_with("http.127.0.0.1-9000."));
+  CHECK(s.routes[1].handlers[1].name.starts_with("sql."));
 
   const Endpoint& h = c.endpoints[1];
   CHECK(h.provider == Provider::kHmac);
@@ -378,9 +381,15 @@ TEST_CASE("each kind of mistake is reported where it is", "[config]") {
                     "{events: [b], handlers: [{name: x, file: {}}]}]"),
        "endpoints[0].routes[1].handlers[0]: handler name \"x\" is already used by "
        "endpoints[0].routes[0].handlers[0]"},
-      {WithEndpoint("verify: none, routes: [{events: [a], handlers: [{exec: {}}, "
-                    "{name: r0.h0.exec, file: {}}]}]"),
-       "handler name \"r0.h0.exec\" is already used"},
+      {WithEndpoint("verify: none, routes: [{events: [a], handlers: [{name: x, exec: {}}]}, "
+                    "{events: [b], handlers: [{name: x, exec: {timeout: 5s}}]}]"),
+       "endpoints[0].routes[1].handlers[0]: handler name \"x\" is already used by "
+       "endpoints[0].routes[0].handlers[0] with other settings"},
+      {WithEndpoint(
+           "verify: none, routes: [{events: [a], handlers: [{exec: {command: [/bin/true]}}]}, "
+           "{events: [b], handlers: [{exec: {command: [/bin/true], timeout: 5s}}]}]"),
+       "(derived from its command) is already used by endpoints[0].routes[0].handlers[0] with "
+       "other settings; give one of them a name: of its own"},
   };
   for (const ErrorCase& c : cases) {
     LoadResult r = Load(c.yaml);
@@ -634,5 +643,81 @@ endpoints:
   CHECK(loopback.warnings.empty());
 }
 
+// Issue 29, defect 1: a job names its handler, so the name must survive edits that do not
+// change what the handler does. Positional names ("r0.h0.exec") sent a waiting retry to
+// another route's handler after a route was added above it.
+TEST_CASE("an unnamed handler's name comes from its kind and target, not its position") {
+  const std::string first = R"(
+listen: 127.0.0.1:0
+database: /tmp/x.db
+endpoints:
+  - name: shop
+    path: /shop
+    verify: none
+    routes:
+      - events: ["order.*"]
+        handlers:
+          - exec: {command: ["/usr/local/bin/on-order", "--live"], timeout: 30s}
+          - http: {url: "https://user:pw@downstream.example:8443/hooks?x=1"}
+          - file: {dir: /var/lib/hookbox/events/}
+          - sql: {statements: ["SELECT 1"]}
+)";
+  // A route added above, the handlers reordered, timeouts and concurrency edited.
+  const std::string second = R"(
+listen: 127.0.0.1:0
+database: /tmp/x.db
+endpoints:
+  - name: shop
+    path: /shop
+    verify: none
+    routes:
+      - events: ["customer.*"]
+        handlers:
+          - exec: {command: ["/usr/local/bin/on-customer"]}
+      - events: ["order.*"]
+        handlers:
+          - sql: {statements: ["SELECT 1"]}
+          - file: {dir: /var/lib/hookbox/events/, concurrency: 2}
+          - http: {url: "https://user:pw@downstream.example:8443/hooks?x=1", timeout: 3s}
+          - exec: {command: ["/usr/local/bin/on-order", "--live"], timeout: 10s}
+)";
+  LoadResult a = Load(first), b = Load(second);
+  REQUIRE(a.config);
+  REQUIRE(b.config);
+  std::set<std::string> before, after;
+  for (const HandlerSpec& h : a.config->endpoints[0].routes[0].handlers) before.insert(h.name);
+  for (const HandlerSpec& h : b.config->endpoints[0].routes[1].handlers) after.insert(h.name);
+  CHECK(before == after);
+  CHECK(before.count(b.config->endpoints[0].routes[0].handlers[0].name) == 0);
+
+  const auto& hs = a.config->endpoints[0].routes[0].handlers;
+  CHECK(hs[0].name.starts_with("exec.on-order."));
+  CHECK(hs[1].name.starts_with("http.downstream.example-8443."));  // never the user info
+  CHECK(hs[1].name.find("pw") == std::string::npos);
+  CHECK(hs[2].name.starts_with("file.events."));
+  CHECK(hs[3].name.starts_with("sql."));
+  for (const HandlerSpec& h : hs) {
+    CHECK(h.name.size() <= h.kind.size() + 1 + 32 + 1 + 8);
+  }
+
+  // What the handler acts on is its identity: another argument is another handler.
+  YAML::Node other = YAML::Load(R"({command: ["/usr/local/bin/on-order", "--test"]})");
+  CHECK(DerivedHandlerName("exec", other) != hs[0].name);
+  // ["a b"] and ["a", "b"] are different commands.
+  CHECK(DerivedHandlerName("exec", YAML::Load(R"({command: ["a b"]})")) !=
+        DerivedHandlerName("exec", YAML::Load(R"({command: ["a", "b"]})")));
+}
+
+TEST_CASE("the same handler in two routes is one handler with one name") {
+  LoadResult r = Load(WithEndpoint(
+      "verify: none, routes: [{events: [a], handlers: [{exec: {command: [/bin/true]}}]}, "
+      "{events: [b], handlers: [{exec: {command: [/bin/true]}}]}]"));
+  INFO(Dump(r));
+  REQUIRE(r.config);
+  CHECK(r.config->endpoints[0].routes[0].handlers[0].name ==
+        r.config->endpoints[0].routes[1].handlers[0].name);
+}
+
 }  // namespace
 }  // namespace hookbox
+

@@ -65,6 +65,23 @@ class CountingInbox final : public Inbox {
   StatusOr<int> Retry(const std::string& endpoint, const std::string& id, TimePoint now) override {
     return in_.Retry(endpoint, id, now);
   }
+  Status HoldForHandler(const std::vector<ClaimedJob>& jobs, TimePoint now) override {
+    return in_.HoldForHandler(jobs, now);
+  }
+  StatusOr<int64_t> ReleaseHeld(const std::vector<HandlerRef>& h, TimePoint now) override {
+    return in_.ReleaseHeld(h, now);
+  }
+  StatusOr<std::vector<HandlerBacklog>> UnfinishedByHandler() override {
+    return in_.UnfinishedByHandler();
+  }
+  StatusOr<ReassignCounts> Reassign(const std::string& endpoint, const std::string& from,
+                                    const std::string& to, TimePoint now) override {
+    return in_.Reassign(endpoint, from, to, now);
+  }
+  StatusOr<int64_t> DropJobs(const std::string& endpoint, const std::string& handler,
+                             TimePoint now) override {
+    return in_.DropJobs(endpoint, handler, now);
+  }
   StatusOr<std::vector<std::string>> LeaseOwners() override { return in_.LeaseOwners(); }
   Status ExpireLeases(const std::string& prefix, TimePoint now) override {
     return in_.ExpireLeases(prefix, now);

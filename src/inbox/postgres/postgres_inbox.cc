@@ -547,6 +547,127 @@ class PostgresInbox final : public Inbox {
     return rearmed;
   }
 
+  Status HoldForHandler(const std::vector<ClaimedJob>& jobs, TimePoint /*now*/) override {
+    std::vector<const ClaimedJob*> sorted;
+    for (const ClaimedJob& job : jobs) sorted.push_back(&job);
+    std::sort(sorted.begin(), sorted.end(),
+              [](const ClaimedJob* a, const ClaimedJob* b) { return a->job_id < b->job_id; });
+    return Transact([&](Conn& c) -> Status {
+      for (const ClaimedJob* job : sorted) {  // jobs rows in id order: the lock order
+        HOOKBOX_EXEC(held, c.Exec("UPDATE jobs SET status = 'pending',"
+                                  " attempts = greatest(attempts - 1, 0), next_attempt_at = $1,"
+                                  " last_error = $2, lease_owner = NULL, lease_token = NULL,"
+                                  " lease_until = NULL"
+                                  " WHERE id = $3 AND lease_token = $4 AND status = 'processing'",
+                                  Params()
+                                      .Add(std::string(kHeldUntil))
+                                      .Add(HeldReason(job->handler))
+                                      .Add(job->job_id)
+                                      .Add(job->lease_token)));
+        if (held.Affected() == 0) continue;  // lease lost: its new owner decides
+        Status st = Exec(c, "DELETE FROM attempts WHERE job = $1 AND number = $2",
+                         Params().Add(job->job_id).Add(int64_t{job->event.attempt}));
+        if (!st.ok()) return st;
+      }
+      return Status::Ok();
+    });
+  }
+
+  StatusOr<int64_t> ReleaseHeld(const std::vector<HandlerRef>& handlers, TimePoint now) override {
+    int64_t released = 0;
+    std::vector<std::string> endpoints, names;
+    for (const HandlerRef& h : handlers) {
+      endpoints.push_back(h.endpoint);
+      names.push_back(h.handler);
+    }
+    Status s = Transact([&](Conn& c) -> Status {
+      HOOKBOX_EXEC(up,
+                   c.Exec("UPDATE jobs j SET next_attempt_at = $1, last_error = NULL"
+                          " FROM inbox i, unnest($3::text[], $4::text[]) AS h (endpoint, handler)"
+                          " WHERE j.status = 'pending' AND j.next_attempt_at = $2"
+                          " AND i.id = j.inbox_id AND i.endpoint = h.endpoint"
+                          " AND j.handler = h.handler",
+                          Params()
+                              .Add(FormatTime(now))
+                              .Add(std::string(kHeldUntil))
+                              .Add(TextArray(endpoints))
+                              .Add(TextArray(names))));
+      released = up.Affected();
+      return Status::Ok();
+    });
+    if (!s.ok()) return s;
+    return released;
+  }
+
+  StatusOr<std::vector<HandlerBacklog>> UnfinishedByHandler() override {
+    std::vector<HandlerBacklog> backlog;
+    Status s = Read([&](Conn& c) -> Status {
+      backlog.clear();
+      HOOKBOX_EXEC(q, c.Exec("SELECT i.endpoint, j.handler, count(*),"
+                             " count(*) FILTER (WHERE j.next_attempt_at = $1)"
+                             " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                             " WHERE j.status IN ('pending', 'processing')"
+                             " GROUP BY i.endpoint, j.handler ORDER BY i.endpoint, j.handler",
+                             Params().Add(std::string(kHeldUntil))));
+      for (int i = 0; i < q.rows(); ++i) {
+        backlog.push_back({q.Text(i, 0), q.Text(i, 1), q.Int(i, 2), q.Int(i, 3)});
+      }
+      return Status::Ok();
+    });
+    if (!s.ok()) return s;
+    return backlog;
+  }
+
+  StatusOr<ReassignCounts> Reassign(const std::string& endpoint, const std::string& from,
+                                    const std::string& to, TimePoint now) override {
+    ReassignCounts counts;
+    Status s = Transact([&](Conn& c) -> Status {
+      HOOKBOX_EXEC(moved,
+                   c.Exec("UPDATE jobs j SET handler = $1,"
+                          " last_error = CASE WHEN j.next_attempt_at = $2 THEN NULL"
+                          "   ELSE j.last_error END,"
+                          " next_attempt_at = CASE WHEN j.next_attempt_at = $2 THEN $3::timestamptz"
+                          "   ELSE j.next_attempt_at END"
+                          " FROM inbox i WHERE i.id = j.inbox_id AND i.endpoint = $5"
+                          " AND j.handler = $4 AND j.status IN ('pending', 'dead')"
+                          " AND NOT EXISTS (SELECT 1 FROM jobs j2"
+                          "   WHERE j2.inbox_id = j.inbox_id AND j2.handler = $1)",
+                          Params()
+                              .Add(to)
+                              .Add(std::string(kHeldUntil))
+                              .Add(FormatTime(now))
+                              .Add(from)
+                              .Add(endpoint)));
+      counts.moved = moved.Affected();
+      HOOKBOX_EXEC(kept, c.Exec("SELECT count(*) FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                                " WHERE i.endpoint = $1 AND j.handler = $2 AND j.status <> 'done'",
+                                Params().Add(endpoint).Add(from)));
+      counts.kept = kept.Int(0, 0);
+      return Status::Ok();
+    });
+    if (!s.ok()) return s;
+    return counts;
+  }
+
+  StatusOr<int64_t> DropJobs(const std::string& endpoint, const std::string& handler,
+                             TimePoint now) override {
+    int64_t dropped = 0;
+    Status s = Transact([&](Conn& c) -> Status {
+      // Jobs rows first (the lock order), then their inbox rows in id order (SettleRows).
+      HOOKBOX_EXEC(del, c.Exec("DELETE FROM jobs j USING inbox i"
+                               " WHERE i.id = j.inbox_id AND i.endpoint = $1 AND j.handler = $2"
+                               " AND j.status IN ('pending', 'dead') RETURNING j.inbox_id",
+                               Params().Add(endpoint).Add(handler)));
+      dropped = del.Affected();
+      std::map<int64_t, std::string> rows;
+      for (int i = 0; i < del.rows(); ++i) rows.emplace(del.Int(i, 0), FormatTime(now));
+      if (rows.empty()) return Status::Ok();
+      return SettleRows(c, rows);
+    });
+    if (!s.ok()) return s;
+    return dropped;
+  }
+
   StatusOr<std::vector<std::string>> LeaseOwners() override {
     std::vector<std::string> owners;
     Status s = Read([&](Conn& c) -> Status {

@@ -646,6 +646,130 @@ class SqliteInbox final : public Inbox {
     return rearmed;
   }
 
+  Status HoldForHandler(const std::vector<ClaimedJob>& jobs, TimePoint /*now*/) override {
+    return Write([&](Db& db) -> Status {
+      Status st;
+      HOOKBOX_PREPARE(hold, db,
+                      "UPDATE jobs SET status = 'pending', attempts = max(attempts - 1, 0),"
+                      " next_attempt_at = ?1, last_error = ?2, lease_owner = NULL,"
+                      " lease_token = NULL, lease_until = NULL"
+                      " WHERE id = ?3 AND lease_token = ?4 AND status = 'processing'");
+      HOOKBOX_PREPARE(unlog, db, "DELETE FROM attempts WHERE job = ? AND number = ?");
+      for (const ClaimedJob& job : jobs) {
+        hold.Bind(1, std::string(kHeldUntil)).Bind(2, HeldReason(job.handler));
+        hold.Bind(3, job.job_id).Bind(4, job.lease_token);
+        if (st = hold.Run(); !st.ok()) return st;
+        hold.Reset();
+        if (db.Changes() == 0) continue;  // lease lost: its new owner decides
+        unlog.Bind(1, job.job_id).Bind(2, int64_t{job.event.attempt});
+        if (st = unlog.Run(); !st.ok()) return st;
+        unlog.Reset();
+      }
+      return Status::Ok();
+    });
+  }
+
+  StatusOr<int64_t> ReleaseHeld(const std::vector<HandlerRef>& handlers, TimePoint now) override {
+    int64_t released = 0;
+    Status s = Write([&](Db& db) -> Status {
+      released = 0;
+      HOOKBOX_PREPARE(up, db,
+                      "UPDATE jobs SET next_attempt_at = ?1, last_error = NULL"
+                      " WHERE status = 'pending' AND next_attempt_at = ?2 AND handler = ?3"
+                      " AND EXISTS (SELECT 1 FROM inbox i WHERE i.id = jobs.inbox_id"
+                      "   AND i.endpoint = ?4)");
+      for (const HandlerRef& h : handlers) {
+        up.Bind(1, FormatTime(now)).Bind(2, std::string(kHeldUntil));
+        up.Bind(3, h.handler).Bind(4, h.endpoint);
+        if (Status st = up.Run(); !st.ok()) return st;
+        up.Reset();
+        released += db.Changes();
+      }
+      return Status::Ok();
+    });
+    if (!s.ok()) return s;
+    return released;
+  }
+
+  StatusOr<std::vector<HandlerBacklog>> UnfinishedByHandler() override {
+    std::lock_guard lock(read_mu_);
+    HOOKBOX_PREPARE(q, *reader_,
+                    "SELECT i.endpoint, j.handler, count(*), sum(j.next_attempt_at = ?)"
+                    " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                    " WHERE j.status IN ('pending', 'processing')"
+                    " GROUP BY i.endpoint, j.handler ORDER BY i.endpoint, j.handler");
+    q.Bind(1, std::string(kHeldUntil));
+    std::vector<HandlerBacklog> backlog;
+    Status s;
+    while (q.Step(&s)) backlog.push_back({q.Text(0), q.Text(1), q.Int(2), q.Int(3)});
+    if (!s.ok()) return s;
+    return backlog;
+  }
+
+  StatusOr<ReassignCounts> Reassign(const std::string& endpoint, const std::string& from,
+                                    const std::string& to, TimePoint now) override {
+    ReassignCounts counts;
+    Status s = Write([&](Db& db) -> Status {
+      counts = {};
+      Status st;
+      HOOKBOX_PREPARE(move, db,
+                      "UPDATE jobs SET handler = ?1,"
+                      " last_error = CASE WHEN next_attempt_at = ?2 THEN NULL ELSE last_error END,"
+                      " next_attempt_at = CASE WHEN next_attempt_at = ?2 THEN ?3"
+                      "   ELSE next_attempt_at END"
+                      " WHERE handler = ?4 AND status IN ('pending', 'dead')"
+                      " AND EXISTS (SELECT 1 FROM inbox i WHERE i.id = jobs.inbox_id"
+                      "   AND i.endpoint = ?5)"
+                      " AND NOT EXISTS (SELECT 1 FROM jobs j2"
+                      "   WHERE j2.inbox_id = jobs.inbox_id AND j2.handler = ?1)");
+      move.Bind(1, to).Bind(2, std::string(kHeldUntil)).Bind(3, FormatTime(now));
+      move.Bind(4, from).Bind(5, endpoint);
+      if (st = move.Run(); !st.ok()) return st;
+      counts.moved = db.Changes();
+      HOOKBOX_PREPARE(kept, db,
+                      "SELECT count(*) FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                      " WHERE i.endpoint = ? AND j.handler = ? AND j.status != 'done'");
+      kept.Bind(1, endpoint).Bind(2, from);
+      if (kept.Step(&st)) counts.kept = kept.Int(0);
+      return st;
+    });
+    if (!s.ok()) return s;
+    return counts;
+  }
+
+  StatusOr<int64_t> DropJobs(const std::string& endpoint, const std::string& handler,
+                             TimePoint now) override {
+    int64_t dropped = 0;
+    Status s = Write([&](Db& db) -> Status {
+      Status st;
+      std::vector<int64_t> rows;
+      {
+        HOOKBOX_PREPARE(
+            q, db,
+            "SELECT DISTINCT j.inbox_id FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+            " WHERE i.endpoint = ? AND j.handler = ? AND j.status IN ('pending', 'dead')");
+        q.Bind(1, endpoint).Bind(2, handler);
+        while (q.Step(&st)) rows.push_back(q.Int(0));
+        if (!st.ok()) return st;
+      }
+      HOOKBOX_PREPARE(del, db,
+                      "DELETE FROM jobs WHERE inbox_id = ? AND handler = ?"
+                      " AND status IN ('pending', 'dead')");
+      dropped = 0;
+      const std::string at = FormatTime(now);
+      for (int64_t id : rows) {
+        del.Bind(1, id).Bind(2, handler);
+        if (st = del.Run(); !st.ok()) return st;
+        del.Reset();
+        dropped += db.Changes();
+        if (st = SettleRow(db, id, at); !st.ok()) return st;
+      }
+      return Status::Ok();
+    });
+    if (!s.ok()) return s;
+    return dropped;
+  }
+
   StatusOr<std::vector<std::string>> LeaseOwners() override {
     std::lock_guard lock(read_mu_);
     HOOKBOX_PREPARE(q, *reader_,

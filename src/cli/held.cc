@@ -1,0 +1,72 @@
+// `hookbox inbox reassign` and `hookbox inbox drop`: what an operator does with the jobs of a
+// handler the config no longer has (renamed, or removed; DESIGN.md, Handler names). Such
+// jobs are held, never run by another handler nor made dead for it; these verbs give them
+// to a configured handler, or delete them so their rows can settle.
+#include "work/held.h"
+
+#include <chrono>
+#include <iostream>
+
+#include "cli/cli.h"
+#include "ops/terminal.h"
+
+namespace hookbox::cli {
+namespace {
+
+bool Configured(const Config& config, const std::string& endpoint, const std::string& handler) {
+  for (const HandlerRef& h : ConfiguredHandlers(config)) {
+    if (h.endpoint == endpoint && h.handler == handler) return true;
+  }
+  return false;
+}
+
+// Only the jobs of a handler the config lacks: moving or dropping a configured handler's
+// jobs would take work from under a running daemon.
+bool RefuseConfigured(const Config& config, const std::string& endpoint,
+                      const std::string& handler) {
+  if (!Configured(config, endpoint, handler)) return false;
+  std::cerr << "hookbox: handler " << TerminalSafe(handler) << " is configured for endpoint "
+            << TerminalSafe(endpoint)
+            << "; reassign and drop take only the jobs of handlers the config no longer has\n";
+  return true;
+}
+
+}  // namespace
+
+int InboxReassign(const std::string& path, const std::string& endpoint, const std::string& from,
+                  const std::string& to) {
+  Opened opened = LoadAndOpen(path, {.endpoint = endpoint, .check = [&](Config& c) {
+                                       if (RefuseConfigured(c, endpoint, from)) return false;
+                                       if (Configured(c, endpoint, to)) return true;
+                                       std::cerr << "hookbox: endpoint " << TerminalSafe(endpoint)
+                                                 << " has no handler named " << TerminalSafe(to)
+                                                 << "\n";
+                                       return false;
+                                     }});
+  if (!opened.inbox) return opened.exit_code;
+  auto counts = opened.inbox->Reassign(endpoint, from, to, std::chrono::system_clock::now());
+  if (!counts.ok()) return ReportFailure(counts.status());
+  std::cout << "moved " << counts->moved << " job(s) of " << TerminalSafe(endpoint) << " from "
+            << TerminalSafe(from) << " to " << TerminalSafe(to);
+  if (counts->kept > 0) {
+    std::cout << "; " << counts->kept << " left with " << TerminalSafe(from)
+              << " (their row has a job of " << TerminalSafe(to)
+              << " already, or they are running: run this again once they are held)";
+  }
+  std::cout << "\n";
+  return kExitOk;
+}
+
+int InboxDrop(const std::string& path, const std::string& endpoint, const std::string& handler) {
+  Opened opened = LoadAndOpen(path, {.endpoint = endpoint, .check = [&](Config& c) {
+                                       return !RefuseConfigured(c, endpoint, handler);
+                                     }});
+  if (!opened.inbox) return opened.exit_code;
+  auto dropped = opened.inbox->DropJobs(endpoint, handler, std::chrono::system_clock::now());
+  if (!dropped.ok()) return ReportFailure(dropped.status());
+  std::cout << "dropped " << *dropped << " job(s) of handler " << TerminalSafe(handler) << " from "
+            << TerminalSafe(endpoint) << "\n";
+  return kExitOk;
+}
+
+}  // namespace hookbox::cli

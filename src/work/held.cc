@@ -1,0 +1,80 @@
+// Jobs whose handler is not configured: see held.h.
+#include "work/held.h"
+
+#include <set>
+#include <utility>
+
+#include "ops/log.h"
+
+namespace hookbox {
+
+std::vector<HandlerRef> ConfiguredHandlers(const Config& config) {
+  std::set<std::pair<std::string, std::string>> seen;
+  std::vector<HandlerRef> refs;
+  for (const Endpoint& ep : config.endpoints) {
+    for (const Route& route : ep.routes) {
+      for (const HandlerSpec& h : route.handlers) {
+        if (seen.emplace(ep.name, h.name).second) refs.push_back({ep.name, h.name});
+      }
+    }
+  }
+  return refs;
+}
+
+std::vector<HandlerBacklog> Unconfigured(const std::vector<HandlerBacklog>& backlog,
+                                         const Config& config) {
+  std::set<std::pair<std::string, std::string>> configured;
+  for (const HandlerRef& h : ConfiguredHandlers(config)) configured.emplace(h.endpoint, h.handler);
+  std::vector<HandlerBacklog> out;
+  for (const HandlerBacklog& b : backlog) {
+    if (!configured.count({b.endpoint, b.handler})) out.push_back(b);
+  }
+  return out;
+}
+
+std::vector<std::string> HeldWarnings(const std::vector<HandlerBacklog>& unconfigured) {
+  std::vector<std::string> lines;
+  for (const HandlerBacklog& b : unconfigured) {
+    lines.push_back("endpoint " + b.endpoint + ": " + std::to_string(b.unfinished) +
+                    " unfinished job(s) of handler " + b.handler +
+                    ", which this config does not have, are held (" + std::to_string(b.held) +
+                    " already): configure a handler of that name again, or move them with"
+                    " `hookbox inbox reassign " +
+                    b.endpoint + " " + b.handler + " NEW` or drop them with `hookbox inbox drop " +
+                    b.endpoint + " " + b.handler + "`");
+  }
+  return lines;
+}
+
+void ReleaseHeldJobs(Inbox& inbox, const Config& config, TimePoint now) {
+  auto released = inbox.ReleaseHeld(ConfiguredHandlers(config), now);
+  if (!released.ok()) {
+    LogWarn({{"msg", "cannot release held jobs"}, {"error", released.status().ToString()}});
+  } else if (*released > 0) {
+    LogInfo({{"msg", "released held jobs: their handler is configured"}, {"jobs", *released}});
+  }
+}
+
+int64_t WarnAboutHeldJobs(Inbox& inbox, const Config& config, const char* when) {
+  auto backlog = inbox.UnfinishedByHandler();
+  if (!backlog.ok()) {
+    LogWarn({{"msg", "cannot count unfinished jobs by handler"},
+             {"error", backlog.status().ToString()}});
+    return 0;
+  }
+  int64_t count = 0;
+  const std::vector<HandlerBacklog> unconfigured = Unconfigured(*backlog, config);
+  const std::vector<std::string> lines = HeldWarnings(unconfigured);
+  for (size_t i = 0; i < unconfigured.size(); ++i) {
+    count += unconfigured[i].unfinished;
+    LogWarn({{"msg", "jobs held: their handler is not configured"},
+             {"when", when},
+             {"endpoint", unconfigured[i].endpoint},
+             {"handler", unconfigured[i].handler},
+             {"jobs", unconfigured[i].unfinished},
+             {"detail", lines[i]}});
+  }
+  return count;
+}
+
+}  // namespace hookbox
