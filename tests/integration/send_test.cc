@@ -166,6 +166,9 @@ TEST_CASE("send --type and --id where the endpoint reads them from the body, or 
            {{"open", "--id", "x"}, "--id: endpoint open has no event id source"},
            {{"open", "--type", "x"}, "--type: endpoint open has no event type source"},
            {{"twilio", "--type", "x"}, "--type: endpoint twilio's event type is always"},
+           {{"gh", "--type", "push\r\nX-Injected: 1"},
+            "--type: a control character cannot be "
+            "sent"},
        }) {
     std::vector<std::string> args = {"send", c.args[0], dir / "event.json"};
     args.insert(args.end(), c.args.begin() + 1, c.args.end());
