@@ -154,6 +154,42 @@ std::string WhatIsSent(const Endpoint& ep, const Secret* signer, const std::stri
          ": whoever sees this request can replay it\n";
 }
 
+// "" when `value` (of --id or --type) can be sent; else what to tell the operator.
+std::string CheckOption(const Endpoint& ep, const std::string& value, const Field& field) {
+  if (value.empty()) return "";
+  if (std::any_of(value.begin(), value.end(),
+                  [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
+    return "hookbox: " + std::string(field.option) + ": a control character cannot be sent\n";
+  }
+  std::string why = CannotSet(ep, field);
+  return why.empty() ? why : why + "\n";
+}
+
+// Where to POST, or nullopt having said why not. A credential goes over plain
+// http:// only to loopback, to this config's own listener (one of this host's addresses,
+// which a packet to does not leave it), or with --insecure.
+std::optional<HttpUrl> Destination(const Config& config, const Endpoint& ep, const SendArgs& args,
+                                   bool credential) {
+  const bool own_listener = args.url.empty();
+  auto url = ParseHttpUrl(own_listener ? DefaultUrl(config, ep) : args.url);
+  if (!url.ok()) {
+    std::cerr << "hookbox: " << (own_listener ? "the config's listen address" : "--url") << ": "
+              << url.status().ToString() << "\n";
+    return std::nullopt;
+  }
+  if (credential && !url->https && !own_listener && !IsLoopback(url->host) && !args.insecure) {
+    const bool token = ep.provider == Provider::kGitlab;
+    std::cerr << "hookbox: refusing to send endpoint " << ep.name << "'s "
+              << (token ? "GitLab token" : "signature") << " in clear text to "
+              << TerminalSafe(url->host)
+              << ", which is not a loopback address: anyone on the way could "
+              << (token ? "use it" : "replay the delivery")
+              << " (use https://, or --insecure to send it anyway)\n";
+    return std::nullopt;
+  }
+  return *url;
+}
+
 }  // namespace
 
 int Send(const std::string& path, const SendArgs& args) {
@@ -165,18 +201,11 @@ int Send(const std::string& path, const SendArgs& args) {
     return kExitUsage;
   }
   const Field id_field = IdField(*ep), type_field = TypeField(*ep);
-  for (const auto& [value, field] :
-       {std::pair(&args.id, &id_field), std::pair(&args.type, &type_field)}) {
-    if (value->empty()) continue;
-    if (std::any_of(value->begin(), value->end(),
-                    [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
-      std::cerr << "hookbox: " << field->option << ": a control character cannot be sent\n";
-      return kExitUsage;
-    }
-    if (std::string why = CannotSet(*ep, *field); !why.empty()) {
-      std::cerr << why << "\n";
-      return kExitUsage;
-    }
+  if (std::string why =
+          CheckOption(*ep, args.id, id_field) + CheckOption(*ep, args.type, type_field);
+      !why.empty()) {
+    std::cerr << why;
+    return kExitUsage;
   }
   std::ifstream in(args.file, std::ios::binary);
   if (!in) {
@@ -195,25 +224,8 @@ int Send(const std::string& path, const SendArgs& args) {
               << "producer's own test delivery)\n";
     return kExitUsage;
   }
-  // This config's own listener is this host: a packet to one of its own addresses does not
-  // leave it, whatever the address.
-  const bool own_listener = args.url.empty();
-  auto url = ParseHttpUrl(own_listener ? DefaultUrl(*config, *ep) : args.url);
-  if (!url.ok()) {
-    std::cerr << "hookbox: " << (own_listener ? "the config's listen address" : "--url") << ": "
-              << url.status().ToString() << "\n";
-    return kExitUsage;
-  }
-  if (signer != nullptr && !url->https && !own_listener && !IsLoopback(url->host) &&
-      !args.insecure) {
-    std::cerr << "hookbox: refusing to send endpoint " << ep->name << "'s "
-              << (ep->provider == Provider::kGitlab ? "GitLab token" : "signature")
-              << " in clear text to " << TerminalSafe(url->host)
-              << ", which is not a loopback address: anyone on the way could "
-              << (ep->provider == Provider::kGitlab ? "use it" : "replay the delivery")
-              << " (use https://, or --insecure to send it anyway)\n";
-    return kExitUsage;
-  }
+  std::optional<HttpUrl> url = Destination(*config, *ep, args, signer != nullptr);
+  if (!url) return kExitUsage;
   Headers headers = SignedHeaders(*ep, signer, body, args.id, args.type);
   if (!args.id.empty()) SetHeader(headers, id_field.source->name, args.id);
   if (!args.type.empty()) SetHeader(headers, type_field.source->name, args.type);
