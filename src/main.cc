@@ -30,7 +30,7 @@ struct Args {
   std::string endpoint, event_id;
   std::string handler, to_handler;  // inbox reassign / drop
   bool show_json = false, show_raw_body = false;
-  std::string send_file, send_url;
+  SendArgs send;
   bool stats_json = false;
   bool purge_dry_run = false, purge_json = false;
   int rc = kExitOk;
@@ -110,10 +110,18 @@ void AddInboxVerbs(CLI::App& app, Args& a) {
 
 void AddToolVerbs(CLI::App& app, Args& a) {
   CLI::App* send = Verb(&app, "send", "sign FILE as the endpoint's provider would and POST it", a,
-                        [&a] { return Send(a.config_path, a.endpoint, a.send_file, a.send_url); });
-  send->add_option("ENDPOINT", a.endpoint)->required();
-  send->add_option("FILE", a.send_file)->required();
-  send->add_option("--url", a.send_url, "where to POST (default: this config's listen + path)");
+                        [&a] { return Send(a.config_path, a.send); });
+  send->add_option("ENDPOINT", a.send.endpoint)->required();
+  send->add_option("FILE", a.send.file)->required();
+  send->add_option("--url", a.send.url, "where to POST (default: this config's listen + path)");
+  send->add_option("--type", a.send.type,
+                   "the event type, where the endpoint reads it from a header (github: "
+                   "X-GitHub-Event); else it belongs in FILE");
+  send->add_option("--id", a.send.id,
+                   "the event id, where the endpoint reads it from a header (github: "
+                   "X-GitHub-Delivery); else it belongs in FILE");
+  send->add_flag("--insecure", a.send.insecure,
+                 "send the signature or token over plain http:// to a host that is not loopback");
 
   Verb(&app, "stats", "counts by endpoint and status", a, [&a] {
     return Stats(a.config_path, a.stats_json);

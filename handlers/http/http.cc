@@ -1,8 +1,9 @@
 // The `http` handler: one POST per attempt through src/http/client.h (this file never sees
-// cpp-httplib), and the mapping of the answer onto an outcome: 2xx ok; 408, 429, 5xx and
-// every transport failure retry (honouring Retry-After, at most an hour); any other status,
-// redirects included (they are not followed), is permanent: asking again will not change it.
-// Re-signing reuses verify's Standard Webhooks Sign() (verify/sign.h, the one header of
+// cpp-httplib), naming the event in X-Hookbox-Event-Type / -Event-Id / -Endpoint headers
+// that configured `headers:` cannot override, and the mapping of the answer onto an outcome: 2xx
+// ok; 408, 429, 5xx and every transport failure retry (honouring Retry-After, at most an hour); any
+// other status, redirects included (they are not followed), is permanent: asking again will not
+// change it. Re-signing reuses verify's Standard Webhooks Sign() (verify/sign.h, the one header of
 // verify/ this file includes), so what the downstream checks is exactly what hookbox itself
 // verifies. The signing secret and configured header values (often credentials) never reach
 // a detail or a log.
@@ -35,6 +36,9 @@ constexpr auto kMaxRetryAfter = std::chrono::hours(1);
 constexpr size_t kDetailBody = 512;
 constexpr const char* kDefaultContentType = "application/json";
 // Set by hookbox on every request (or by the client library); configuring them is a mistake.
+// So is any name under kOwnPrefix, where hookbox names the event (X-Hookbox-Event-Type,
+// X-Hookbox-Event-Id, X-Hookbox-Endpoint): a downstream must be able to trust them.
+constexpr std::string_view kOwnPrefix = "X-Hookbox-";
 constexpr const char* kReservedHeaders[] = {
     "Content-Type", "Content-Length",    "Transfer-Encoding",
     "Host",         "Connection",        "Idempotency-Key",
@@ -118,8 +122,16 @@ class HttpHandler final : public Handler {
       return {
           Outcome::kPermanent, "the event id has control characters: it cannot be a header", {}};
     }
+    if (!IsHeaderValue(event.event_type)) {
+      return {
+          Outcome::kPermanent, "the event type has control characters: it cannot be a header", {}};
+    }
     Headers headers = spec_.headers;
     headers.emplace("Idempotency-Key", event.IdempotencyKey());
+    // So a downstream can route without parsing the body (which may not even be JSON).
+    headers.emplace("X-Hookbox-Event-Type", event.event_type);
+    headers.emplace("X-Hookbox-Event-Id", event.event_id);
+    headers.emplace("X-Hookbox-Endpoint", event.endpoint);
     if (spec_.sign) {
       headers.merge(
           Sign(signer_, *spec_.sign, event.body, std::chrono::system_clock::now(), event.event_id));
@@ -220,8 +232,11 @@ void SpecReader::ReadHeaders(const YAML::Node& node, const std::string& at, Head
       return std::isalnum(static_cast<unsigned char>(c)) ||
              std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
     });
-    bool reserved = std::any_of(std::begin(kReservedHeaders), std::end(kReservedHeaders),
-                                [&](const char* r) { return ::strcasecmp(r, name.c_str()) == 0; });
+    bool reserved =
+        std::any_of(std::begin(kReservedHeaders), std::end(kReservedHeaders),
+                    [&](const char* r) { return ::strcasecmp(r, name.c_str()) == 0; }) ||
+        (name.size() >= kOwnPrefix.size() &&
+         ::strncasecmp(name.c_str(), kOwnPrefix.data(), kOwnPrefix.size()) == 0);
     if (!token) {
       Error(name_at, "not a valid header name");
     } else if (reserved) {
@@ -289,8 +304,15 @@ std::optional<std::chrono::milliseconds> ParseRetryAfter(
     const std::string text(value);
     const char* end = ::strptime(text.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
     if (end == nullptr || *end != '\0') return std::nullopt;
-    auto at = std::chrono::system_clock::from_time_t(::timegm(&tm));
-    delay = std::chrono::ceil<std::chrono::milliseconds>(at - now);
+    const time_t at = ::timegm(&tm);
+    if (at == static_cast<time_t>(-1)) return std::nullopt;
+    // In whole seconds first: system_clock counts nanoseconds, which overflow before 1678
+    // and after 2262, so a date becomes a time_point only once it is known to be near.
+    const time_t from = std::chrono::system_clock::to_time_t(now);
+    if (at < from) return std::nullopt;
+    if (at - from > std::chrono::seconds(kMaxRetryAfter).count() + 1) return kMaxRetryAfter;
+    delay = std::chrono::ceil<std::chrono::milliseconds>(
+        std::chrono::system_clock::from_time_t(at) - now);
   }
   if (delay.count() <= 0) return std::nullopt;
   return std::min<std::chrono::milliseconds>(delay, kMaxRetryAfter);

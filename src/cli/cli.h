@@ -88,8 +88,13 @@ int InboxReassign(const std::string& path, const std::string& endpoint, const st
                   const std::string& to);
 int InboxDrop(const std::string& path, const std::string& endpoint, const std::string& handler);
 
-int Send(const std::string& path, const std::string& endpoint_name, const std::string& file,
-         std::string url_text);  // send.cc
+struct SendArgs {
+  std::string endpoint, file;
+  std::string url;        // "" = this config's listen address and the endpoint's path
+  std::string id, type;   // "" = from FILE's /id and /type, else invented
+  bool insecure = false;  // allow plain http:// to a host that is not loopback
+};
+int Send(const std::string& path, const SendArgs& args);  // send.cc
 
 int Stats(const std::string& path, bool as_json);                // purge.cc
 int Purge(const std::string& path, bool dry_run, bool as_json);  // purge.cc

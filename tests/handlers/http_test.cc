@@ -4,11 +4,16 @@
 
 #include <httplib.h>
 #include <netinet/in.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509v3.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <condition_variable>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -24,6 +29,7 @@ namespace {
 using testing::Build;
 using testing::Event;
 using testing::Quoted;
+using testing::TempDir;
 
 struct Seen {
   std::string body;
@@ -97,6 +103,135 @@ Answer Reply(int status, const std::string& body = "", const Headers& headers = 
     for (const auto& [name, value] : headers) res.set_header(name, value);
     res.set_content(body, "text/plain");
   };
+}
+
+// A downstream that writes `answer` as raw bytes, whatever it is sent: for answers
+// cpp-httplib's server would not write. Serves one connection: it reads the request's head
+// and Content-Length body, writes, and closes (a client that hangs up early ends the write).
+class RawDownstream final {
+ public:
+  explicit RawDownstream(std::string answer) : answer_(std::move(answer)) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), len) == 0);
+    REQUIRE(::listen(listener_, 4) == 0);
+    REQUIRE(::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~RawDownstream() {
+    ::shutdown(listener_, SHUT_RDWR);  // ends an accept() still waiting
+    thread_.join();
+    ::close(listener_);
+  }
+  std::string Url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/hook"; }
+
+ private:
+  void Serve() {
+    const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    timeval tv{10, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    std::string request;
+    char buf[4096];
+    size_t want = std::string::npos;
+    while (request.size() < want) {
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      request.append(buf, static_cast<size_t>(n));
+      const size_t end = request.find("\r\n\r\n");
+      if (want == std::string::npos && end != std::string::npos) {
+        const size_t at = request.find("Content-Length: ");
+        want = end + 4 + (at < end ? std::stoul(request.substr(at + 16)) : 0);
+      }
+    }
+    size_t sent = 0;
+    while (sent < answer_.size()) {
+      const ssize_t n = ::send(fd, answer_.data() + sent, answer_.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) break;
+      sent += static_cast<size_t>(n);
+    }
+    ::close(fd);
+  }
+
+  std::string answer_;
+  int listener_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+// This process's resident memory, in KiB (VmRSS of /proc/self/status).
+long ResidentKiB() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+// A raw answer: `status_line`, then `count` header lines of `line`, then an empty body.
+std::string RawAnswer(const std::string& line, size_t count,
+                      const std::string& status_line = "HTTP/1.1 200 OK") {
+  std::string answer = status_line + "\r\n";
+  answer.reserve(answer.size() + count * (line.size() + 2) + 64);
+  for (size_t i = 0; i < count; ++i) answer += line + "\r\n";
+  return answer + "Content-Length: 0\r\n\r\n";
+}
+
+// A 200 whose head (status line, header lines, the empty line) is exactly `total` bytes.
+std::string AnswerWithHeadOf(size_t total) {
+  const std::string start = "HTTP/1.1 200 OK\r\n", end = "Content-Length: 0\r\n\r\n";
+  std::string answer = start;
+  size_t left = total - start.size() - end.size();
+  for (int i = 0; left > 0; ++i) {
+    // Lines under cpp-httplib's 8 KiB per line; the last one takes what is left (> 100).
+    const size_t line = left > 8100 ? 8000 : left;
+    const std::string name = "X-Pad-" + std::to_string(i) + ": ";
+    answer += name + std::string(line - name.size() - 2, 'a') + "\r\n";
+    left -= line;
+  }
+  return answer + end;
+}
+
+// A self-signed certificate for 127.0.0.1 (a P-256 key), as PEM files in `dir`: the
+// trust anchor of an https downstream, given to the client as SSL_CERT_FILE.
+struct TlsFiles {
+  std::string cert, key;
+};
+TlsFiles SelfSigned(const TempDir& dir) {
+  TlsFiles files{dir / "cert.pem", dir / "key.pem"};
+  EVP_PKEY* key = EVP_EC_gen("P-256");
+  X509* cert = X509_new();
+  X509_set_version(cert, 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
+  X509_gmtime_adj(X509_getm_notBefore(cert), -60);
+  X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
+  X509_set_pubkey(cert, key);
+  X509_NAME* name = X509_get_subject_name(cert);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>("127.0.0.1"), -1, -1, 0);
+  X509_set_issuer_name(cert, name);
+  X509V3_CTX ctx;
+  X509V3_set_ctx_nodb(&ctx);
+  X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
+  X509_EXTENSION* san = X509V3_EXT_conf_nid(nullptr, &ctx, NID_subject_alt_name, "IP:127.0.0.1");
+  X509_add_ext(cert, san, -1);
+  X509_EXTENSION_free(san);
+  X509_sign(cert, key, EVP_sha256());
+  FILE* out = ::fopen(files.cert.c_str(), "w");
+  PEM_write_X509(out, cert);
+  ::fclose(out);
+  out = ::fopen(files.key.c_str(), "w");
+  PEM_write_PrivateKey(out, key, nullptr, nullptr, 0, nullptr, nullptr);
+  ::fclose(out);
+  X509_free(cert);
+  EVP_PKEY_free(key);
+  return files;
 }
 
 std::unique_ptr<Handler> HttpHandlerFor(const std::string& url, const std::string& more = "") {
@@ -206,6 +341,122 @@ TEST_CASE("http: a downstream slower than the timeout is failed, at the timeout"
   CHECK(took < std::chrono::seconds(3));
 }
 
+TEST_CASE("http: an answer of 400,000 headers fails at 64 KiB of head, and memory stays down") {
+  // Issue 29, 9: such a downstream took the daemon from 18 to 206 MB, for good.
+  RawDownstream downstream(RawAnswer("X-Flood: y", 400'000));
+  auto handler = HttpHandlerFor(downstream.Url());
+  const long before = ResidentKiB();
+  const auto started = std::chrono::steady_clock::now();
+  HandlerResult r = handler->Run(Event());
+  const auto took = std::chrono::steady_clock::now() - started;
+  const long after = ResidentKiB();
+  CHECK(r.outcome == Outcome::kFailed);
+  CHECK(r.detail == "POST failed: response head over 64 KiB (timeout 10s)");
+  CHECK(took < std::chrono::seconds(5));
+  INFO("VmRSS " << before << " KiB before, " << after << " KiB after");
+  CHECK(after - before < 16 * 1024);
+}
+
+TEST_CASE("http: an answer head of exactly 64 KiB and 256 header lines is taken; one more is not") {
+  SECTION("64 KiB") {
+    RawDownstream downstream(AnswerWithHeadOf(kMaxReplyHead));
+    CHECK(HttpHandlerFor(downstream.Url())->Run(Event()).outcome == Outcome::kOk);
+  }
+  SECTION("64 KiB and a byte") {
+    RawDownstream downstream(AnswerWithHeadOf(kMaxReplyHead + 1));
+    HandlerResult r = HttpHandlerFor(downstream.Url())->Run(Event());
+    CHECK(r.outcome == Outcome::kFailed);
+    CHECK(r.detail == "POST failed: response head over 64 KiB (timeout 10s)");
+  }
+  SECTION("256 header lines") {  // 255 and Content-Length
+    RawDownstream downstream(RawAnswer("X-A: b", kMaxReplyHeaders - 1));
+    CHECK(HttpHandlerFor(downstream.Url())->Run(Event()).outcome == Outcome::kOk);
+  }
+  SECTION("257 header lines") {
+    RawDownstream downstream(RawAnswer("X-A: b", kMaxReplyHeaders));
+    HandlerResult r = HttpHandlerFor(downstream.Url())->Run(Event());
+    CHECK(r.outcome == Outcome::kFailed);
+    CHECK(r.detail == "POST failed: response has over 256 header lines (timeout 10s)");
+  }
+  SECTION("257 header lines on a 204, which has no body") {
+    RawDownstream downstream(RawAnswer("X-A: b", kMaxReplyHeaders, "HTTP/1.1 204 No Content"));
+    CHECK(HttpHandlerFor(downstream.Url())->Run(Event()).outcome == Outcome::kFailed);
+  }
+}
+
+TEST_CASE("http: https works through the client's own TLS stream, and its head is bounded too") {
+  TempDir dir;
+  const TlsFiles files = SelfSigned(dir);
+  httplib::SSLServer server(files.cert.c_str(), files.key.c_str());
+  std::string seen_body, seen_type;  // written by the server's thread before it answers
+  server.Post("/ok", [&](const httplib::Request& req, httplib::Response& res) {
+    seen_body = req.body;
+    seen_type = req.get_header_value("X-Hookbox-Event-Type");
+    res.status = 200;
+    res.set_content(std::string(100'000, 'b'), "text/plain");  // over kMaxReplyBody
+  });
+  server.Post("/big", [](const httplib::Request&, httplib::Response& res) {
+    for (int i = 0; i < 10; ++i)
+      res.set_header("X-Big-" + std::to_string(i), std::string(7000, 'a'));
+    res.status = 200;
+  });
+  const int port = server.bind_to_any_port("127.0.0.1");
+  std::thread serving([&] { server.listen_after_bind(); });
+  while (!server.is_running()) std::this_thread::yield();
+  ::setenv("SSL_CERT_FILE", files.cert.c_str(), 1);  // OpenSSL's default trust store
+
+  const std::string base = "https://127.0.0.1:" + std::to_string(port);
+  HandlerResult ok = HttpHandlerFor(base + "/ok")->Run(Event("evt_tls", R"({"tls":true})"));
+  HandlerResult big = HttpHandlerFor(base + "/big")->Run(Event());
+  ::unsetenv("SSL_CERT_FILE");
+  HandlerResult untrusted = HttpHandlerFor(base + "/ok")->Run(Event());
+  server.stop();
+  serving.join();
+
+  CHECK(ok.outcome == Outcome::kOk);
+  CHECK(ok.detail == "HTTP 200: " + std::string(512, 'b'));
+  CHECK(seen_body == R"({"tls":true})");
+  CHECK(seen_type == "invoice.paid");
+  CHECK(big.outcome == Outcome::kFailed);
+  CHECK(big.detail == "POST failed: response head over 64 KiB (timeout 10s)");
+  CHECK(untrusted.outcome == Outcome::kFailed);
+  CHECK(untrusted.detail.starts_with("POST failed: TLS certificate verification failed"));
+}
+
+TEST_CASE("http: every POST names the event's type, id and endpoint in X-Hookbox-* headers") {
+  // Issue 29, 9: the type and id reached the downstream only inside the body.
+  Downstream downstream(Reply(200));
+  auto handler = HttpHandlerFor(downstream.Url(), "headers: {X-Token: abc}");
+  HandlerEvent event = Event("evt_h", "not json at all");
+  event.event_type = "customer.created";
+  CHECK(handler->Run(event).outcome == Outcome::kOk);
+  auto seen = downstream.seen();
+  REQUIRE(seen.size() == 1);
+  CHECK(First(seen[0].headers, "X-Hookbox-Event-Type") == "customer.created");
+  CHECK(First(seen[0].headers, "X-Hookbox-Event-Id") == "evt_h");
+  CHECK(First(seen[0].headers, "X-Hookbox-Endpoint") == "ep");
+  CHECK(First(seen[0].headers, "Idempotency-Key") == "ep:evt_h");
+  CHECK(First(seen[0].headers, "X-Token") == "abc");
+
+  // The configured headers cannot stand in for them (or for any X-Hookbox- name).
+  auto built = Build("http", "{url: " + Quoted(downstream.Url()) +
+                                 ", headers: {x-hookbox-event-type: forged, "
+                                 "X-Hookbox-Event-Id: forged, X-Hookbox-Anything: x}}");
+  INFO(built.Errors());
+  CHECK(built.handler == nullptr);
+  CHECK(built.HasError("h.headers.x-hookbox-event-type: is set by hookbox"));
+  CHECK(built.HasError("h.headers.X-Hookbox-Event-Id: is set by hookbox"));
+  CHECK(built.HasError("h.headers.X-Hookbox-Anything: is set by hookbox"));
+}
+
+TEST_CASE("http: an event type that cannot be a header value is permanent, and not sent") {
+  Downstream downstream(Reply(200));
+  HandlerEvent event = Event();
+  event.event_type = "a\r\nX-Injected: 1";
+  CHECK(HttpHandlerFor(downstream.Url())->Run(event).outcome == Outcome::kPermanent);
+  CHECK(downstream.seen().empty());
+}
+
 TEST_CASE("http: sign re-signs as a Standard Webhook that hookbox itself verifies") {
   const std::string secret = "whsec_" + Base64Encode("0123456789abcdef0123456789abcdef");
   Downstream downstream(Reply(204));
@@ -246,6 +497,20 @@ TEST_CASE("http: Retry-After as seconds or an HTTP-date, at most an hour") {
   CHECK_FALSE(ParseRetryAfter("-5", now));
   CHECK_FALSE(ParseRetryAfter("soon", now));
   CHECK_FALSE(ParseRetryAfter("", now));
+}
+
+TEST_CASE("http: a Retry-After date past 2262 is capped at an hour, not overflowed") {
+  // Issue 29, 9: such a date overflowed the nanosecond clock (undefined behaviour), and the
+  // wrapped value was taken as a past date: no delay at all.
+  using std::chrono::seconds;
+  const auto now = std::chrono::system_clock::from_time_t(1'800'000'000);  // 2027
+  CHECK(ParseRetryAfter("Fri, 31 Dec 9999 23:59:59 GMT", now) == seconds(3600));
+  CHECK(ParseRetryAfter("Sat, 12 Apr 2262 00:00:00 GMT", now) == seconds(3600));
+  CHECK(ParseRetryAfter("Wed, 01 Jan 3000 00:00:00 GMT", now) == seconds(3600));
+  CHECK(ParseRetryAfter("Fri, 15 Jan 2027 08:00:30 GMT", now) == seconds(30));
+  CHECK_FALSE(ParseRetryAfter("Thu, 01 Jan 1970 00:00:00 GMT", now));  // past
+  CHECK_FALSE(ParseRetryAfter("Mon, 01 Jan 0001 00:00:00 GMT", now));
+  CHECK_FALSE(ParseRetryAfter("Fri, 31 Dec 99999 23:59:59 GMT", now));
 }
 
 TEST_CASE("http: the factory reports every problem, and never a secret") {
