@@ -316,6 +316,13 @@ TEST_CASE("postgres: a role without CREATE runs the read verbs; they create noth
   }
   CHECK(TablesIn(db, "public") == 0);
 
+  // `inbox clear` and `purge` as the reader, given UPDATE and DELETE as the README says.
+  REQUIRE(db.Query("GRANT UPDATE, DELETE ON ALL TABLES IN SCHEMA " + o + " TO " + reader.name())
+              .empty());
+  CHECK(Run(dir, {"inbox", "clear", "e", "read-2"}, pinned).exit_code == 0);
+  CHECK(Run(dir, {"purge"}, pinned).exit_code == 0);
+  CHECK(db.Count("SELECT count(*) FROM " + o + ".inbox") == 1);
+
   // Behind the binary: the read verb says so, and changes nothing.
   REQUIRE(db.Query("DELETE FROM " + owner.name() +
                    ".schema_migrations WHERE version = (SELECT "
