@@ -46,8 +46,9 @@ bool KnownEndpoint(const Config& c, const std::string& name);
 // What a verb needs of LoadAndOpen.
 struct OpenRequest {
   bool resolve_secrets = false;
-  // Create the database or schema if missing, and migrate it (serve, migrate); the
-  // operator's verbs never create one, so a wrong `database` is exit 2.
+  // Create the database file or tables if missing, and migrate them (serve, migrate). The
+  // operator's verbs only read at open: they never create, migrate or take the write lock,
+  // so a wrong `database`, a schema they cannot find or one behind the binary is exit 2.
   bool create = false;
   // An endpoint the operator named, which must be in the config ("" = none named).
   std::string endpoint = {};

@@ -338,11 +338,17 @@ class Inbox {
 struct InboxOptions {
   std::string database;  // SQLite file path, or a postgres:// / postgresql:// URL
   bool durable = true;   // durability: full (fsync at every commit)
-  bool create = true;    // create the file (SQLite) or the schema (PostgreSQL) if missing
+  // `serve` and `migrate`: create the file (SQLite) or the tables (PostgreSQL) if missing and
+  // apply the migrations this binary has and the database lacks. false, the operator's verbs:
+  // open what exists and only read at open (no write lock, no CREATE privilege, nothing
+  // created); a database without hookbox's tables or behind this binary is Unavailable.
+  bool create = true;
 };
 
-// Opens the backend the database string names and brings its schema up to date.
-// Unavailable when the database cannot be opened or migrated.
+// Opens the backend the database string names; with `create`, brings its schema up to date.
+// On PostgreSQL the schema is resolved once, here, and every connection is pinned to it
+// (DESIGN.md, "Opening the inbox"). Unavailable when the database cannot be opened, migrated
+// or (without `create`) used as it is.
 StatusOr<std::unique_ptr<Inbox>> OpenInbox(const InboxOptions& options,
                                            std::vector<std::string>* applied_migrations = nullptr);
 

@@ -618,6 +618,46 @@ TEST_CASE("opening a database that cannot be opened is Unavailable") {
   CHECK(no_create.status().code() == Status::Code::kUnavailable);
 }
 
+TEST_CASE("opening without create only reads: no write lock, nothing migrated") {
+  TestInbox t;
+  REQUIRE(Accept(t, MakeEvent("r1")) == Verdict::kAccepted);
+  if (!OnPostgres()) {
+    // Another process's write transaction holds the write lock for as long as it runs: the
+    // operator's verbs open and read meanwhile (issue 29: they waited 5 s, then failed).
+    sqlite3* other = nullptr;
+    REQUIRE(sqlite3_open(t.database.c_str(), &other) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(other, "BEGIN IMMEDIATE; UPDATE inbox SET duplicates = 7", nullptr,
+                         nullptr, nullptr) == SQLITE_OK);
+    const auto start = std::chrono::steady_clock::now();
+    auto reader = OpenInbox({t.database, true, /*create=*/false});
+    REQUIRE(reader.ok());
+    auto rows = (*reader)->List({});
+    REQUIRE(rows.ok());
+    CHECK(rows->size() == 1);
+    CHECK(std::chrono::steady_clock::now() - start < 2s);  // the busy timeout is 5 s
+    sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_close(other);
+  }
+  // A database behind this binary: refused, and left as it was.
+  const int64_t recorded = t.Count("SELECT count(*) FROM schema_migrations");
+  t.inbox.reset();
+  const std::string drop_last =
+      "DELETE FROM schema_migrations WHERE version = (SELECT max(version) FROM "
+      "schema_migrations)";
+  if (OnPostgres()) {
+    REQUIRE(t.pg->Query(drop_last).empty());
+  } else {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(t.database.c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, drop_last.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto behind = OpenInbox({t.database, true, /*create=*/false});
+  CHECK(behind.status().code() == Status::Code::kUnavailable);
+  CHECK(behind.status().ToString().find("hookbox migrate") != std::string::npos);
+  CHECK(t.Count("SELECT count(*) FROM schema_migrations") == recorded - 1);
+}
+
 TEST_CASE("migrations are applied once when several replicas start at once") {
   TestInbox t;
   const int64_t recorded = t.Count("SELECT count(*) FROM schema_migrations");

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <thread>
+#include <vector>
 
 namespace hookbox::sqlite {
 
@@ -58,7 +59,13 @@ StatusOr<std::unique_ptr<Db>> Db::Open(const std::string& path, bool create, boo
   // WAL: readers (CLI, workers) never block the writer. synchronous=FULL fsyncs the WAL at
   // every commit, so a 200 survives power loss; NORMAL may lose the last commits.
   const char* sync = durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL";
-  for (const char* pragma : {"PRAGMA journal_mode=WAL", sync, "PRAGMA foreign_keys=ON"}) {
+  // WAL is a property of the file, kept across connections: set by whoever may create it
+  // (`serve`, `migrate`). Without `create` (the operator's verbs, the inbox's reader and
+  // checkpointer) the file's own mode stands, so a read verb changes nothing in a file that
+  // turns out not to be hookbox's, not even its journal mode.
+  std::vector<const char*> pragmas = {sync, "PRAGMA foreign_keys=ON"};
+  if (create) pragmas.insert(pragmas.begin(), "PRAGMA journal_mode=WAL");
+  for (const char* pragma : pragmas) {
     // Switching a new file to WAL needs an exclusive lock, and SQLite answers BUSY without
     // calling the busy handler when it cannot wait without risking a deadlock (several
     // processes opening one new database at once): retried here, for as long as the busy

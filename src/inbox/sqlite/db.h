@@ -74,8 +74,9 @@ class Stmt final {
 
 class Db final {
  public:
-  // Opens (and with `create`, creates) the file; sets WAL, busy_timeout, foreign keys and
-  // the synchronous level. Unavailable when it cannot.
+  // Opens (and with `create`, creates) the file; sets busy_timeout, foreign keys and the
+  // synchronous level, and with `create` WAL (a file's journal mode is otherwise left as it
+  // is: WAL persists in the file). Unavailable when it cannot.
   static StatusOr<std::unique_ptr<Db>> Open(const std::string& path, bool create, bool durable);
   ~Db();
 

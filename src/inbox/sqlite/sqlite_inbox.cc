@@ -30,7 +30,38 @@ using sqlite::Db;
   if (!var##_or.ok()) return var##_or.status(); \
   auto& var = *var##_or.value()
 
+// The highest migration recorded in the file, read without a write lock; 0 when the file has
+// no hookbox tables (a new file, or another program's).
+StatusOr<int64_t> SchemaVersion(Db& db) {
+  Status s;
+  {
+    HOOKBOX_PREPARE(q, db,
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+                    " AND name IN ('schema_migrations', 'inbox')");
+    const bool has_tables = q.Step(&s) && q.Int(0) == 2;
+    if (!s.ok()) return s;
+    if (!has_tables) return int64_t{0};
+  }
+  HOOKBOX_PREPARE(q, db, "SELECT coalesce(max(version), 0) FROM schema_migrations");
+  int64_t version = 0;
+  if (q.Step(&s)) version = q.Int(0);
+  if (!s.ok()) return s;
+  return version;
+}
+
+int64_t LatestMigration() {
+  int64_t latest = 0;
+  for (const Migration& m : kSqliteMigrations) latest = std::max<int64_t>(latest, m.version);
+  return latest;
+}
+
+// `serve` and `migrate`: applies what is missing in one BEGIN IMMEDIATE transaction. A file
+// already up to date is only read, so a daemon starting while a shell's `purge` holds the
+// write lock does not wait for it.
 Status Migrate(Db& db, std::vector<std::string>* applied) {
+  auto before = SchemaVersion(db);
+  if (!before.ok()) return before.status();
+  if (*before >= LatestMigration()) return Status::Ok();
   Status s = db.Exec(
       "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
       "name TEXT NOT NULL, applied_at TEXT NOT NULL)");
@@ -39,6 +70,7 @@ Status Migrate(Db& db, std::vector<std::string>* applied) {
   if (s = tx.Begin(); !s.ok()) return s;
   int64_t current = 0;
   {
+    // Again under the lock: another process may have migrated since the read above.
     HOOKBOX_PREPARE(q, db, "SELECT coalesce(max(version), 0) FROM schema_migrations");
     if (q.Step(&s)) current = q.Int(0);
     if (!s.ok()) return s;
@@ -55,6 +87,26 @@ Status Migrate(Db& db, std::vector<std::string>* applied) {
     if (applied) applied->push_back(m.name);
   }
   return tx.Commit();
+}
+
+// The operator's verbs (issue 29): a read of the schema's version, never BEGIN IMMEDIATE, so
+// they work while another process holds the write lock. A file without hookbox's tables, or
+// whose migrations are behind this binary (its statements may use what they add), is refused
+// and left as it is.
+Status CheckSchema(Db& db, const std::string& path) {
+  auto version = SchemaVersion(db);
+  if (!version.ok()) return version.status();
+  if (*version == 0) {
+    return Status::Unavailable("no hookbox tables in the database",
+                               path + ": run `hookbox migrate` first (or `serve`)");
+  }
+  if (*version < LatestMigration()) {
+    return Status::Unavailable("the database's schema is behind this hookbox",
+                               path + " has migration " + std::to_string(*version) +
+                                   ", this hookbox needs " + std::to_string(LatestMigration()) +
+                                   ": run `hookbox migrate` (or start `serve`, which migrates)");
+  }
+  return Status::Ok();
 }
 
 // Runs a statement that returns no rows (SAVEPOINT, RELEASE) as a cached prepared statement:
@@ -1162,7 +1214,9 @@ StatusOr<std::unique_ptr<Inbox>> OpenSqliteInbox(const InboxOptions& options,
   auto writer = Db::Open(options.database, options.create, options.durable);
   if (!writer.ok()) return writer.status();
   sqlite3_busy_handler((*writer)->raw(), &PollForWriteLock, nullptr);  // replaces busy_timeout
-  if (Status s = Migrate(**writer, applied); !s.ok()) {
+  if (!options.create) {
+    if (Status s = CheckSchema(**writer, options.database); !s.ok()) return s;
+  } else if (Status s = Migrate(**writer, applied); !s.ok()) {
     return Status::Unavailable("cannot migrate database", s.ToString());
   }
   // The SAVEPOINT of each write keeps the original of every page the write changes in a
