@@ -1,11 +1,15 @@
 // The watch over running `exec` children (see children.h): one thread, one epoll set. Only
-// that thread touches a child once it is watched; Add() only inserts it under the lock.
+// that thread touches a child once it is watched; Add() only starts and inserts it under the
+// lock. Every waitpid of the process's children happens under that lock too (Spawn's reaping
+// of a child that could not start included), so the sweep and the watch never race to reap.
 #include "handlers/exec/children.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,9 +17,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -67,6 +74,47 @@ class OutputTail final {
   size_t total_ = 0;
 };
 
+// A process's ids, from /proc/<pid>/stat.
+struct ProcessIds {
+  pid_t pid = 0;
+  pid_t ppid = 0;
+  pid_t pgid = 0;
+};
+
+// The processes whose parent is `parent`, read from /proc (each /proc/<pid>/stat: its state
+// after the command name, which may hold spaces and parentheses, so after the last ')').
+// A process that ends while it is read is left out; one reparented to `parent` while it is
+// read may be too, which the sweep's looking again covers (children.h).
+std::vector<ProcessIds> ChildrenOf(pid_t parent) {
+  std::vector<ProcessIds> found;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return found;
+  while (const dirent* entry = ::readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(entry->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    const std::string path = "/proc/" + std::string(entry->d_name) + "/stat";
+    Fd stat(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!stat.is_open()) continue;
+    char buffer[512];
+    const ssize_t n = ::read(stat.get(), buffer, sizeof buffer - 1);
+    if (n <= 0) continue;
+    std::string_view text(buffer, static_cast<size_t>(n));
+    const size_t paren = text.rfind(')');
+    if (paren == std::string_view::npos) continue;
+    std::string rest(text.substr(paren + 1));  // " S ppid pgrp session ..."
+    char state = 0;
+    long ppid = 0, pgid = 0;
+    if (std::sscanf(rest.c_str(), " %c %ld %ld", &state, &ppid, &pgid) != 3) continue;
+    if (ppid == parent) {
+      found.push_back(
+          {static_cast<pid_t>(pid), static_cast<pid_t>(ppid), static_cast<pid_t>(pgid)});
+    }
+  }
+  ::closedir(proc);
+  return found;
+}
+
 struct Child {
   WatchedChild w;
   Fd exited;  // the pidfd: readable once the child has exited
@@ -97,16 +145,25 @@ class Watch final {
     return w;
   }
 
-  void Add(WatchedChild w) {
+  Spawned Add(const SpawnRequest& request, WatchedChild w) {
     auto child = std::make_unique<Child>();
     child->w = std::move(w);
-    child->exited.Reset(static_cast<int>(::syscall(SYS_pidfd_open, child->w.pid, 0)));
-    for (Fd* fd : {&child->w.stdin_write, &child->w.output}) {
-      if (fd->is_open()) ::fcntl(fd->get(), F_SETFL, ::fcntl(fd->get(), F_GETFL) | O_NONBLOCK);
-    }
-    if (child->w.input.empty()) child->w.stdin_write.Close();
+    Spawned spawned;
     {
       std::lock_guard lock(mu_);
+      if (stopped_) {
+        spawned.error = ESHUTDOWN;
+        return spawned;
+      }
+      // Under the lock: a sweep cannot see the child before it is in children_.
+      spawned = Spawn(request);
+      if (spawned.pid <= 0) return spawned;
+      child->w.pid = spawned.pid;
+      child->exited.Reset(static_cast<int>(::syscall(SYS_pidfd_open, child->w.pid, 0)));
+      for (Fd* fd : {&child->w.stdin_write, &child->w.output}) {
+        if (fd->is_open()) ::fcntl(fd->get(), F_SETFL, ::fcntl(fd->get(), F_GETFL) | O_NONBLOCK);
+      }
+      if (child->w.input.empty()) child->w.stdin_write.Close();
       const uint64_t id = next_id_++;
       Register(id, kStdin, child->w.stdin_write, EPOLLOUT);
       Register(id, kOutput, child->w.output, EPOLLIN);
@@ -115,6 +172,21 @@ class Watch final {
     }
     const uint64_t one = 1;
     (void)!::write(wake_.get(), &one, sizeof one);  // its deadline may be the nearest now
+    return spawned;
+  }
+
+  void KillAll() {
+    std::lock_guard lock(mu_);
+    stopped_ = true;
+    for (auto& [id, c] : children_) {
+      ::kill(-c->w.pid, SIGKILL);
+      ::kill(c->w.pid, SIGKILL);  // in case it left its group
+    }
+    // Dead but not reaped: what they started is this process's now, and the sweep takes it.
+    for (auto& [id, c] : children_) WaitForExit(c->w.pid);
+    SweepLeftovers();
+    for (auto& [id, c] : children_) ReapNow(c->w.pid);
+    children_.clear();
   }
 
  private:
@@ -161,18 +233,22 @@ class Watch final {
     }
   }
 
-  // The child's exit, if it has exited; its end then goes to *ended.
+  // The child's exit, if it has exited; its tree is then ended and its end goes to *ended.
   bool Reap(Child& c, std::vector<std::pair<WatchedChild, ChildEnd>>* ended) {
-    int status = 0;
-    pid_t r;
+    siginfo_t info{};
+    int r;
     do {
-      r = ::waitpid(c.w.pid, &status, WNOHANG);
+      // WNOWAIT: a zombie keeps its id (and its group's) from reuse until EndTree is done.
+      r = ::waitid(P_PID, c.w.pid, &info, WEXITED | WNOHANG | WNOWAIT);
     } while (r < 0 && errno == EINTR);
-    if (r == 0) return false;
-    Drain(c);  // everything it wrote is in the pipe by now
+    if (r == 0 && info.si_pid == 0) return false;
     ChildEnd end;
-    end.status_lost = r < 0;
-    end.wait_status = status;
+    end.status_lost = r < 0;  // ECHILD: the kernel reaped it (SIGCHLD ignored)
+    if (!end.status_lost) {
+      EndTree(c);
+      end.wait_status = ReapNow(c.w.pid);
+    }
+    Drain(c);  // its writers are all dead: everything written is in the pipe
     End(c, std::move(end), ended);
     return true;
   }
@@ -180,16 +256,63 @@ class Watch final {
   // Timed out, not reaped yet, so its pid (= the group id) cannot have been reused.
   void Kill(Child& c, std::vector<std::pair<WatchedChild, ChildEnd>>* ended) {
     ::kill(-c.w.pid, SIGKILL);
-    int status = 0;
-    while (::waitpid(c.w.pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    WaitForExit(c.w.pid);
+    EndTree(c);
+    ReapNow(c.w.pid);
     Drain(c);
     ChildEnd end;
     end.timed_out = true;
     End(c, std::move(end), ended);
   }
 
+  // `c` has exited and is not reaped: SIGKILLs what is left of its group, then sweeps what
+  // it left outside the group (children.h).
+  void EndTree(const Child& c) {
+    ::kill(-c.w.pid, SIGKILL);
+    SweepLeftovers();
+  }
+
+  // Kills and reaps every child of this process that is not a watched one, again until none
+  // is left (children.h says why these are exactly the leftovers of ended attempts). Only in
+  // a subreaper. Called under mu_.
+  void SweepLeftovers() {
+    int subreaper = 0;
+    if (::prctl(PR_GET_CHILD_SUBREAPER, &subreaper) != 0 || subreaper == 0) return;
+    std::set<pid_t> watched;
+    for (const auto& [id, c] : children_) watched.insert(c->w.pid);
+    for (;;) {
+      std::vector<ProcessIds> leftovers;
+      for (const ProcessIds& p : ChildrenOf(::getpid())) {
+        if (watched.count(p.pid) == 0) leftovers.push_back(p);
+      }
+      if (leftovers.empty()) return;
+      // A child of ours stays ours, and its id (and, while it leads it, its group's) stays
+      // unused, until we reap it: these kills cannot reach a stranger.
+      for (const ProcessIds& p : leftovers) {
+        if (p.pgid == p.pid) ::kill(-p.pid, SIGKILL);
+        ::kill(p.pid, SIGKILL);
+      }
+      for (const ProcessIds& p : leftovers) ReapNow(p.pid);
+    }
+  }
+
+  // Blocks until `pid` (a child) has exited, without reaping it.
+  static void WaitForExit(pid_t pid) {
+    siginfo_t info{};
+    while (::waitid(P_PID, pid, &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+    }
+  }
+
+  // Reaps `pid` (a child that has exited or was SIGKILLed): its wait status, 0 if lost.
+  static int ReapNow(pid_t pid) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return status;
+  }
+
   void End(Child& c, ChildEnd end, std::vector<std::pair<WatchedChild, ChildEnd>>* ended) {
+    end.pid = c.w.pid;
     end.output = c.out.Text();
     Unregister(c.w.stdin_write);
     Unregister(c.w.output);
@@ -264,9 +387,10 @@ class Watch final {
 
   Fd epoll_;
   Fd wake_;
-  std::mutex mu_;  // guards children_ and next_id_
+  std::mutex mu_;  // guards everything below, and every waitpid of the process's children
   std::map<uint64_t, std::unique_ptr<Child>> children_;
   uint64_t next_id_ = 1;
+  bool stopped_ = false;  // KillAll ran: nothing more is started
 };
 
 // The process's watch: made on first use, never destroyed (its thread runs to the end). A
@@ -293,9 +417,14 @@ int PrepareWatch() {
   return TheWatch(&error) == nullptr ? error : 0;
 }
 
-void WatchChild(WatchedChild child) {
+Spawned SpawnWatched(const SpawnRequest& request, WatchedChild child) {
   int error = 0;
-  TheWatch(&error)->Add(std::move(child));
+  return TheWatch(&error)->Add(request, std::move(child));
+}
+
+void KillWatchedChildren() {
+  std::lock_guard lock(watch_mu);
+  if (the_watch != nullptr && watch_pid == ::getpid()) the_watch->KillAll();
 }
 
 }  // namespace hookbox
