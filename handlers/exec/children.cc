@@ -74,45 +74,76 @@ class OutputTail final {
   size_t total_ = 0;
 };
 
-// A process's ids, from /proc/<pid>/stat.
+// A child of this process and its group.
 struct ProcessIds {
   pid_t pid = 0;
-  pid_t ppid = 0;
   pid_t pgid = 0;
 };
 
-// The processes whose parent is `parent`, read from /proc (each /proc/<pid>/stat: its state
-// after the command name, which may hold spaces and parentheses, so after the last ')').
-// A process that ends while it is read is left out; one reparented to `parent` while it is
-// read may be too, which the sweep's looking again covers (children.h).
-std::vector<ProcessIds> ChildrenOf(pid_t parent) {
-  std::vector<ProcessIds> found;
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return found;
-  while (const dirent* entry = ::readdir(proc)) {
-    char* end = nullptr;
-    const long pid = std::strtol(entry->d_name, &end, 10);
-    if (pid <= 0 || *end != '\0') continue;
-    const std::string path = "/proc/" + std::string(entry->d_name) + "/stat";
-    Fd stat(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!stat.is_open()) continue;
-    char buffer[512];
-    const ssize_t n = ::read(stat.get(), buffer, sizeof buffer - 1);
-    if (n <= 0) continue;
-    std::string_view text(buffer, static_cast<size_t>(n));
-    const size_t paren = text.rfind(')');
-    if (paren == std::string_view::npos) continue;
-    std::string rest(text.substr(paren + 1));  // " S ppid pgrp session ..."
-    char state = 0;
-    long ppid = 0, pgid = 0;
-    if (std::sscanf(rest.c_str(), " %c %ld %ld", &state, &ppid, &pgid) != 3) continue;
-    if (ppid == parent) {
-      found.push_back(
-          {static_cast<pid_t>(pid), static_cast<pid_t>(ppid), static_cast<pid_t>(pgid)});
-    }
+// The pids in a file of decimal numbers separated by spaces (/proc/self/task/*/children).
+void ReadPids(const std::string& path, std::set<pid_t>* pids) {
+  Fd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!file.is_open()) return;
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(file.get(), buffer, sizeof buffer)) > 0;) {
+    text.append(buffer, static_cast<size_t>(n));
   }
-  ::closedir(proc);
-  return found;
+  const char* p = text.c_str();
+  for (char* end = nullptr;; p = end) {
+    const long pid = std::strtol(p, &end, 10);
+    if (end == p) break;
+    if (pid > 0) pids->insert(static_cast<pid_t>(pid));
+  }
+}
+
+// This process's children, from two sources: each of its threads' `children` list (a
+// child's own /proc entry may be hidden: with hidepid=invisible, ProtectProc=invisible in
+// the unit, a non-dumpable one such as ssh-agent is), and the ppid field of every
+// /proc/<pid>/stat (kernels without CONFIG_PROC_CHILDREN; the field comes after the command
+// name, which may hold spaces and parentheses, so after the last ')'). Neither is a
+// snapshot: a child reparented here while they are read may be missed, which the sweep's
+// looking again covers (children.h).
+std::vector<ProcessIds> ChildrenOfThisProcess() {
+  const pid_t self = ::getpid();
+  std::set<pid_t> pids;
+  if (DIR* tasks = ::opendir("/proc/self/task")) {
+    while (const dirent* entry = ::readdir(tasks)) {
+      if (entry->d_name[0] == '.') continue;
+      ReadPids("/proc/self/task/" + std::string(entry->d_name) + "/children", &pids);
+    }
+    ::closedir(tasks);
+  }
+  if (DIR* proc = ::opendir("/proc")) {
+    while (const dirent* entry = ::readdir(proc)) {
+      char* end = nullptr;
+      const long pid = std::strtol(entry->d_name, &end, 10);
+      if (pid <= 0 || *end != '\0') continue;
+      Fd stat(
+          ::open(("/proc/" + std::string(entry->d_name) + "/stat").c_str(), O_RDONLY | O_CLOEXEC));
+      if (!stat.is_open()) continue;
+      char buffer[512];
+      const ssize_t n = ::read(stat.get(), buffer, sizeof buffer - 1);
+      if (n <= 0) continue;
+      std::string_view text(buffer, static_cast<size_t>(n));
+      const size_t paren = text.rfind(')');
+      if (paren == std::string_view::npos) continue;
+      const std::string rest(text.substr(paren + 1));  // " S ppid pgrp session ..."
+      char state = 0;
+      long ppid = 0;
+      if (std::sscanf(rest.c_str(), " %c %ld", &state, &ppid) != 2) continue;
+      if (ppid == self) pids.insert(static_cast<pid_t>(pid));
+    }
+    ::closedir(proc);
+  }
+  std::vector<ProcessIds> children;
+  for (pid_t pid : pids) {
+    // getpgid needs no /proc entry. A child of ours stays unreaped (and so keeps its id)
+    // until we reap it; one that fails here was not ours after all.
+    const pid_t pgid = ::getpgid(pid);
+    if (pgid > 0) children.push_back({pid, pgid});
+  }
+  return children;
 }
 
 struct Child {
@@ -282,7 +313,7 @@ class Watch final {
     for (const auto& [id, c] : children_) watched.insert(c->w.pid);
     for (;;) {
       std::vector<ProcessIds> leftovers;
-      for (const ProcessIds& p : ChildrenOf(::getpid())) {
+      for (const ProcessIds& p : ChildrenOfThisProcess()) {
         if (watched.count(p.pid) == 0) leftovers.push_back(p);
       }
       if (leftovers.empty()) return;
