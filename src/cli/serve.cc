@@ -1,4 +1,4 @@
-// `hookbox serve`: the daemon. Serve() reads as the list of steps it takes — config,
+// `hookbox serve`: the daemon. Serve() reads as the list of steps it takes — process, config,
 // descriptors, open and migrate, handlers, dispatcher, receiver, purge, listeners, READY,
 // then wait for signals — and Daemon holds the running parts. Here too: the admin port's
 // answers (/healthz, /readyz, /metrics, and the console's pages from console/), the queue
