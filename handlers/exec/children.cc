@@ -80,10 +80,11 @@ struct ProcessIds {
   pid_t pgid = 0;
 };
 
-// The pids in a file of decimal numbers separated by spaces (/proc/self/task/*/children).
-void ReadPids(const std::string& path, std::set<pid_t>* pids) {
+// The pids in a file of decimal numbers separated by spaces (/proc/self/task/*/children);
+// false when it cannot be opened.
+bool ReadPids(const std::string& path, std::set<pid_t>* pids) {
   Fd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!file.is_open()) return;
+  if (!file.is_open()) return false;
   std::string text;
   char buffer[4096];
   for (ssize_t n; (n = ::read(file.get(), buffer, sizeof buffer)) > 0;) {
@@ -95,26 +96,32 @@ void ReadPids(const std::string& path, std::set<pid_t>* pids) {
     if (end == p) break;
     if (pid > 0) pids->insert(static_cast<pid_t>(pid));
   }
+  return true;
 }
 
-// This process's children, from two sources: each of its threads' `children` list (a
-// child's own /proc entry may be hidden: with hidepid=invisible, ProtectProc=invisible in
-// the unit, a non-dumpable one such as ssh-agent is), and the ppid field of every
-// /proc/<pid>/stat (kernels without CONFIG_PROC_CHILDREN; the field comes after the command
-// name, which may hold spaces and parentheses, so after the last ')'). Neither is a
-// snapshot: a child reparented here while they are read may be missed, which the sweep's
-// looking again covers (children.h).
+// This process's children: each of its threads' `children` list, which costs a read per
+// thread and shows even a child whose own /proc entry is hidden (with hidepid=invisible,
+// ProtectProc=invisible in the unit, a non-dumpable one such as ssh-agent is). Kernels
+// without CONFIG_PROC_CHILDREN have no such list: then the ppid field of every
+// /proc/<pid>/stat (after the command name, which may hold spaces and parentheses, so after
+// the last ')'). Neither is a snapshot: a child reparented here while they are read may be
+// missed, which the sweep's looking again covers (children.h). Nothing else goes missing:
+// only the watch starts and reaps children, under its lock, and the kernel hands orphans to
+// the main thread, which lives as long as the process (a thread that exits hands its own
+// children, which the watch started, to another).
 std::vector<ProcessIds> ChildrenOfThisProcess() {
   const pid_t self = ::getpid();
   std::set<pid_t> pids;
+  bool listed = false;
   if (DIR* tasks = ::opendir("/proc/self/task")) {
     while (const dirent* entry = ::readdir(tasks)) {
       if (entry->d_name[0] == '.') continue;
-      ReadPids("/proc/self/task/" + std::string(entry->d_name) + "/children", &pids);
+      listed |= ReadPids("/proc/self/task/" + std::string(entry->d_name) + "/children", &pids);
     }
     ::closedir(tasks);
   }
-  if (DIR* proc = ::opendir("/proc")) {
+  DIR* proc = listed ? nullptr : ::opendir("/proc");
+  if (proc != nullptr) {
     while (const dirent* entry = ::readdir(proc)) {
       char* end = nullptr;
       const long pid = std::strtol(entry->d_name, &end, 10);
@@ -138,8 +145,11 @@ std::vector<ProcessIds> ChildrenOfThisProcess() {
   }
   std::vector<ProcessIds> children;
   for (pid_t pid : pids) {
-    // getpgid needs no /proc entry. A child of ours stays unreaped (and so keeps its id)
-    // until we reap it; one that fails here was not ours after all.
+    // The kernel's word that it is our child (ECHILD otherwise), whatever /proc said: only
+    // then may the sweep kill it. It stays ours, its id unused by another, until we reap
+    // it. getpgid needs no /proc entry.
+    siginfo_t info{};
+    if (::waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0) continue;
     const pid_t pgid = ::getpgid(pid);
     if (pgid > 0) children.push_back({pid, pgid});
   }
