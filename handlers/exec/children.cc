@@ -1,11 +1,15 @@
 // The watch over running `exec` children (see children.h): one thread, one epoll set. Only
-// that thread touches a child once it is watched; Add() only inserts it under the lock.
+// that thread touches a child once it is watched; Add() only starts and inserts it under the
+// lock. Every waitpid of the process's children happens under that lock too (Spawn's reaping
+// of a child that could not start included), so the sweep and the watch never race to reap.
 #include "handlers/exec/children.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,9 +17,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -67,6 +74,88 @@ class OutputTail final {
   size_t total_ = 0;
 };
 
+// A child of this process and its group.
+struct ProcessIds {
+  pid_t pid = 0;
+  pid_t pgid = 0;
+};
+
+// The pids in a file of decimal numbers separated by spaces (/proc/self/task/*/children);
+// false when it cannot be opened.
+bool ReadPids(const std::string& path, std::set<pid_t>* pids) {
+  Fd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!file.is_open()) return false;
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(file.get(), buffer, sizeof buffer)) > 0;) {
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  const char* p = text.c_str();
+  for (char* end = nullptr;; p = end) {
+    const long pid = std::strtol(p, &end, 10);
+    if (end == p) break;
+    if (pid > 0) pids->insert(static_cast<pid_t>(pid));
+  }
+  return true;
+}
+
+// This process's children: each of its threads' `children` list, which costs a read per
+// thread and shows even a child whose own /proc entry is hidden (with hidepid=invisible,
+// ProtectProc=invisible in the unit, a non-dumpable one such as ssh-agent is). Kernels
+// without CONFIG_PROC_CHILDREN have no such list: then the ppid field of every
+// /proc/<pid>/stat (after the command name, which may hold spaces and parentheses, so after
+// the last ')'). Neither is a snapshot: a child reparented here while they are read may be
+// missed, which the sweep's looking again covers (children.h). Nothing else goes missing:
+// only the watch starts and reaps children, under its lock, and the kernel hands orphans to
+// the main thread, which lives as long as the process (a thread that exits hands its own
+// children, which the watch started, to another).
+std::vector<ProcessIds> ChildrenOfThisProcess() {
+  const pid_t self = ::getpid();
+  std::set<pid_t> pids;
+  bool listed = false;
+  if (DIR* tasks = ::opendir("/proc/self/task")) {
+    while (const dirent* entry = ::readdir(tasks)) {
+      if (entry->d_name[0] == '.') continue;
+      listed |= ReadPids("/proc/self/task/" + std::string(entry->d_name) + "/children", &pids);
+    }
+    ::closedir(tasks);
+  }
+  DIR* proc = listed ? nullptr : ::opendir("/proc");
+  if (proc != nullptr) {
+    while (const dirent* entry = ::readdir(proc)) {
+      char* end = nullptr;
+      const long pid = std::strtol(entry->d_name, &end, 10);
+      if (pid <= 0 || *end != '\0') continue;
+      Fd stat(
+          ::open(("/proc/" + std::string(entry->d_name) + "/stat").c_str(), O_RDONLY | O_CLOEXEC));
+      if (!stat.is_open()) continue;
+      char buffer[512];
+      const ssize_t n = ::read(stat.get(), buffer, sizeof buffer - 1);
+      if (n <= 0) continue;
+      std::string_view text(buffer, static_cast<size_t>(n));
+      const size_t paren = text.rfind(')');
+      if (paren == std::string_view::npos) continue;
+      const std::string rest(text.substr(paren + 1));  // " S ppid pgrp session ..."
+      char state = 0;
+      long ppid = 0;
+      if (std::sscanf(rest.c_str(), " %c %ld", &state, &ppid) != 2) continue;
+      if (ppid == self) pids.insert(static_cast<pid_t>(pid));
+    }
+    ::closedir(proc);
+  }
+  std::vector<ProcessIds> children;
+  for (pid_t pid : pids) {
+    // The kernel's word that it is our child (ECHILD otherwise), whatever /proc said: only
+    // then may the sweep kill it. It stays ours, its id unused by another, until we reap
+    // it. getpgid needs no /proc entry.
+    siginfo_t info{};
+    if (::waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0) continue;
+    const pid_t pgid = ::getpgid(pid);
+    if (pgid > 0) children.push_back({pid, pgid});
+  }
+  return children;
+}
+
 struct Child {
   WatchedChild w;
   Fd exited;  // the pidfd: readable once the child has exited
@@ -97,16 +186,25 @@ class Watch final {
     return w;
   }
 
-  void Add(WatchedChild w) {
+  Spawned Add(const SpawnRequest& request, WatchedChild w) {
     auto child = std::make_unique<Child>();
     child->w = std::move(w);
-    child->exited.Reset(static_cast<int>(::syscall(SYS_pidfd_open, child->w.pid, 0)));
-    for (Fd* fd : {&child->w.stdin_write, &child->w.output}) {
-      if (fd->is_open()) ::fcntl(fd->get(), F_SETFL, ::fcntl(fd->get(), F_GETFL) | O_NONBLOCK);
-    }
-    if (child->w.input.empty()) child->w.stdin_write.Close();
+    Spawned spawned;
     {
       std::lock_guard lock(mu_);
+      if (stopped_) {
+        spawned.error = ESHUTDOWN;
+        return spawned;
+      }
+      // Under the lock: a sweep cannot see the child before it is in children_.
+      spawned = Spawn(request);
+      if (spawned.pid <= 0) return spawned;
+      child->w.pid = spawned.pid;
+      child->exited.Reset(static_cast<int>(::syscall(SYS_pidfd_open, child->w.pid, 0)));
+      for (Fd* fd : {&child->w.stdin_write, &child->w.output}) {
+        if (fd->is_open()) ::fcntl(fd->get(), F_SETFL, ::fcntl(fd->get(), F_GETFL) | O_NONBLOCK);
+      }
+      if (child->w.input.empty()) child->w.stdin_write.Close();
       const uint64_t id = next_id_++;
       Register(id, kStdin, child->w.stdin_write, EPOLLOUT);
       Register(id, kOutput, child->w.output, EPOLLIN);
@@ -115,6 +213,21 @@ class Watch final {
     }
     const uint64_t one = 1;
     (void)!::write(wake_.get(), &one, sizeof one);  // its deadline may be the nearest now
+    return spawned;
+  }
+
+  void KillAll() {
+    std::lock_guard lock(mu_);
+    stopped_ = true;
+    for (auto& [id, c] : children_) {
+      ::kill(-c->w.pid, SIGKILL);
+      ::kill(c->w.pid, SIGKILL);  // in case it left its group
+    }
+    // Dead but not reaped: what they started is this process's now, and the sweep takes it.
+    for (auto& [id, c] : children_) WaitForExit(c->w.pid);
+    SweepLeftovers();
+    for (auto& [id, c] : children_) ReapNow(c->w.pid);
+    children_.clear();
   }
 
  private:
@@ -161,18 +274,22 @@ class Watch final {
     }
   }
 
-  // The child's exit, if it has exited; its end then goes to *ended.
+  // The child's exit, if it has exited; its tree is then ended and its end goes to *ended.
   bool Reap(Child& c, std::vector<std::pair<WatchedChild, ChildEnd>>* ended) {
-    int status = 0;
-    pid_t r;
+    siginfo_t info{};
+    int r;
     do {
-      r = ::waitpid(c.w.pid, &status, WNOHANG);
+      // WNOWAIT: a zombie keeps its id (and its group's) from reuse until EndTree is done.
+      r = ::waitid(P_PID, c.w.pid, &info, WEXITED | WNOHANG | WNOWAIT);
     } while (r < 0 && errno == EINTR);
-    if (r == 0) return false;
-    Drain(c);  // everything it wrote is in the pipe by now
+    if (r == 0 && info.si_pid == 0) return false;
     ChildEnd end;
-    end.status_lost = r < 0;
-    end.wait_status = status;
+    end.status_lost = r < 0;  // ECHILD: the kernel reaped it (SIGCHLD ignored)
+    if (!end.status_lost) {
+      EndTree(c);
+      end.wait_status = ReapNow(c.w.pid);
+    }
+    Drain(c);  // its writers are all dead: everything written is in the pipe
     End(c, std::move(end), ended);
     return true;
   }
@@ -180,16 +297,63 @@ class Watch final {
   // Timed out, not reaped yet, so its pid (= the group id) cannot have been reused.
   void Kill(Child& c, std::vector<std::pair<WatchedChild, ChildEnd>>* ended) {
     ::kill(-c.w.pid, SIGKILL);
-    int status = 0;
-    while (::waitpid(c.w.pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    WaitForExit(c.w.pid);
+    EndTree(c);
+    ReapNow(c.w.pid);
     Drain(c);
     ChildEnd end;
     end.timed_out = true;
     End(c, std::move(end), ended);
   }
 
+  // `c` has exited and is not reaped: SIGKILLs what is left of its group, then sweeps what
+  // it left outside the group (children.h).
+  void EndTree(const Child& c) {
+    ::kill(-c.w.pid, SIGKILL);
+    SweepLeftovers();
+  }
+
+  // Kills and reaps every child of this process that is not a watched one, again until none
+  // is left (children.h says why these are exactly the leftovers of ended attempts). Only in
+  // a subreaper. Called under mu_.
+  void SweepLeftovers() {
+    int subreaper = 0;
+    if (::prctl(PR_GET_CHILD_SUBREAPER, &subreaper) != 0 || subreaper == 0) return;
+    std::set<pid_t> watched;
+    for (const auto& [id, c] : children_) watched.insert(c->w.pid);
+    for (;;) {
+      std::vector<ProcessIds> leftovers;
+      for (const ProcessIds& p : ChildrenOfThisProcess()) {
+        if (watched.count(p.pid) == 0) leftovers.push_back(p);
+      }
+      if (leftovers.empty()) return;
+      // A child of ours stays ours, and its id (and, while it leads it, its group's) stays
+      // unused, until we reap it: these kills cannot reach a stranger.
+      for (const ProcessIds& p : leftovers) {
+        if (p.pgid == p.pid) ::kill(-p.pid, SIGKILL);
+        ::kill(p.pid, SIGKILL);
+      }
+      for (const ProcessIds& p : leftovers) ReapNow(p.pid);
+    }
+  }
+
+  // Blocks until `pid` (a child) has exited, without reaping it.
+  static void WaitForExit(pid_t pid) {
+    siginfo_t info{};
+    while (::waitid(P_PID, pid, &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+    }
+  }
+
+  // Reaps `pid` (a child that has exited or was SIGKILLed): its wait status, 0 if lost.
+  static int ReapNow(pid_t pid) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return status;
+  }
+
   void End(Child& c, ChildEnd end, std::vector<std::pair<WatchedChild, ChildEnd>>* ended) {
+    end.pid = c.w.pid;
     end.output = c.out.Text();
     Unregister(c.w.stdin_write);
     Unregister(c.w.output);
@@ -264,9 +428,10 @@ class Watch final {
 
   Fd epoll_;
   Fd wake_;
-  std::mutex mu_;  // guards children_ and next_id_
+  std::mutex mu_;  // guards everything below, and every waitpid of the process's children
   std::map<uint64_t, std::unique_ptr<Child>> children_;
   uint64_t next_id_ = 1;
+  bool stopped_ = false;  // KillAll ran: nothing more is started
 };
 
 // The process's watch: made on first use, never destroyed (its thread runs to the end). A
@@ -293,9 +458,14 @@ int PrepareWatch() {
   return TheWatch(&error) == nullptr ? error : 0;
 }
 
-void WatchChild(WatchedChild child) {
+Spawned SpawnWatched(const SpawnRequest& request, WatchedChild child) {
   int error = 0;
-  TheWatch(&error)->Add(std::move(child));
+  return TheWatch(&error)->Add(request, std::move(child));
+}
+
+void KillWatchedChildren() {
+  std::lock_guard lock(watch_mu);
+  if (the_watch != nullptr && watch_pid == ::getpid()) the_watch->KillAll();
 }
 
 }  // namespace hookbox

@@ -2,9 +2,23 @@
 // the daemon, so an attempt that waits on a child holds no thread of its own. For each
 // child it feeds the event body to the child's stdin, keeps the last kTailBytes of its
 // combined output (a child that never reads, or writes without end, blocks nothing), notices
-// its exit through a pidfd, and at the deadline SIGKILLs the child's whole process group and
-// reaps it. Only then is the child's `done` called: when an attempt is reported over,
-// nothing of it still runs.
+// its exit through a pidfd, and at the deadline SIGKILLs it. Either way it then ends the
+// attempt's whole tree before the child's `done` is called: when an attempt is reported
+// over, nothing it started still runs.
+//
+// Ending the tree. The child's process group is SIGKILLed (the child is not reaped yet, so
+// its id cannot have been reused). That leaves what left the group (setsid, setpgid). Spawn
+// makes every child a child subreaper (spawn.h), so while a child runs, everything it
+// started and lost track of is reparented to it, and when it dies, all of it is reparented
+// to its parent's nearest subreaper: this process, when it is one (PR_SET_CHILD_SUBREAPER,
+// which `serve` sets: src/ops/process.h). Then every process whose parent is this one and
+// that is not a running child of the watch is a leftover of an attempt that has ended;
+// the sweep SIGKILLs each (and its group, when it leads one), reaps it, and looks again,
+// since what a leftover started comes back here when it dies, until none is left. Without
+// the subreaper setting (a test process, say), leftovers go to init and the sweep does not
+// run: it would take children of this process that the watch did not start for leftovers.
+// The one rule for the rest of the process: once it is a subreaper, it starts children
+// only through SpawnWatched.
 #pragma once
 
 #include <sys/types.h>
@@ -13,6 +27,8 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+
+#include "handlers/exec/spawn.h"
 
 namespace hookbox {
 
@@ -45,6 +61,7 @@ class Fd final {
 
 // How a watched child ended.
 struct ChildEnd {
+  pid_t pid = -1;            // the child's (and its group's) id
   bool timed_out = false;    // killed (with its group) at the deadline
   bool status_lost = false;  // reaped by someone else (SIGCHLD ignored): no exit status
   int wait_status = 0;       // waitpid's status, when neither of the above
@@ -65,8 +82,15 @@ struct WatchedChild {
 // 0, or the errno of what failed (EMFILE: no descriptor for its epoll set). Call it before
 // starting a child, so that a started child always has a watch.
 int PrepareWatch();
-// Hands `child` to the watch. PrepareWatch() must have succeeded.
-void WatchChild(WatchedChild child);
+// Starts `request` with Spawn() and hands the child to the watch as `child` (its pid filled
+// in), in one step under the watch's lock, so that a sweep never takes a child just started
+// for a leftover. Returns what Spawn returned; on failure `child` is dropped and its `done`
+// never called. PrepareWatch() must have succeeded.
+Spawned SpawnWatched(const SpawnRequest& request, WatchedChild child);
+// For a process about to exit with attempts still running (serve, after shutdown_grace):
+// SIGKILLs every watched child with its group, reaps them, and sweeps what they left (as
+// above); their `done` is never called, and the watch starts nothing more.
+void KillWatchedChildren();
 
 // The tail of output kept per child.
 constexpr size_t kTailBytes = 2048;

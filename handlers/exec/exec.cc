@@ -1,9 +1,11 @@
 // The `exec` handler: one child process per attempt, started by Spawn() (spawn.h: no shell,
 // so nothing in an event or in argv is ever interpreted; a process group of its own; no
 // descriptor of the daemon; a minimal environment, never the daemon's own, which holds
-// webhook secrets). The child is then the watch's (children.h): it feeds the body to the
-// child's stdin, keeps the tail of its output, and SIGKILLs its whole group at the deadline,
-// with no thread of the caller waiting meanwhile (Start); Run() is Start() waited on. A
+// webhook secrets; `/` or the handler's `workdir:` as its directory). The child is then the
+// watch's (children.h): it feeds the body to the child's stdin, keeps the tail of its
+// output, SIGKILLs it at the deadline, and when it ends, by exit or deadline, kills
+// everything it started before reporting, with no thread of the caller waiting meanwhile
+// (Start); Run() is Start() waited on. A
 // child that cannot be started because the daemon is out of descriptors or processes
 // (EMFILE, ENFILE, EAGAIN) is the daemon's failure, not the handler's: the result says so
 // (`infrastructure`) and the job is retried without spending its attempt budget.
@@ -54,6 +56,9 @@ struct ExecSpec {
   std::vector<int> permanent_exit_codes{kDefaultPermanentExit};
   std::vector<std::string> env;  // "NAME=value": inherited, then the configured map
   int concurrency = kDefaultConcurrency;
+  // Where the child starts: never the daemon's own directory, which is wherever it was
+  // started from.
+  std::string workdir = "/";
 };
 
 // A close-on-exec pipe whose ends are never 0-2, so the child's dup2s cannot clobber them.
@@ -165,25 +170,23 @@ bool ExecHandler::Start(const HandlerEvent& event, Done done) {
   argv_ptrs.push_back(nullptr);
   env_ptrs.push_back(nullptr);
 
-  const Spawned child = Spawn({spec_.program.c_str(), argv_ptrs.data(), env_ptrs.data(),
-                               stdin_read.get(), out_write.get()});
-  if (child.pid <= 0) {
-    done(CannotStart("cannot start " + spec_.program, child.error));
-    return true;
-  }
-  stdin_read.Close();
-  out_write.Close();
   WatchedChild w;
-  w.pid = child.pid;
   w.stdin_write = std::move(stdin_write);
   w.input = event.body;
   w.output = std::move(out_read);
   w.deadline = std::chrono::steady_clock::now() + spec_.timeout;
   // The handler may be swapped out (SIGHUP) while the child runs: the callback keeps what
-  // it needs by value.
-  w.done = [done = std::move(done), timeout = spec_.timeout, permanent = spec_.permanent_exit_codes,
-            pid = child.pid](const ChildEnd& end) { done(ResultOf(end, timeout, permanent, pid)); };
-  WatchChild(std::move(w));
+  // it needs by value. The pid is only known once started, so it comes with the end.
+  auto shared_done = std::make_shared<Done>(std::move(done));
+  w.done = [shared_done, timeout = spec_.timeout, permanent = spec_.permanent_exit_codes](
+               const ChildEnd& end) { (*shared_done)(ResultOf(end, timeout, permanent, end.pid)); };
+  const Spawned child = SpawnWatched({spec_.program.c_str(), argv_ptrs.data(), env_ptrs.data(),
+                                      stdin_read.get(), out_write.get(), spec_.workdir.c_str()},
+                                     std::move(w));
+  if (child.pid <= 0) {
+    (*shared_done)(
+        CannotStart("cannot start " + spec_.program + " in " + spec_.workdir, child.error));
+  }
   return true;
 }
 
@@ -209,6 +212,7 @@ class SpecReader final {
   }
   void ReadCommand(const YAML::Node& node, const std::string& at, ExecSpec& spec);
   void ReadExitCodes(const YAML::Node& node, const std::string& at, ExecSpec& spec);
+  void ReadWorkdir(const YAML::Node& node, const std::string& at, ExecSpec& spec);
   void ReadEnv(const YAML::Node& node, const std::string& at,
                std::map<std::string, std::string>& env);
   // An absolute path, or a bare name found on `path`; nullopt after an error.
@@ -267,10 +271,12 @@ void SpecReader::Read(const YAML::Node& config, ExecSpec& spec) {
       ReadEnv(entry.second, at, env);
     } else if (key == "concurrency") {
       ReadConcurrency(entry.second, at, &spec.concurrency, errors_);
+    } else if (key == "workdir") {
+      ReadWorkdir(entry.second, at, spec);
     } else {
       Error(where_, "unknown key \"" + key +
                         "\" (expected command, timeout, "
-                        "permanent_exit_codes, env, concurrency)");
+                        "permanent_exit_codes, env, concurrency, workdir)");
     }
   }
   if (command == nullptr) Error(where_, "command is required");
@@ -338,6 +344,22 @@ void SpecReader::ReadExitCodes(const YAML::Node& node, const std::string& at, Ex
     } else {
       spec.permanent_exit_codes.push_back(code);
     }
+  }
+}
+
+void SpecReader::ReadWorkdir(const YAML::Node& node, const std::string& at, ExecSpec& spec) {
+  const std::string& dir = node.IsScalar() ? node.Scalar() : std::string();
+  struct stat st;
+  if (dir.empty() || dir[0] != '/') {
+    Error(at, "expected an absolute path");
+  } else if (dir.find('\0') != std::string::npos) {
+    Error(at, "contains a NUL byte");
+  } else if (::stat(dir.c_str(), &st) != 0) {
+    Error(at, "\"" + dir + "\": " + std::strerror(errno));
+  } else if (!S_ISDIR(st.st_mode)) {
+    Error(at, "\"" + dir + "\" is not a directory");
+  } else {
+    spec.workdir = dir;
   }
 }
 

@@ -1,8 +1,8 @@
 // The `exec` handler kind: runs an operator's program for each event, argv as configured
 // and never through a shell, the body on stdin and the event's fields in a minimal
-// environment (HOOKBOX_*), in its own process group so a timeout kills everything it
-// started. Config: {command: [argv...], timeout: 30s, permanent_exit_codes: [65],
-// env: {NAME: value}}.
+// environment (HOOKBOX_*), in `/` or its `workdir:`; nothing it started outlives its
+// attempt (children.h). Config: {command: [argv...], timeout: 30s,
+// permanent_exit_codes: [65], env: {NAME: value}, concurrency: 16, workdir: /}.
 #pragma once
 
 #include <memory>

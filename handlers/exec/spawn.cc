@@ -1,6 +1,7 @@
 // Spawn(): clone(CLONE_VM | CLONE_VFORK) on a stack of its own, then in the child the same
 // steps as the exec handler's old fork path (new process group, PR_SET_PDEATHSIG, the three
-// standard descriptors, nothing else open, default signals, empty mask), then execve.
+// standard descriptors, nothing else open, default signals, empty mask), then the working
+// directory and PR_SET_CHILD_SUBREAPER, then execve.
 // spawn.h says why this and not fork or posix_spawn.
 //
 // The child shares the daemon's memory until execve. So, in the child: raw system calls
@@ -120,6 +121,10 @@ HOOKBOX_CHILD_CODE int ChildMain(void* opaque) {
     uint64_t none = 0;
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, nullptr, kKernelSigsetBytes);
   }
+
+  if (request.workdir != nullptr && syscall(SYS_chdir, request.workdir) != 0) goto failed;
+  // Orphans of the program's descendants come back to it, not to init (spawn.h).
+  if (syscall(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) goto failed;
 
   syscall(SYS_execve, request.program, request.argv, request.envp);
 

@@ -3,8 +3,12 @@
 // Spawn() starts `program` in a new process group led by the child, with PR_SET_PDEATHSIG
 // SIGKILL (the child dies with the thread that started it: see below), stdin from
 // `stdin_fd`, stdout and stderr both to `output_fd`, no other descriptor open, every signal
-// at its default disposition, an empty signal mask, and exactly the environment `envp`.
-// Nothing is interpreted: argv goes to execve as given, and no shell is involved.
+// at its default disposition, an empty signal mask, exactly the environment `envp`, in the
+// directory `workdir`, and as a child subreaper (PR_SET_CHILD_SUBREAPER, which execve
+// keeps): whatever the program starts and then loses track of (a double fork, a daemon that
+// detached with setsid) is reparented to the program while it runs, not to init, so that
+// its whole tree is still below it, and then below the daemon (children.h). Nothing is
+// interpreted: argv goes to execve as given, and no shell is involved.
 //
 // Why not fork: fork copies the daemon's page tables, whose cost grows with its RSS, to a
 // child that throws them away at once in execve. Why not posix_spawn, which avoids that
@@ -31,11 +35,12 @@
 namespace hookbox {
 
 struct SpawnRequest {
-  const char* program;  // absolute path
-  char* const* argv;    // null-terminated
-  char* const* envp;    // null-terminated
-  int stdin_fd;         // becomes the child's 0
-  int output_fd;        // becomes the child's 1 and 2
+  const char* program;            // absolute path
+  char* const* argv;              // null-terminated
+  char* const* envp;              // null-terminated
+  int stdin_fd;                   // becomes the child's 0
+  int output_fd;                  // becomes the child's 1 and 2
+  const char* workdir = nullptr;  // the child's working directory; nullptr: the caller's
 };
 
 struct Spawned {

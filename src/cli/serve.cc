@@ -1,4 +1,4 @@
-// `hookbox serve`: the daemon. Serve() reads as the list of steps it takes — config,
+// `hookbox serve`: the daemon. Serve() reads as the list of steps it takes — process, config,
 // descriptors, open and migrate, handlers, dispatcher, receiver, purge, listeners, READY,
 // then wait for signals — and Daemon holds the running parts. Here too: the admin port's
 // answers (/healthz, /readyz, /metrics, and the console's pages from console/), the queue
@@ -18,6 +18,7 @@
 #include "cli/cli.h"
 #include "config/exposure.h"
 #include "console/console.h"
+#include "handlers/exec/children.h"
 #include "handlers/handler.h"
 #include "http/server.h"
 #include "inbox/postgres/pg.h"
@@ -25,6 +26,7 @@
 #include "ops/daemon_metrics.h"
 #include "ops/fdlimit.h"
 #include "ops/log.h"
+#include "ops/process.h"
 #include "ops/systemd.h"
 #include "receive/receiver.h"
 #include "work/dispatcher.h"
@@ -402,6 +404,8 @@ int Daemon::Drain() {
     // their jobs run again after the restart.
     LogWarn({{"msg", "stopped with attempts still running; they will be retried"},
              {"shutdown_grace", FormatDuration(c_.shutdown_grace)}});
+    // Nothing an exec attempt started outlives the daemon.
+    KillWatchedChildren();
     std::_Exit(kExitOk);
   }
   inbox_.reset();
@@ -413,6 +417,12 @@ int Daemon::Drain() {
 
 int Serve(const std::string& config_path) {
   sigset_t signals = BlockServeSignals();
+  // Non-dumpable before a secret is read; a subreaper before a handler starts
+  // (ops/process.h).
+  if (Status s = ProtectDaemonProcess(); !s.ok()) {
+    LogError({{"msg", "cannot protect the process"}, {"error", s.ToString()}});
+    return kExitUsage;
+  }
   // Take the sockets systemd may have passed before anything could inherit them.
   const std::vector<int> activated = TakeListenFds();
   // Load and check the config (every problem is reported before stopping); open the inbox

@@ -228,5 +228,45 @@ TEST_CASE("exec: a program that disappears after load is a failed attempt") {
   CHECK(r.detail.find("cannot start " + program) != std::string::npos);
 }
 
+TEST_CASE("exec: the child starts in /, or in its workdir, never in the daemon's directory") {
+  TempDir dir;
+  HandlerResult r = RunCommand({"/bin/pwd"});
+  CHECK(r.outcome == Outcome::kOk);
+  CHECK(r.detail == "exit 0; output: /");
+  r = RunCommand({"/bin/pwd"}, Event(), "workdir: " + Quoted(dir.path()));
+  CHECK(r.outcome == Outcome::kOk);
+  CHECK(r.detail == "exit 0; output: " + dir.path());
+}
+
+TEST_CASE("exec: workdir must be an absolute path to a directory, checked at load") {
+  TempDir dir;
+  std::ofstream(dir / "plain") << "a file";
+  CHECK(Build("exec", "{command: [/bin/true], workdir: relative/dir}")
+            .HasError("h.workdir: expected an absolute path"));
+  CHECK(Build("exec", "{command: [/bin/true], workdir: [/]}")
+            .HasError("h.workdir: expected an absolute path"));
+  CHECK(Build("exec", "{command: [/bin/true], workdir: " + Quoted(dir / "missing") + "}")
+            .HasError("h.workdir: \"" + (dir / "missing") + "\": No such file or directory"));
+  CHECK(Build("exec", "{command: [/bin/true], workdir: " + Quoted(dir / "plain") + "}")
+            .HasError("h.workdir: \"" + (dir / "plain") + "\" is not a directory"));
+}
+
+TEST_CASE("exec: what the child left in its group is killed when it exits 0") {
+  TempDir dir;
+  HandlerResult r =
+      RunCommand({"/bin/sh", "-c", "sleep 300 & echo $! > \"$0\"; exit 0", dir / "left.pid"});
+  CHECK(r.outcome == Outcome::kOk);
+  const int left = std::stoi(ReadAll(dir / "left.pid"));
+  const int pgid = ::getpgid(left);  // the child's group, while `left` is in it
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  bool gone = false;
+  while (!(gone = pgid < 0 || LiveMembers(pgid).empty()) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(gone);
+  ::kill(left, SIGKILL);  // in case it was not
+}
+
 }  // namespace
 }  // namespace hookbox

@@ -135,6 +135,47 @@ Spawned SpawnArgv(const Strings& argv, const Strings& env, int in, int out) {
   return Spawn({argv.items()[0].c_str(), argv.get(), env.get(), in, out});
 }
 
+// The ppid field of /proc/<pid>/stat; 0 when it cannot be read.
+int ParentOf(pid_t pid) {
+  std::string stat = ReadAll("/proc/" + std::to_string(pid) + "/stat");
+  size_t paren = stat.rfind(')');
+  char state = 0;
+  int ppid = 0;
+  if (paren == std::string::npos || sscanf(stat.c_str() + paren + 1, " %c %d", &state, &ppid) != 2)
+    return 0;
+  return ppid;
+}
+
+TEST_CASE(
+    "spawn: the child starts in workdir and is a subreaper: what it orphans comes back to it") {
+  TempDir dir;
+  const std::string pid_file = dir / "orphan.pid";
+  // A subshell starts sleep in the background and exits at once: sleep is orphaned.
+  Strings argv({"/bin/sh", "-c",
+                "(sleep 30 & echo $! > \"$0.tmp\"; mv \"$0.tmp\" \"$0\"); exec sleep 30",
+                pid_file});
+  Strings env({"PATH=/usr/bin:/bin"});
+  const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  Spawned child =
+      Spawn({argv.items()[0].c_str(), argv.get(), env.get(), null, null, dir.path().c_str()});
+  ::close(null);
+  REQUIRE(child.pid > 0);
+  CHECK(Link("/proc/" + std::to_string(child.pid) + "/cwd") == dir.path());
+  int orphan = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::string text = ReadAll(pid_file);
+    if (!text.empty()) orphan = std::stoi(text);
+    if (orphan > 0 && ParentOf(orphan) == child.pid) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(orphan > 0);
+  CHECK(ParentOf(orphan) == child.pid);  // not init's, not this process's
+  ::kill(orphan, SIGKILL);
+  ::kill(child.pid, SIGKILL);
+  Reap(child.pid);
+}
+
 TEST_CASE("spawn: the child leads its own group, has only 0-2 open, envp, default signals") {
   // What the daemon has that the child must not: a blocked signal, an ignored one, and
   // descriptors without close-on-exec.

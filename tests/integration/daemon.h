@@ -158,6 +158,8 @@ inline std::string RunSqlite(const std::string& db, const std::string& sql) {
 struct DaemonOptions {
   std::vector<std::string> env;  // "NAME=value", added to this process's environment
   int listen_fd = -1;            // >= 0: passed as fd 3, as systemd's socket activation does
+  // argv run before hookbox's own (e.g. setpriv, to run it as another user)
+  std::vector<std::string> wrapper = {};
 };
 
 // A running `hookbox serve`. The config text may use {DB} for the database path and {DIR}
@@ -188,7 +190,9 @@ class Daemon {
 
   void Start() {
     log_ = dir_ + "/hookbox-" + std::to_string(++starts_) + ".log";
-    std::vector<std::string> argv_s = {HOOKBOX_BIN, "serve", "-c", config_};
+    std::vector<std::string> argv_s = options_.wrapper;
+    for (const char* a : {HOOKBOX_BIN, "serve", "-c"}) argv_s.emplace_back(a);
+    argv_s.push_back(config_);
     std::vector<char*> argv;
     for (auto& a : argv_s) argv.push_back(a.data());
     argv.push_back(nullptr);
