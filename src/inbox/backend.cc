@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <random>
 
+#include "base/utf8.h"
+
 namespace hookbox {
 
 std::string NewLeaseToken() {
@@ -33,6 +35,8 @@ JobOutcome SqlFailedOutcome(const JobOutcome& outcome, const JobOutcome* sql_fai
   failed.detail = "sql: " + error.ToString();
   return failed;
 }
+
+std::string StorableText(std::string_view handler_output) { return ToValidUtf8(handler_output); }
 
 std::array<PurgeTarget, 4> PurgeTargets(const PurgeRequest& r, PurgeCounts* counts) {
   return {{{"processed", r.processed_before, &counts->processed},

@@ -1,6 +1,6 @@
 // What the two backends (sqlite/, postgres/) share besides the Inbox contract: the lease
-// token a claim writes, the job status and failed-sql outcome a finish records, and the
-// statuses a purge deletes. Each backend keeps only its SQL
+// token a claim writes, the job status, failed-sql outcome and handler output a finish
+// records, and the rows a purge deletes. Each backend keeps only its SQL
 // and its connection handling; this is the rest. (VerdictName, for every caller, is
 // declared in inbox.h and defined with these in backend.cc.)
 #pragma once
@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -27,6 +28,12 @@ const char* JobStatusFor(JobOutcome::Next next);
 // decision; `outcome` when there is none) with the statement's error as the detail.
 JobOutcome SqlFailedOutcome(const JobOutcome& outcome, const JobOutcome* sql_failed,
                             const Status& error);
+
+// A handler's output as a finish stores it (an attempt's detail, a job's last error), on
+// either backend: each byte that is not valid UTF-8, and each NUL, replaced by U+FFFD. A
+// PostgreSQL TEXT column cannot take them, and the same handler must leave the same record
+// on SQLite, so that `inbox show --json`, the console and the logs read alike on both.
+std::string StorableText(std::string_view handler_output);
 
 // One inbox status a purge deletes: rows with it received before `before` go, and their
 // number goes to `*count`. Finished rows (processed, stale, ignored) go after

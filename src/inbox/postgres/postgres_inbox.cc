@@ -34,7 +34,6 @@
 #include <tuple>
 #include <variant>
 
-#include "base/utf8.h"
 #include "inbox/backend.h"
 #include "inbox/group_commit.h"
 #include "inbox/migration.h"
@@ -202,13 +201,13 @@ Params FinishArrays(const std::vector<FinishRequest>& finishes) {
     next_at.push_back(o.next == JobOutcome::Next::kRetry
                           ? std::optional<std::string>(FormatTime(o.next_attempt_at))
                           : std::nullopt);
-    // PostgreSQL text must be UTF-8 without NUL (base/utf8.h); SQLite keeps the bytes.
+    // StorableText: PostgreSQL text must be UTF-8 without NUL, and SQLite stores the same.
     last_error.push_back(o.outcome != Outcome::kOk
-                             ? std::optional<std::string>(ToValidUtf8(o.detail))
+                             ? std::optional<std::string>(StorableText(o.detail))
                              : std::nullopt);
     finished.emplace_back(FormatTime(o.finished_at));
     outcome.emplace_back(OutcomeName(o.outcome));
-    detail.emplace_back(ToValidUtf8(o.detail));
+    detail.emplace_back(StorableText(o.detail));
     number.emplace_back(std::to_string(f.job->event.attempt));
     refund.emplace_back(o.refund_try ? "1" : "0");
   }
@@ -1283,11 +1282,11 @@ class PostgresInbox final : public Inbox {
     else
       cas.AddNull();
     if (effective->outcome != Outcome::kOk)
-      cas.Add(ToValidUtf8(effective->detail));
+      cas.Add(StorableText(effective->detail));
     else
       cas.AddNull();
     cas.Add(job.job_id).Add(job.lease_token).Add(finished).Add(OutcomeName(effective->outcome));
-    cas.Add(ToValidUtf8(effective->detail)).Add(int64_t{job.event.attempt});
+    cas.Add(StorableText(effective->detail)).Add(int64_t{job.event.attempt});
     cas.Add(int64_t{effective->refund_try ? 1 : 0});
     HOOKBOX_EXEC(moved, c.Exec("WITH cas AS (UPDATE jobs SET status = $1,"
                                " next_attempt_at = coalesce($2::timestamptz, next_attempt_at),"

@@ -146,7 +146,7 @@ Status FinishInto(Db& db, const ClaimedJob& job, const JobOutcome& outcome, cons
     if (effective->next == JobOutcome::Next::kRetry) {
       cas.Bind(2, FormatTime(effective->next_attempt_at));
     }
-    if (effective->outcome != Outcome::kOk) cas.Bind(3, effective->detail);
+    if (effective->outcome != Outcome::kOk) cas.Bind(3, StorableText(effective->detail));
     cas.Bind(4, job.job_id).Bind(5, job.lease_token);
     cas.Bind(6, int64_t{effective->refund_try ? 1 : 0});
     if (s = cas.Run(); !s.ok()) return s;
@@ -158,7 +158,8 @@ Status FinishInto(Db& db, const ClaimedJob& job, const JobOutcome& outcome, cons
     HOOKBOX_PREPARE(att, db,
                     "UPDATE attempts SET finished_at = ?, outcome = ?, detail = ?"
                     " WHERE job = ? AND number = ?");
-    att.Bind(1, finished).Bind(2, OutcomeName(effective->outcome)).Bind(3, effective->detail);
+    att.Bind(1, finished).Bind(2, OutcomeName(effective->outcome));
+    att.Bind(3, StorableText(effective->detail));
     att.Bind(4, job.job_id).Bind(5, int64_t{job.event.attempt});
     if (s = att.Run(); !s.ok()) return s;
   }
