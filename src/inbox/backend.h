@@ -45,6 +45,13 @@ struct PurgeTarget {
 };
 std::array<PurgeTarget, 4> PurgeTargets(const PurgeRequest& r, PurgeCounts* counts);
 
+// The one condition on inbox rows that both a purge's count (dry run) and its delete use, so
+// the two cannot disagree: the status is parameter 1, the cutoff parameter 2 (written `mark`
+// and the number, the cutoff followed by `time_cast`, as in ListQueryTail), and no job of the
+// row is unfinished. A row is `dead` as soon as one of its jobs is, while its other jobs may
+// still be pending or running: such a row is kept until they finish.
+std::string PurgeRowCondition(char mark, const char* time_cast);
+
 // Queue()'s count of jobs by status, with or without the done ones (an index range each).
 const char* QueueCountSql(bool count_done);
 

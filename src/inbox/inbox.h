@@ -107,7 +107,8 @@ struct DeadJob {
 
 // What the daily purge removes: rows received before the cutoffs (processed, stale and
 // ignored before `processed_before`, dead before `dead_before`), sequence-gate rows not
-// updated since `sequences_before`. Pending and processing rows are never purged.
+// updated since `sequences_before`. Pending and processing rows are never purged, nor is a
+// row with any unfinished job (a `dead` row whose other jobs still wait or run).
 struct PurgeRequest {
   TimePoint processed_before;
   TimePoint dead_before;

@@ -775,6 +775,67 @@ TEST_CASE("purge removes exactly the rows past retention, in batches; dry run co
   CHECK(t.Count("SELECT count(*) FROM sequences") == 0);
 }
 
+TEST_CASE("purge keeps a dead row while another of its jobs waits or runs; dry run agrees") {
+  // Issue 29, defect 7: a row is dead as soon as one job is, and the purge deleted it with
+  // its other jobs still pending or running.
+  TestInbox t;
+  const TimePoint old_time = kT0 - std::chrono::hours(24 * 40);
+  Event mixed = MakeEvent("mixed", {"fails", "retries", "runs"});
+  mixed.received_at = old_time;
+  Event all_dead = MakeEvent("all-dead", {"fails"});
+  all_dead.received_at = old_time;
+  Accept(t, mixed);
+  Accept(t, all_dead);
+  auto jobs = Claim(t, kT0, 10, 60s);
+  REQUIRE(jobs.size() == 4);
+  JobOutcome dead;
+  dead.outcome = Outcome::kPermanent;
+  dead.next = JobOutcome::Next::kDead;
+  dead.finished_at = kT0;
+  JobOutcome retry;
+  retry.outcome = Outcome::kFailed;
+  retry.next = JobOutcome::Next::kRetry;
+  retry.next_attempt_at = kT0 + 1h;
+  retry.finished_at = kT0;
+  const ClaimedJob* runs = nullptr;
+  for (const ClaimedJob& j : jobs) {
+    if (j.handler == "fails") REQUIRE(t->FinishJob(j, dead).ok());
+    if (j.handler == "retries") REQUIRE(t->FinishJob(j, retry).ok());
+    if (j.handler == "runs") runs = &j;
+  }
+  REQUIRE(runs != nullptr);
+  REQUIRE(t.Count("SELECT count(*) FROM inbox WHERE status = 'dead'") == 2);
+
+  PurgeRequest r;
+  r.processed_before = kT0 - std::chrono::hours(24 * 7);
+  r.dead_before = kT0 - std::chrono::hours(24 * 30);
+  r.sequences_before = kT0 - std::chrono::hours(24 * 90);
+  r.dry_run = true;
+  auto dry = t->Purge(r);
+  REQUIRE(dry.ok());
+  CHECK(dry->dead == 1);
+  r.dry_run = false;
+  auto purged = t->Purge(r);
+  REQUIRE(purged.ok());
+  CHECK(purged->dead == dry->dead);
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id = 'all-dead'") == 0);
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id = 'mixed'") == 1);
+  CHECK(t.Count("SELECT count(*) FROM jobs") == 3);
+  // The running attempt's result is recorded; the retry ends dead: now the row may go.
+  REQUIRE(t->FinishJob(*runs, Done(kT0 + 1s)).ok());
+  CHECK(t->Purge(r)->dead == 0);  // one job still waits for its retry
+  auto retried = Claim(t, kT0 + 2h);
+  REQUIRE(retried.size() == 1);
+  dead.finished_at = kT0 + 2h;
+  REQUIRE(t->FinishJob(retried[0], dead).ok());
+  r.dry_run = true;
+  CHECK(t->Purge(r)->dead == 1);
+  r.dry_run = false;
+  CHECK(t->Purge(r)->dead == 1);
+  CHECK(t.Count("SELECT count(*) FROM inbox") == 0);
+  CHECK(t.Count("SELECT count(*) FROM jobs") == 0);
+}
+
 // --- several replicas on one database ------------------------------------------------------
 // Two Inbox objects on one database behave as two hookbox processes (SQLite: two connections
 // to one file; PostgreSQL: two pools, as two replicas have).

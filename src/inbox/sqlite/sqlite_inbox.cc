@@ -756,11 +756,13 @@ class SqliteInbox final : public Inbox {
 
   StatusOr<PurgeCounts> Purge(const PurgeRequest& r) override {
     PurgeCounts counts;
+    static const std::string kRows = PurgeRowCondition('?', "");
+    static const std::string kCount = "SELECT count(*) FROM inbox WHERE " + kRows;
+    static const std::string kDelete =
+        "DELETE FROM inbox WHERE id IN (SELECT id FROM inbox WHERE " + kRows + " LIMIT ?3)";
     for (const PurgeTarget& target : PurgeTargets(r, &counts)) {
-      auto n = PurgeRows(r, "SELECT count(*) FROM inbox WHERE status = ?1 AND received_at < ?2",
-                         "DELETE FROM inbox WHERE id IN (SELECT id FROM inbox WHERE status = ?1"
-                         " AND received_at < ?2 LIMIT ?3)",
-                         target.status, FormatTime(target.before));
+      auto n =
+          PurgeRows(r, kCount.c_str(), kDelete.c_str(), target.status, FormatTime(target.before));
       if (!n.ok()) return n.status();
       *target.count = *n;
     }

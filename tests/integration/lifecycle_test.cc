@@ -1,0 +1,100 @@
+// End-to-end tests of a row's lifecycle at its edges (issue 29): a sync endpoint's leases while
+// its jobs run one after another, `inbox clear` and the purge while a job runs, and what
+// `--json` shows of bytes that are not UTF-8. The real daemon runs real handler processes;
+// the tests read what the handlers appended and what the CLI prints. Where a test needs time
+// to have passed (a lease run out, a row past retention), it moves the stored time with
+// `sqlite3`, as service_test.cc's purge test does, instead of waiting.
+#include <catch2/catch.hpp>
+#include <thread>
+
+#include "daemon.h"
+
+using hookbox::testing::AnswerLine;
+using hookbox::testing::Daemon;
+using hookbox::testing::Eventually;
+using hookbox::testing::ReadLines;
+using hookbox::testing::RunSqlite;
+using hookbox::testing::TempDir;
+using hookbox::testing::WriteFile;
+using nlohmann::json;
+using Lines = std::vector<std::string>;
+
+namespace {
+
+// An exec handler that appends "start <tag> <event id>" to {DIR}/runs, waits `wait` (shell),
+// then appends "end <tag> <event id>".
+std::string Logged(const std::string& tag, const std::string& wait) {
+  return R"([/bin/sh, -c, 'echo "start $0 $HOOKBOX_EVENT_ID" >> {DIR}/runs; )" + wait +
+         R"(; echo "end $0 $HOOKBOX_EVENT_ID" >> {DIR}/runs', )" + tag + "]";
+}
+
+// Waits (bounded) for a line in the runs file.
+bool Ran(const TempDir& dir, const std::string& line) {
+  return Eventually([&] {
+    for (const std::string& l : ReadLines(dir / "runs"))
+      if (l == line) return true;
+    return false;
+  });
+}
+
+// Stored time moved as if it had passed; the daemon may be writing, so wait for its lock.
+void AgeWithSql(const Daemon& d, const std::string& sql) {
+  RunSqlite(d.db(), "PRAGMA busy_timeout = 5000; " + sql);
+}
+
+json ShowJson(const Daemon& d, const std::string& endpoint, const std::string& id) {
+  auto r = d.Cli({"inbox", "show", endpoint, id, "--json"});
+  REQUIRE(r.exit_code == 0);
+  return json::parse(r.out);
+}
+
+}  // namespace
+
+TEST_CASE("purge: a dead row whose other job still runs stays; dry run and purge agree") {
+  // Issue 29, defect 7: a row is dead as soon as one job is, and the purge deleted it while
+  // another of its jobs still ran.
+  TempDir dir;
+  Daemon d(dir, R"(
+listen: 127.0.0.1:0
+admin_listen: ""
+database: {DB}
+workers: 2
+endpoints:
+  - name: two
+    path: /hooks/two
+    verify: none
+    event_id: body:/id
+    routes:
+      - events: ["*"]
+        handlers:
+          - exec: {command: [/bin/sh, -c, 'exit 65'], timeout: 5s}
+          - exec: {command: )" +
+                    Logged("slow", "while [ ! -e {DIR}/go ]; do sleep 0.05; done") +
+                    R"(, timeout: 20s}
+)");
+  REQUIRE(AnswerLine(d.Post("/hooks/two", {}, R"({"id":"t1"})")) == "200 accepted");
+  REQUIRE(Ran(dir, "start slow t1"));
+  REQUIRE(Eventually([&] { return ShowJson(d, "two", "t1")["status"] == "dead"; }));
+  // Past retention.dead (30 days), as time would take it.
+  AgeWithSql(d, "UPDATE inbox SET received_at = '2020-01-01T00:00:00.000Z'");
+  auto purge = [&](bool dry_run) {
+    auto r = dry_run ? d.Cli({"purge", "--dry-run", "--json"}) : d.Cli({"purge", "--json"});
+    REQUIRE(r.exit_code == 0);
+    return json::parse(r.out)["dead"].get<int>();
+  };
+  CHECK(purge(true) == 0);
+  CHECK(purge(false) == 0);
+  CHECK(d.Rows().size() == 1);
+
+  WriteFile(dir / "go", "");
+  REQUIRE(Ran(dir, "end slow t1"));
+  REQUIRE(Eventually([&] {
+    for (const json& job : ShowJson(d, "two", "t1")["jobs"])
+      if (job["status"] == "processing") return false;
+    return true;
+  }));
+  CHECK(purge(true) == 1);
+  CHECK(purge(false) == 1);
+  CHECK(d.Rows().empty());
+  CHECK(d.Kill(SIGTERM) == 0);
+}
