@@ -160,7 +160,10 @@ int InboxShow(const std::string& path, const std::string& endpoint, const std::s
 int InboxClear(const std::string& path, const std::string& endpoint, const std::string& id) {
   Opened opened = LoadAndOpen(path, {.endpoint = endpoint});
   if (!opened.inbox) return opened.exit_code;
-  if (Status s = opened.inbox->Clear(endpoint, id); !s.ok()) return ReportLookupFailure(s);
+  // A row whose job is running is refused (exit 3), never cleared under the attempt.
+  if (Status s = opened.inbox->Clear(endpoint, id, std::chrono::system_clock::now()); !s.ok()) {
+    return ReportLookupFailure(s);
+  }
   std::cout << "cleared " << TerminalSafe(endpoint) << " " << TerminalSafe(id)
             << ": the next delivery of this event will be processed as new\n";
   return kExitOk;

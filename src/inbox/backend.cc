@@ -16,6 +16,12 @@ std::string NewLeaseToken() {
   return buf;
 }
 
+Status ClearRefused(const std::string& endpoint, const std::string& event_id) {
+  return Status::Conflict(
+      "event is being processed",
+      endpoint + " " + event_id + ": a job of it is running; clear it once the attempt has ended");
+}
+
 const char* JobStatusFor(JobOutcome::Next next) {
   switch (next) {
     case JobOutcome::Next::kDone:

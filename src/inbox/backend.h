@@ -20,6 +20,10 @@ namespace hookbox {
 // the token it holds is still the job's (the compare-and-swap that fences an old owner).
 std::string NewLeaseToken();
 
+// Conflict("event is being processed") about a row Clear() refuses: a job of it holds a
+// live lease.
+Status ClearRefused(const std::string& endpoint, const std::string& event_id);
+
 // The jobs.status a finish records for what comes next: done, pending (a retry) or dead.
 const char* JobStatusFor(JobOutcome::Next next);
 

@@ -277,8 +277,12 @@ class Inbox {
   // NotFound when there is no such row.
   virtual StatusOr<InboxDetail> Show(const std::string& endpoint, const std::string& event_id) = 0;
   // Deletes the row with its jobs and attempts, so the next delivery of the event is accepted
-  // as new. NotFound when there is no such row.
-  virtual Status Clear(const std::string& endpoint, const std::string& event_id) = 0;
+  // as new. NotFound when there is no such row. Conflict("event is being processed"), and
+  // nothing deleted, while a job of the row holds a live lease (processing, lease_until >=
+  // `now`): its attempt is running, and deleting the row would discard its result and let
+  // a later job of its resource run beside it. An expired lease (its worker died) does not
+  // refuse.
+  virtual Status Clear(const std::string& endpoint, const std::string& event_id, TimePoint now) = 0;
   virtual StatusOr<InboxStats> Stats() = 0;
   // Jobs by status (with `done`: those count up to the retention, so the console, which
   // shows the others at every page view, leaves them out) and the oldest unfinished job.

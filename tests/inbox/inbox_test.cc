@@ -190,8 +190,8 @@ TEST_CASE("dedupe body: a new id with a stored body is the stored event's duplic
   CHECK(Accept(t, MakeEvent("d-7", {"h1"}, "", std::nullopt, body)) == Verdict::kAccepted);
 
   // Within retention only: once the stored rows are gone, the body is new again.
-  REQUIRE(t->Clear("ep", "d-1").ok());
-  REQUIRE(t->Clear("ep", "d-7").ok());
+  REQUIRE(t->Clear("ep", "d-1", kT0).ok());
+  REQUIRE(t->Clear("ep", "d-7", kT0).ok());
   CHECK(Accept(t, with_body_dedupe(MakeEvent("d-8", {"h1"}, "", std::nullopt, body))) ==
         Verdict::kAccepted);
 }
@@ -240,12 +240,58 @@ TEST_CASE("group commit: concurrent accepts of distinct and repeated ids") {
 TEST_CASE("clear forgets the row, its jobs and attempts") {
   TestInbox t;
   Accept(t, MakeEvent("c"));
-  REQUIRE(Claim(t, kT0).size() == 1);
-  CHECK(t->Clear("ep", "c").ok());
+  REQUIRE(Claim(t, kT0, 10, 60s).size() == 1);
+  JobOutcome retry;
+  retry.outcome = Outcome::kFailed;
+  retry.next = JobOutcome::Next::kRetry;
+  retry.next_attempt_at = kT0 + 1h;
+  retry.finished_at = kT0 + 1s;
+  Accept(t, MakeEvent("waits"));
+  auto waits = Claim(t, kT0 + 1s);
+  REQUIRE(waits.size() == 1);
+  REQUIRE(t->FinishJob(waits[0], retry).ok());
+  // A job waiting for its retry is not running: its row is cleared at once.
+  CHECK(t->Clear("ep", "waits", kT0 + 2s).ok());
+  // A claim whose worker died: its lease ran out, so nothing runs it any more.
+  CHECK(t->Clear("ep", "c", kT0 + 61s).ok());
+  CHECK(t.Count("SELECT count(*) FROM inbox") == 0);
   CHECK(t.Count("SELECT count(*) FROM jobs") == 0);
   CHECK(t.Count("SELECT count(*) FROM attempts") == 0);
-  CHECK(t->Clear("ep", "c").code() == Status::Code::kNotFound);
+  CHECK(t->Clear("ep", "c", kT0 + 61s).code() == Status::Code::kNotFound);
   CHECK(Accept(t, MakeEvent("c")) == Verdict::kAccepted);
+}
+
+TEST_CASE("clear refuses a row whose job holds a live lease, and changes nothing") {
+  // Issue 29, defect 8: the clear discarded a running attempt, and the next event of its
+  // resource then ran beside it.
+  TestInbox t;
+  Accept(t, MakeEvent("first", {"h"}, "order-1", 1));
+  Accept(t, MakeEvent("second", {"h"}, "order-1", 2));
+  auto running = Claim(t, kT0, 10, 60s);
+  REQUIRE(running.size() == 1);
+  REQUIRE(running[0].event.event_id == "first");
+  Status refused = t->Clear("ep", "first", kT0 + 30s);
+  CHECK(refused.code() == Status::Code::kConflict);
+  CHECK(refused.what() == "event is being processed");
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id = 'first'") == 1);
+  CHECK(t.Count("SELECT count(*) FROM jobs") == 2);
+  CHECK(t.Count("SELECT count(*) FROM attempts") == 1);
+  // The order holds: the resource's next job waits for the running one, whose result stands.
+  CHECK(Claim(t, kT0 + 30s).empty());
+  REQUIRE(t->FinishJob(running[0], Done(kT0 + 31s)).ok());
+  auto next = Claim(t, kT0 + 32s);
+  REQUIRE(next.size() == 1);
+  CHECK(next[0].event.event_id == "second");
+  // Finished, the row can go.
+  CHECK(t->Clear("ep", "first", kT0 + 33s).ok());
+
+  // A sync request's jobs are leased from the accept on: refused too.
+  Event e = MakeEvent("sync-1");
+  e.sync_owner = "request-1";
+  e.sync_lease = 30s;
+  REQUIRE(t->Accept(e).ok());
+  CHECK(t->Clear("ep", "sync-1", kT0 + 1s).code() == Status::Code::kConflict);
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id = 'sync-1'") == 1);
 }
 
 TEST_CASE("a claimed job is not claimed again while its lease lives") {

@@ -50,6 +50,52 @@ json ShowJson(const Daemon& d, const std::string& endpoint, const std::string& i
 
 }  // namespace
 
+TEST_CASE("inbox clear refuses a row whose job runs (exit 3); the resource's order holds") {
+  // Issue 29, defect 8: the clear deleted the row under its running attempt, and the next
+  // event of the same resource then ran beside it.
+  TempDir dir;
+  Daemon d(dir, R"(
+listen: 127.0.0.1:0
+admin_listen: ""
+database: {DB}
+workers: 2
+endpoints:
+  - name: ordered
+    path: /hooks/ordered
+    verify: none
+    event_id: body:/id
+    resource: body:/r
+    sequence: body:/s
+    routes:
+      - events: ["*"]
+        handlers:
+          - exec: {command: )" +
+                    Logged("h", "while [ ! -e {DIR}/go ]; do sleep 0.05; done") +
+                    R"(, timeout: 20s}
+)");
+  REQUIRE(AnswerLine(d.Post("/hooks/ordered", {}, R"({"id":"o1","r":"x","s":1})")) ==
+          "200 accepted");
+  REQUIRE(Ran(dir, "start h o1"));
+  REQUIRE(AnswerLine(d.Post("/hooks/ordered", {}, R"({"id":"o2","r":"x","s":2})")) ==
+          "200 accepted");
+
+  auto refused = d.Cli({"inbox", "clear", "ordered", "o1"});
+  CHECK(refused.exit_code == 3);
+  CHECK(refused.err.find("event is being processed") != std::string::npos);
+  CHECK(refused.out.empty());
+  CHECK(ShowJson(d, "ordered", "o1")["jobs"][0]["status"] == "processing");
+
+  WriteFile(dir / "go", "");
+  REQUIRE(Eventually([&] { return ShowJson(d, "ordered", "o2")["status"] == "processed"; }));
+  CHECK(ReadLines(dir / "runs") == Lines{"start h o1", "end h o1", "start h o2", "end h o2"});
+  CHECK(ShowJson(d, "ordered", "o1")["status"] == "processed");
+  // Once its attempt has ended, the row clears.
+  auto cleared = d.Cli({"inbox", "clear", "ordered", "o1"});
+  CHECK(cleared.exit_code == 0);
+  CHECK(d.Cli({"inbox", "show", "ordered", "o1"}).exit_code == 1);
+  CHECK(d.Kill(SIGTERM) == 0);
+}
+
 TEST_CASE("purge: a dead row whose other job still runs stays; dry run and purge agree") {
   // Issue 29, defect 7: a row is dead as soon as one job is, and the purge deleted it while
   // another of its jobs still ran.

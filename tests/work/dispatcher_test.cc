@@ -77,8 +77,8 @@ class CountingInbox final : public Inbox {
   StatusOr<InboxDetail> Show(const std::string& endpoint, const std::string& id) override {
     return in_.Show(endpoint, id);
   }
-  Status Clear(const std::string& endpoint, const std::string& id) override {
-    return in_.Clear(endpoint, id);
+  Status Clear(const std::string& endpoint, const std::string& id, TimePoint now) override {
+    return in_.Clear(endpoint, id, now);
   }
   StatusOr<InboxStats> Stats() override { return in_.Stats(); }
   StatusOr<QueueStats> Queue(bool count_done) override { return in_.Queue(count_done); }

@@ -681,14 +681,19 @@ class PostgresInbox final : public Inbox {
     return d;
   }
 
-  Status Clear(const std::string& endpoint, const std::string& event_id) override {
+  Status Clear(const std::string& endpoint, const std::string& event_id, TimePoint now) override {
     return Transact([&](Conn& c) -> Status {
-      // Jobs rows first (the lock order), then the row; jobs and attempts go with it.
-      Status s = Exec(c,
-                      "SELECT j.id FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
-                      " WHERE i.endpoint = $1 AND i.event_id = $2 FOR UPDATE OF j",
-                      Params().Add(endpoint).Add(event_id));
-      if (!s.ok()) return s;
+      // Jobs rows first (the lock order), then the row; jobs and attempts go with it. Locked,
+      // the jobs show their latest leases (a claim that committed meanwhile included), and
+      // none can be claimed before the delete.
+      HOOKBOX_EXEC(jobs, c.Exec("SELECT j.status = 'processing' AND j.lease_until >= $3"
+                                "::timestamptz FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                                " WHERE i.endpoint = $1 AND i.event_id = $2 ORDER BY j.id"
+                                " FOR UPDATE OF j",
+                                Params().Add(endpoint).Add(event_id).Add(FormatTime(now))));
+      for (int i = 0; i < jobs.rows(); ++i) {
+        if (jobs.Bool(i, 0)) return ClearRefused(endpoint, event_id);
+      }
       HOOKBOX_EXEC(del, c.Exec("DELETE FROM inbox WHERE endpoint = $1 AND event_id = $2",
                                Params().Add(endpoint).Add(event_id)));
       if (del.Affected() == 0) return Status::NotFound("no such event", endpoint + " " + event_id);

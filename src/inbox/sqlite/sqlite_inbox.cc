@@ -538,12 +538,23 @@ class SqliteInbox final : public Inbox {
     return result;
   }
 
-  Status Clear(const std::string& endpoint, const std::string& event_id) override {
+  Status Clear(const std::string& endpoint, const std::string& event_id, TimePoint now) override {
     return Write([&](Db& db) -> Status {
+      Status s;
+      {
+        // In the writer's transaction: no claim can come between this look and the delete.
+        HOOKBOX_PREPARE(running, db,
+                        "SELECT count(*) FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                        " WHERE i.endpoint = ? AND i.event_id = ? AND j.status = 'processing'"
+                        " AND j.lease_until >= ?");
+        running.Bind(1, endpoint).Bind(2, event_id).Bind(3, FormatTime(now));
+        if (running.Step(&s) && running.Int(0) > 0) return ClearRefused(endpoint, event_id);
+        if (!s.ok()) return s;
+      }
       // Jobs and attempts go with the row (ON DELETE CASCADE).
       HOOKBOX_PREPARE(del, db, "DELETE FROM inbox WHERE endpoint = ? AND event_id = ?");
       del.Bind(1, endpoint).Bind(2, event_id);
-      Status s = del.Run();
+      s = del.Run();
       if (s.ok() && db.Changes() == 0) {
         return Status::NotFound("no such event", endpoint + " " + event_id);
       }
