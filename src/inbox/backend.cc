@@ -16,6 +16,10 @@ std::string NewLeaseToken() {
   return buf;
 }
 
+Status LeaseLost(const ClaimedJob& job) {
+  return Status::Conflict("lease lost", "job " + std::to_string(job.job_id));
+}
+
 Status ClearRefused(const std::string& endpoint, const std::string& event_id) {
   return Status::Conflict(
       "event is being processed",

@@ -20,6 +20,10 @@ namespace hookbox {
 // the token it holds is still the job's (the compare-and-swap that fences an old owner).
 std::string NewLeaseToken();
 
+// Conflict("lease lost") about `job`: its lease token no longer holds (FinishJob,
+// RenewLeases), so another worker or request owns the job now.
+Status LeaseLost(const ClaimedJob& job);
+
 // Conflict("event is being processed") about a row Clear() refuses: a job of it holds a
 // live lease.
 Status ClearRefused(const std::string& endpoint, const std::string& event_id);

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -252,6 +253,18 @@ class Inbox {
                           std::chrono::milliseconds /*wait*/) {
     return false;
   }
+
+  // mode: sync. A request runs its event's jobs one after another, so the lease its claim
+  // took (Accept, ClaimEvent: enough for one run) must not be what covers the last of
+  // them: as each job after the first starts, the request renews the leases it still
+  // holds, `jobs` (the one starting and those after it), to lease_until = now + lease
+  // (that handler's timeout and a margin). One transaction
+  // and a compare-and-swap per job on its lease token: if any job's token no longer holds
+  // (the request stalled, its lease ran out and another request took the event over), no
+  // lease changes and the answer is Conflict("lease lost"); the caller must then run none
+  // of them. Ok for no jobs.
+  virtual Status RenewLeases(std::span<const ClaimedJob> jobs, TimePoint now,
+                             std::chrono::milliseconds lease) = 0;
 
   // Re-arms the dead jobs of a row with a fresh attempt budget; re-armed jobs of sync
   // endpoints run in the worker pool (no producer is waiting for them). NotFound when there is no

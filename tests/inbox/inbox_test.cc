@@ -16,6 +16,7 @@
 #include <mutex>
 #include <random>
 #include <set>
+#include <span>
 #include <thread>
 
 #include "tests/pg/pg_testing.h"
@@ -736,6 +737,53 @@ TEST_CASE("sync: accept claims the jobs for the request; the pool never takes th
   CHECK(settled->state == EventClaim::State::kSettled);
   CHECK(settled->row_status == "processed");
   CHECK(t->ClaimEvent("ep", "nope", "r", kT0, 1s).status().code() == Status::Code::kNotFound);
+}
+
+TEST_CASE("sync: RenewLeases extends the leases still held; a lost one renews none") {
+  // Issue 29, defect 2: a request runs its jobs one after another, and the lease its accept
+  // took ran out under the last of them; a duplicate took that job over while it ran.
+  TestInbox t;
+  Event e = MakeEvent("s", {"h1", "h2", "h3"});
+  e.sync_owner = "request-1";
+  e.sync_lease = 30s;
+  auto r = t->Accept(e);
+  REQUIRE(r.ok());
+  REQUIRE(r->claimed.size() == 3);
+  REQUIRE(t->FinishJob(r->claimed[0], Done(kT0 + 20s)).ok());
+  // h2 starts at +20 s: the request renews what it still holds, h2 and h3, to +50 s.
+  const std::span<const ClaimedJob> rest = std::span(r->claimed).subspan(1);
+  REQUIRE(t->RenewLeases(rest, kT0 + 20s, 30s).ok());
+  CHECK(t->RenewLeases({}, kT0 + 20s, 30s).ok());
+  // Past the accept's lease, a duplicate finds the event busy, not free to take over.
+  auto busy = t->ClaimEvent("ep", "s", "request-2", kT0 + 40s, 30s);
+  REQUIRE(busy.ok());
+  CHECK(busy->state == EventClaim::State::kBusy);
+  REQUIRE(t->FinishJob(r->claimed[1], Done(kT0 + 41s)).ok());
+
+  // The request stalls past its renewed lease: another takes h3 over (new token, until
+  // +90 s). The first request's renewal is then lost and changes nothing, even together with
+  // a job whose token does hold: the new owner's lease still ends at +90 s.
+  auto takeover = t->ClaimEvent("ep", "s", "request-2", kT0 + 60s, 30s);
+  REQUIRE(takeover.ok());
+  REQUIRE(takeover->state == EventClaim::State::kClaimed);
+  REQUIRE(takeover->jobs.size() == 1);
+  Status lost = t->RenewLeases(std::span(r->claimed).subspan(2), kT0 + 61s, 100s);
+  CHECK(lost.code() == Status::Code::kConflict);
+  CHECK(lost.what() == "lease lost");
+  const std::vector<ClaimedJob> mixed = {takeover->jobs[0], r->claimed[2]};
+  CHECK(t->RenewLeases(mixed, kT0 + 61s, 100s).code() == Status::Code::kConflict);
+  auto after = t->ClaimEvent("ep", "s", "request-3", kT0 + 91s, 30s);
+  REQUIRE(after.ok());
+  CHECK(after->state == EventClaim::State::kClaimed);
+  // Its own renewal is what keeps a live owner's event busy.
+  REQUIRE(after->jobs.size() == 1);
+  REQUIRE(t->RenewLeases(after->jobs, kT0 + 100s, 30s).ok());
+  auto held = t->ClaimEvent("ep", "s", "request-4", kT0 + 125s, 30s);
+  REQUIRE(held.ok());
+  CHECK(held->state == EventClaim::State::kBusy);
+  CHECK(t->FinishJob(r->claimed[2], Done(kT0 + 126s)).status().code() == Status::Code::kConflict);
+  REQUIRE(t->FinishJob(after->jobs[0], Done(kT0 + 126s)).ok());
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == 1);
 }
 
 TEST_CASE("sync sql: the side effect and the inbox row commit together or not at all") {

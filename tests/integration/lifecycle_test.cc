@@ -50,6 +50,57 @@ json ShowJson(const Daemon& d, const std::string& endpoint, const std::string& i
 
 }  // namespace
 
+TEST_CASE("sync with three handlers: each job's lease covers its own run; a duplicate waits") {
+  // Issue 29, defect 2: all jobs were leased once, at accept, for the longest timeout + 30 s;
+  // the handlers ran one after another, and a redelivery once that lease had run out took
+  // the last job over while it ran: two runs at once, and 500 to the first request after
+  // every handler had succeeded.
+  TempDir dir;
+  Daemon d(dir, R"(
+listen: 127.0.0.1:0
+admin_listen: ""
+database: {DB}
+workers: 1
+endpoints:
+  - name: sync
+    path: /hooks/sync
+    verify: none
+    event_id: body:/id
+    mode: sync
+    sync_wait: 10s
+    routes:
+      - events: ["*"]
+        handlers:
+          - exec: {command: )" +
+                    Logged("a", "sleep 1") +
+                    R"(, timeout: 2s}
+          - exec: {command: )" +
+                    Logged("b", "sleep 1") +
+                    R"(, timeout: 2s}
+          - exec: {command: )" +
+                    Logged("c", "sleep 1") +
+                    R"(, timeout: 2s}
+)");
+  std::string first;  // Catch2 assertions stay on the test's own thread
+  std::thread request([&] { first = AnswerLine(d.Post("/hooks/sync", {}, R"({"id":"e1"})")); });
+  REQUIRE(Ran(dir, "start a e1"));
+  // While a runs, the lease the accept took runs out, as it does when the handlers before
+  // the last take longer than it (in the issue: three handlers of 19 s, a lease of 50 s).
+  AgeWithSql(d,
+             "UPDATE jobs SET lease_until = '2020-01-01T00:00:00.000Z'"
+             " WHERE status = 'processing'");
+  REQUIRE(Ran(dir, "start c e1"));
+  // The producer's retry arrives while c runs: c's lease, renewed as it started, is live.
+  const std::string second = AnswerLine(d.Post("/hooks/sync", {}, R"({"id":"e1"})"));
+  request.join();
+  CHECK(first == "200 accepted");
+  CHECK(second == "200 duplicate");
+  CHECK(ReadLines(dir / "runs") ==
+        Lines{"start a e1", "end a e1", "start b e1", "end b e1", "start c e1", "end c e1"});
+  CHECK(ShowJson(d, "sync", "e1")["status"] == "processed");
+  CHECK(d.Kill(SIGTERM) == 0);
+}
+
 TEST_CASE("inbox clear refuses a row whose job runs (exit 3); the resource's order holds") {
   // Issue 29, defect 8: the clear deleted the row under its running attempt, and the next
   // event of the same resource then ran beside it.

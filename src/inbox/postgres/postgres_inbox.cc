@@ -471,6 +471,40 @@ class PostgresInbox final : public Inbox {
     return claim;
   }
 
+  Status RenewLeases(std::span<const ClaimedJob> jobs, TimePoint now,
+                     std::chrono::milliseconds lease) override {
+    if (jobs.empty()) return Status::Ok();
+    std::vector<std::string> ids, tokens;
+    for (const ClaimedJob& job : jobs) {
+      ids.push_back(std::to_string(job.job_id));
+      tokens.push_back(job.lease_token);
+    }
+    return Transact([&](Conn& c) -> Status {
+      // Locked in id order first, as every transaction that locks several jobs does.
+      if (Status s = Exec(c,
+                          "SELECT id FROM jobs WHERE id = ANY($1::bigint[]) ORDER BY id"
+                          " FOR UPDATE",
+                          Params().Add(TextArray(ids)));
+          !s.ok()) {
+        return s;
+      }
+      HOOKBOX_EXEC(
+          renewed,
+          c.Exec("UPDATE jobs j SET lease_until = $1::timestamptz"
+                 " FROM unnest($2::bigint[], $3::text[]) AS r (id, token)"
+                 " WHERE j.id = r.id AND j.lease_token = r.token"
+                 " AND j.status = 'processing' RETURNING j.id, r.token",
+                 Params().Add(FormatTime(now + lease)).Add(TextArray(ids)).Add(TextArray(tokens))));
+      std::set<std::pair<int64_t, std::string>> held;
+      for (int i = 0; i < renewed.rows(); ++i) held.emplace(renewed.Int(i, 0), renewed.Text(i, 1));
+      for (const ClaimedJob& job : jobs) {
+        // Not Ok: the transaction rolls back, and the leases that did hold stay as they were.
+        if (held.count({job.job_id, job.lease_token}) == 0) return LeaseLost(job);
+      }
+      return Status::Ok();
+    });
+  }
+
   std::unique_ptr<JobsHold> HoldJobs(const std::vector<ClaimedJob>& jobs) override {
     if (jobs.empty()) return nullptr;
     auto handle = holds_.TryAcquire();
@@ -1237,7 +1271,7 @@ class PostgresInbox final : public Inbox {
     for (size_t i = 0; i < finishes.size(); ++i) {
       const ClaimedJob& job = *finishes[i].job;
       if (done.count(job.job_id) == 0) {
-        (*results)[i] = Status::Conflict("lease lost", "job " + std::to_string(job.job_id));
+        (*results)[i] = LeaseLost(job);
         continue;
       }
       (*results)[i] = finishes[i].outcome.outcome;
@@ -1254,7 +1288,7 @@ class PostgresInbox final : public Inbox {
   // and the row's status.
   Status FinishInto(Conn& c, const ClaimedJob& job, const JobOutcome& outcome, const SqlWork* sql,
                     const JobOutcome* sql_failed, Outcome* recorded) {
-    Status lost = Status::Conflict("lease lost", "job " + std::to_string(job.job_id));
+    Status lost = LeaseLost(job);
     if (sql && outcome.outcome == Outcome::kOk) {
       HOOKBOX_EXEC(held, c.Exec("SELECT 1 FROM jobs WHERE id = $1 AND lease_token = $2"
                                 " AND status = 'processing' FOR NO KEY UPDATE",

@@ -152,7 +152,7 @@ Status FinishInto(Db& db, const ClaimedJob& job, const JobOutcome& outcome, cons
     if (s = cas.Run(); !s.ok()) return s;
   }
   if (db.Changes() == 0) {
-    return Status::Conflict("lease lost", "job " + std::to_string(job.job_id));
+    return LeaseLost(job);
   }
   {
     HOOKBOX_PREPARE(att, db,
@@ -623,6 +623,25 @@ class SqliteInbox final : public Inbox {
     });
     if (!s.ok()) return s;
     return claim;
+  }
+
+  Status RenewLeases(std::span<const ClaimedJob> jobs, TimePoint now,
+                     std::chrono::milliseconds lease) override {
+    if (jobs.empty()) return Status::Ok();
+    return Write([&](Db& db) -> Status {
+      HOOKBOX_PREPARE(up, db,
+                      "UPDATE jobs SET lease_until = ? WHERE id = ? AND lease_token = ?"
+                      " AND status = 'processing'");
+      const std::string until = FormatTime(now + lease);
+      for (const ClaimedJob& job : jobs) {
+        up.Bind(1, until).Bind(2, job.job_id).Bind(3, job.lease_token);
+        if (Status s = up.Run(); !s.ok()) return s;
+        up.Reset();
+        // The write's savepoint rolls back the jobs renewed before this one.
+        if (db.Changes() == 0) return LeaseLost(job);
+      }
+      return Status::Ok();
+    });
   }
 
   StatusOr<int> Retry(const std::string& endpoint, const std::string& event_id,
