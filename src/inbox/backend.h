@@ -40,7 +40,7 @@ JobOutcome SqlFailedOutcome(const JobOutcome& outcome, const JobOutcome* sql_fai
 // A handler's output as a finish stores it (an attempt's detail, a job's last error), on
 // either backend: each byte that is not valid UTF-8, and each NUL, replaced by U+FFFD. A
 // PostgreSQL TEXT column cannot take them, and the same handler must leave the same record
-// on SQLite, so that `inbox show --json`, the console and the logs read alike on both.
+// on SQLite, so that `inbox show` and the console read alike on both.
 std::string StorableText(std::string_view handler_output);
 
 // One inbox status a purge deletes: rows with it received before `before` go, and their
