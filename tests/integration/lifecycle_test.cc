@@ -195,3 +195,53 @@ endpoints:
   CHECK(d.Rows().empty());
   CHECK(d.Kill(SIGTERM) == 0);
 }
+
+TEST_CASE("--json is exact: a field that is not UTF-8 also comes as <field>_base64") {
+  // Issue 29, defect 11: the JSON replaced such a byte with U+FFFD, and nothing said which.
+  TempDir dir;
+  Daemon d(dir, R"(
+listen: 127.0.0.1:0
+admin_listen: ""
+database: {DB}
+workers: 0
+endpoints:
+  - name: raw
+    path: /hooks/raw
+    verify: none
+    event_id: header:X-Id
+    event_type: header:X-Type
+)");
+  const std::string id = "id-\xff";
+  const std::string body = "\xfe\xff{\"a\":1}";
+  const std::string answer =
+      d.Raw("POST /hooks/raw HTTP/1.1\r\nHost: h\r\nX-Id: " + id +
+            "\r\nX-Type: caf\xc3\xa9\r\nContent-Length: " + std::to_string(body.size()) +
+            "\r\nConnection: close\r\n\r\n" + body);
+  REQUIRE(answer.rfind("HTTP/1.1 200", 0) == 0);
+  REQUIRE(AnswerLine(d.Post("/hooks/raw", {{"X-Id", "plain"}, {"X-Type", "t"}}, "{}")) ==
+          "200 ignored");
+
+  json rows = d.Rows();
+  REQUIRE(rows.size() == 2);
+  const bool first_odd = rows[0].contains("event_id_base64");
+  const json& odd = first_odd ? rows[0] : rows[1];
+  const json& plain = first_odd ? rows[1] : rows[0];
+  CHECK(odd["event_id_base64"] == "aWQt/w==");  // "id-" 0xff
+  CHECK(odd["event_id"] == "id-\xef\xbf\xbd");  // the string, for reading: U+FFFD
+  CHECK(odd["event_type"] == "caf\xc3\xa9");    // UTF-8: as it is, nothing beside it
+  CHECK_FALSE(odd.contains("event_type_base64"));
+  CHECK(plain["event_id"] == "plain");
+  CHECK_FALSE(plain.contains("event_id_base64"));
+
+  // The exact bytes name the row again, and show adds the body's.
+  json shown = ShowJson(d, "raw", id);
+  CHECK(shown["event_id_base64"] == "aWQt/w==");
+  CHECK(shown["body_base64"] == "/v97ImEiOjF9");  // 0xfe 0xff {"a":1}
+  CHECK_FALSE(ShowJson(d, "raw", "plain").contains("body_base64"));
+  // The text for a terminal escapes each byte itself and leaves the base64 to scripts.
+  auto text = d.Cli({"inbox", "show", "raw", id});
+  CHECK(text.exit_code == 0);
+  CHECK(text.out.find("_base64") == std::string::npos);
+  CHECK(text.out.find("id-\\xff") != std::string::npos);
+  CHECK(d.Kill(SIGTERM) == 0);
+}
