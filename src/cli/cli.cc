@@ -17,6 +17,8 @@ int ExitCodeFor(const Status& s) {
     case Status::Code::kNotFound:
     case Status::Code::kInvalidArgument:
       return kExitUsage;
+    case Status::Code::kConflict:
+      return kExitBusy;
     default:
       return kExitDatabase;
   }

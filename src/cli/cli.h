@@ -5,7 +5,8 @@
 // table that maps the command line onto them.
 //
 // Exit status: 0 success; 1 usage, config or lookup error (unknown endpoint or id, a row
-// with no dead job); 2 the database cannot be opened or fails.
+// with no dead job); 2 the database cannot be opened or fails; 3 the row is busy (`inbox
+// clear` of an event whose job is running: nothing changed, try again once it has ended).
 #pragma once
 
 #include <functional>
@@ -24,9 +25,11 @@ namespace hookbox::cli {
 constexpr int kExitOk = 0;
 constexpr int kExitUsage = 1;
 constexpr int kExitDatabase = 2;
+constexpr int kExitBusy = 3;
 
 // 0 for ok; 1 when the operator named something that is not there or not in a state for
-// the verb (NotFound, InvalidArgument); 2 for everything else, which is the database's.
+// the verb (NotFound, InvalidArgument); 3 when it is busy for now (Conflict: a running
+// job); 2 for everything else, which is the database's.
 int ExitCodeFor(const Status& s);
 
 // Prints "hookbox: <s>" on stderr and returns ExitCodeFor(s).

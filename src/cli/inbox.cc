@@ -1,10 +1,13 @@
 // `hookbox inbox list|show|clear|retry`: the operator's look at the inbox's rows, safe to
 // run while the daemon runs. Tables and text are for a terminal, so every field is escaped
-// (ops/terminal.h); `--json` and `--raw-body` are exact.
+// (ops/terminal.h); `--json` and `--raw-body` are exact (a field that is not UTF-8 gets a
+// `<field>_base64` beside it, see SetText).
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 
+#include "base/crypto.h"
+#include "base/utf8.h"
 #include "cli/cli.h"
 #include "ops/clock.h"
 #include "ops/terminal.h"
@@ -15,23 +18,40 @@ namespace {
 
 using nlohmann::json;
 
+bool IsUtf8(std::string_view s) {
+  while (!s.empty()) {
+    const size_t n = DecodeOne(s).length;
+    if (n == 0) return false;
+    s.remove_prefix(n);
+  }
+  return true;
+}
+
+// Sets out[key] to `text`, exactly: JSON strings are Unicode, so text that is not UTF-8
+// (SQLite stores ids, types and bodies as the producer sent them) also gets out[key +
+// "_base64"], its exact bytes, beside the string (where Dump shows each bad byte as U+FFFD).
+void SetText(json& out, const std::string& key, const std::string& text) {
+  out[key] = text;
+  if (!IsUtf8(text)) out[key + "_base64"] = Base64Encode(text);
+}
+
 json RowJson(const InboxRow& r) {
   auto or_null = [](const std::string& s) { return s.empty() ? json(nullptr) : json(s); };
   json headers = json::parse(r.headers_json, nullptr, /*allow_exceptions=*/false);
-  return json{{"id", r.id},
-              {"endpoint", r.endpoint},
-              {"event_id", r.event_id},
-              {"id_source", r.id_source},
-              {"event_type", r.event_type},
-              {"resource_id", r.resource_id},
-              {"sequence", r.sequence},
-              {"body_sha256", r.body_sha256},
-              {"headers", headers.is_discarded() ? json(r.headers_json) : headers},
-              {"status", r.status},
-              {"received_at", r.received_at},
-              {"processed_at", or_null(r.processed_at)},
-              {"duplicates", r.duplicates},
-              {"last_duplicate_at", or_null(r.last_duplicate_at)}};
+  json out = {{"id", r.id}, {"endpoint", r.endpoint}};
+  SetText(out, "event_id", r.event_id);
+  out["id_source"] = r.id_source;
+  SetText(out, "event_type", r.event_type);
+  SetText(out, "resource_id", r.resource_id);
+  SetText(out, "sequence", r.sequence);
+  out["body_sha256"] = r.body_sha256;
+  out["headers"] = headers.is_discarded() ? json(r.headers_json) : headers;
+  out["status"] = r.status;
+  out["received_at"] = r.received_at;
+  out["processed_at"] = or_null(r.processed_at);
+  out["duplicates"] = r.duplicates;
+  out["last_duplicate_at"] = or_null(r.last_duplicate_at);
+  return out;
 }
 
 // --since as the inbox's lower bound: an age (2h, 7d), a date, or an RFC 3339 time.
@@ -81,16 +101,18 @@ bool IsHeld(const JobRow& j, const Config& config, const std::string& endpoint) 
 
 json DetailJson(const InboxDetail& detail, const Config& config) {
   json out = RowJson(detail.row);
-  out["body"] = detail.row.body;
+  SetText(out, "body", detail.row.body);
   out["jobs"] = json::array();
   for (const JobRow& j : detail.jobs) {
     json attempts = json::array();
     for (const AttemptRow& a : j.attempt_rows) {
-      attempts.push_back({{"number", a.number},
-                          {"started_at", a.started_at},
-                          {"finished_at", a.finished_at},
-                          {"outcome", a.outcome},
-                          {"detail", a.detail}});
+      json attempt = {{"number", a.number},
+                      {"started_at", a.started_at},
+                      {"finished_at", a.finished_at},
+                      {"outcome", a.outcome}};
+      // Stored as UTF-8 (StorableText); rows an older hookbox wrote on SQLite may not be.
+      SetText(attempt, "detail", a.detail);
+      attempts.push_back(std::move(attempt));
     }
     out["jobs"].push_back({{"id", j.id},
                            {"handler", j.handler},
@@ -101,6 +123,7 @@ json DetailJson(const InboxDetail& detail, const Config& config) {
                            {"last_error", j.last_error},
                            {"held", IsHeld(j, config, detail.row.endpoint)},
                            {"attempts", attempts}});
+    if (!IsUtf8(j.last_error)) out["jobs"].back()["last_error_base64"] = Base64Encode(j.last_error);
   }
   return out;
 }
@@ -113,6 +136,7 @@ void PrintDetailText(const json& out, const InboxDetail& detail) {
   row.erase("jobs");
   row.erase("headers");
   for (auto& [k, v] : row.items()) {
+    if (k.ends_with("_base64")) continue;  // for scripts; TerminalSafe shows each byte (\xNN)
     std::printf("%-18s %s\n", k.c_str(),
                 TerminalSafe(v.is_string() ? v.get<std::string>() : Dump(v)).c_str());
   }
@@ -175,7 +199,10 @@ int InboxShow(const std::string& path, const std::string& endpoint, const std::s
 int InboxClear(const std::string& path, const std::string& endpoint, const std::string& id) {
   Opened opened = LoadAndOpen(path, {.endpoint = endpoint});
   if (!opened.inbox) return opened.exit_code;
-  if (Status s = opened.inbox->Clear(endpoint, id); !s.ok()) return ReportLookupFailure(s);
+  // A row whose job is running is refused (exit 3), never cleared under the attempt.
+  if (Status s = opened.inbox->Clear(endpoint, id, std::chrono::system_clock::now()); !s.ok()) {
+    return ReportLookupFailure(s);
+  }
   std::cout << "cleared " << TerminalSafe(endpoint) << " " << TerminalSafe(id)
             << ": the next delivery of this event will be processed as new\n";
   return kExitOk;

@@ -514,8 +514,13 @@ Answer Console::Action(const Delivery& d) {
     if (options_.wake) options_.wake();
     return Redirect(EventHref(endpoint, id) + "&retried=" + std::to_string(*rearmed));
   }
-  if (Status s = inbox_.Clear(endpoint, id); !s.ok()) {
+  if (Status s = inbox_.Clear(endpoint, id, std::chrono::system_clock::now()); !s.ok()) {
     if (s.code() == Status::Code::kNotFound) return Message(404, "No such event", s.ToString());
+    if (s.code() == Status::Code::kConflict) {
+      return Message(409, "Not cleared",
+                     "A job of this event is running. Clear it once the "
+                     "attempt has ended.");
+    }
     return Unavailable(s);
   }
   return Redirect("/?cleared=1&cleared_endpoint=" + UrlEncode(endpoint) +

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <random>
 
+#include "base/utf8.h"
+
 namespace hookbox {
 
 std::string NewLeaseToken() {
@@ -12,6 +14,16 @@ std::string NewLeaseToken() {
   snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(rng()),
            static_cast<unsigned long long>(rng()));
   return buf;
+}
+
+Status LeaseLost(const ClaimedJob& job) {
+  return Status::Conflict("lease lost", "job " + std::to_string(job.job_id));
+}
+
+Status ClearRefused(const std::string& endpoint, const std::string& event_id) {
+  return Status::Conflict(
+      "event is being processed",
+      endpoint + " " + event_id + ": a job of it is running; clear it once the attempt has ended");
 }
 
 const char* JobStatusFor(JobOutcome::Next next) {
@@ -34,11 +46,22 @@ JobOutcome SqlFailedOutcome(const JobOutcome& outcome, const JobOutcome* sql_fai
   return failed;
 }
 
+std::string StorableText(std::string_view handler_output) { return ToValidUtf8(handler_output); }
+
 std::array<PurgeTarget, 4> PurgeTargets(const PurgeRequest& r, PurgeCounts* counts) {
   return {{{"processed", r.processed_before, &counts->processed},
            {"stale", r.processed_before, &counts->stale},
            {"ignored", r.processed_before, &counts->ignored},
            {"dead", r.dead_before, &counts->dead}}};
+}
+
+std::string PurgeRowCondition(char mark, const char* time_cast) {
+  const std::string m(1, mark);
+  // Unfinished is every job status but done and dead, so that a status added later (a job
+  // waiting for an operator, say) keeps its row too.
+  return "status = " + m + "1 AND received_at < " + m + "2" + time_cast +
+         " AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.inbox_id = inbox.id"
+         " AND jobs.status NOT IN ('done', 'dead'))";
 }
 
 const char* QueueCountSql(bool count_done) {

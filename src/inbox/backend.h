@@ -1,6 +1,6 @@
 // What the two backends (sqlite/, postgres/) share besides the Inbox contract: the lease
-// token a claim writes, the job status and failed-sql outcome a finish records, and the
-// statuses a purge deletes. Each backend keeps only its SQL
+// token a claim writes, the job status, failed-sql outcome and handler output a finish
+// records, and the rows a purge deletes. Each backend keeps only its SQL
 // and its connection handling; this is the rest. (VerdictName, for every caller, is
 // declared in inbox.h and defined with these in backend.cc.)
 #pragma once
@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -18,6 +19,14 @@ namespace hookbox {
 // A fresh random token (32 hex digits) for a claim's lease: a finish moves the job only if
 // the token it holds is still the job's (the compare-and-swap that fences an old owner).
 std::string NewLeaseToken();
+
+// Conflict("lease lost") about `job`: its lease token no longer holds (FinishJob,
+// RenewLeases), so another worker or request owns the job now.
+Status LeaseLost(const ClaimedJob& job);
+
+// Conflict("event is being processed") about a row Clear() refuses: a job of it holds a
+// live lease.
+Status ClearRefused(const std::string& endpoint, const std::string& event_id);
 
 // The jobs.status a finish records for what comes next: done, pending (a retry) or dead.
 const char* JobStatusFor(JobOutcome::Next next);
@@ -31,6 +40,12 @@ JobOutcome SqlFailedOutcome(const JobOutcome& outcome, const JobOutcome* sql_fai
 // The last_error of a job held for want of its handler (Inbox::HoldForHandler).
 std::string HeldReason(const std::string& handler);
 
+// A handler's output as a finish stores it (an attempt's detail, a job's last error), on
+// either backend: each byte that is not valid UTF-8, and each NUL, replaced by U+FFFD. A
+// PostgreSQL TEXT column cannot take them, and the same handler must leave the same record
+// on SQLite, so that `inbox show` and the console read alike on both.
+std::string StorableText(std::string_view handler_output);
+
 // One inbox status a purge deletes: rows with it received before `before` go, and their
 // number goes to `*count`. Finished rows (processed, stale, ignored) go after
 // `processed_before`, dead ones after `dead_before`.
@@ -40,6 +55,13 @@ struct PurgeTarget {
   int64_t* count;
 };
 std::array<PurgeTarget, 4> PurgeTargets(const PurgeRequest& r, PurgeCounts* counts);
+
+// The one condition on inbox rows that both a purge's count (dry run) and its delete use, so
+// the two cannot disagree: the status is parameter 1, the cutoff parameter 2 (written `mark`
+// and the number, the cutoff followed by `time_cast`, as in ListQueryTail), and no job of the
+// row is unfinished. A row is `dead` as soon as one of its jobs is, while its other jobs may
+// still be pending or running: such a row is kept until they finish.
+std::string PurgeRowCondition(char mark, const char* time_cast);
 
 // Queue()'s count of jobs by status, with or without the done ones (an index range each).
 const char* QueueCountSql(bool count_done);

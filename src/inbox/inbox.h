@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -108,7 +109,8 @@ struct DeadJob {
 
 // What the daily purge removes: rows received before the cutoffs (processed, stale and
 // ignored before `processed_before`, dead before `dead_before`), sequence-gate rows not
-// updated since `sequences_before`. Pending and processing rows are never purged.
+// updated since `sequences_before`. Pending and processing rows are never purged, nor is a
+// row with any unfinished job (a `dead` row whose other jobs still wait or run).
 struct PurgeRequest {
   TimePoint processed_before;
   TimePoint dead_before;
@@ -275,6 +277,18 @@ class Inbox {
     return false;
   }
 
+  // mode: sync. A request runs its event's jobs one after another, so the lease its claim
+  // took (Accept, ClaimEvent: enough for one run) must not be what covers the last of
+  // them: as each job after the first starts, the request renews the leases it still
+  // holds, `jobs` (the one starting and those after it), to lease_until = now + lease
+  // (that handler's timeout and a margin). One transaction
+  // and a compare-and-swap per job on its lease token: if any job's token no longer holds
+  // (the request stalled, its lease ran out and another request took the event over), no
+  // lease changes and the answer is Conflict("lease lost"); the caller must then run none
+  // of them. Ok for no jobs.
+  virtual Status RenewLeases(std::span<const ClaimedJob> jobs, TimePoint now,
+                             std::chrono::milliseconds lease) = 0;
+
   // Re-arms the dead jobs of a row with a fresh attempt budget; re-armed jobs of sync
   // endpoints run in the worker pool (no producer is waiting for them). NotFound when there is no
   // such row; InvalidArgument when it has no dead job.
@@ -323,8 +337,12 @@ class Inbox {
   // NotFound when there is no such row.
   virtual StatusOr<InboxDetail> Show(const std::string& endpoint, const std::string& event_id) = 0;
   // Deletes the row with its jobs and attempts, so the next delivery of the event is accepted
-  // as new. NotFound when there is no such row.
-  virtual Status Clear(const std::string& endpoint, const std::string& event_id) = 0;
+  // as new. NotFound when there is no such row. Conflict("event is being processed"), and
+  // nothing deleted, while a job of the row holds a live lease (processing, lease_until >=
+  // `now`): its attempt is running, and deleting the row would discard its result and let
+  // a later job of its resource run beside it. An expired lease (its worker died) does not
+  // refuse.
+  virtual Status Clear(const std::string& endpoint, const std::string& event_id, TimePoint now) = 0;
   virtual StatusOr<InboxStats> Stats() = 0;
   // Jobs by status (with `done`: those count up to the retention, so the console, which
   // shows the others at every page view, leaves them out) and the oldest unfinished job.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -127,7 +128,25 @@ Answer Receiver::RunSync(const ReceiverSetup& setup, const std::vector<ClaimedJo
   std::string error;
   // A duplicate of this event on any replica waits on this lock (PostgreSQL), see TakeOver.
   const std::unique_ptr<JobsHold> hold = inbox_.HoldJobs(jobs);
-  for (const ClaimedJob& job : jobs) {
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const ClaimedJob& job = jobs[i];
+    // The claim, just taken, leased every job for one run, and the first job uses it. Each
+    // later job starts when the jobs before it have used up part or all of that lease, so it
+    // renews the leases still held (its own and those after it) to cover its run; else a
+    // duplicate arriving meanwhile would find them expired, take the event over and run this
+    // job beside it.
+    if (i > 0) {
+      const Handler* handler = setup.handlers->Find(job.event.endpoint, job.handler);
+      if (Status renewed =
+              inbox_.RenewLeases(std::span(jobs).subspan(i), clock_.Now(), LeaseFor(handler));
+          !renewed.ok()) {
+        // Lost (taken over: the new owner runs these jobs) or storage: run none of them.
+        all_ok = false;
+        error = renewed.code() == Status::Code::kConflict ? "handler lost its lease"
+                                                          : "storage unavailable";
+        break;
+      }
+    }
     auto outcome =
         RunAttempt(inbox_, job, *setup.config, *setup.handlers, clock_, AttemptMode::kSync);
     if (!outcome.ok()) {

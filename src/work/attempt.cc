@@ -9,11 +9,11 @@
 
 namespace hookbox {
 
-std::chrono::milliseconds LeaseFor(const HandlerSet& handlers) {
-  return handlers.longest_timeout + std::chrono::seconds(30);
-}
-
 namespace {
+
+// What a lease adds to the handler's timeout: time for the finish to commit. Handlers are
+// killed at their timeout, so a lease outlives its attempt.
+constexpr std::chrono::milliseconds kLeaseMargin = std::chrono::seconds(30);
 
 const char* NextName(JobOutcome::Next next) {
   switch (next) {
@@ -41,6 +41,14 @@ JobOutcome Decide(const HandlerResult& result, const ClaimedJob& job, const Retr
 }
 
 }  // namespace
+
+std::chrono::milliseconds LeaseFor(const HandlerSet& handlers) {
+  return handlers.longest_timeout + kLeaseMargin;
+}
+
+std::chrono::milliseconds LeaseFor(const Handler* handler) {
+  return (handler ? handler->timeout() : std::chrono::milliseconds(0)) + kLeaseMargin;
+}
 
 FinishRequest Conclude(const ClaimedJob& job, const HandlerResult& result, const Handler* handler,
                        const Config& config, const Clock& clock, AttemptMode mode) {

@@ -20,6 +20,12 @@ enum class AttemptMode {
 // handler timeout plus a margin for the finish to commit.
 std::chrono::milliseconds LeaseFor(const HandlerSet& handlers);
 
+// mode: sync. The lease a request renews as each job after the first starts (its claim's
+// lease, LeaseFor(handlers), was taken for one run): that job's handler's timeout plus the
+// margin; a job whose handler is gone from the config (`handler` null) gets the margin
+// alone, since it fails at once.
+std::chrono::milliseconds LeaseFor(const Handler* handler);
+
 // The outcome recorded for the job, or why nothing was recorded (Conflict "lease lost":
 // another worker took the job over and its result stands; Unavailable: storage; NotFound:
 // the handler is not configured, and the job is now held, work/held.h).

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <random>
 #include <set>
+#include <span>
 #include <thread>
 
 #include "tests/pg/pg_testing.h"
@@ -190,8 +191,8 @@ TEST_CASE("dedupe body: a new id with a stored body is the stored event's duplic
   CHECK(Accept(t, MakeEvent("d-7", {"h1"}, "", std::nullopt, body)) == Verdict::kAccepted);
 
   // Within retention only: once the stored rows are gone, the body is new again.
-  REQUIRE(t->Clear("ep", "d-1").ok());
-  REQUIRE(t->Clear("ep", "d-7").ok());
+  REQUIRE(t->Clear("ep", "d-1", kT0).ok());
+  REQUIRE(t->Clear("ep", "d-7", kT0).ok());
   CHECK(Accept(t, with_body_dedupe(MakeEvent("d-8", {"h1"}, "", std::nullopt, body))) ==
         Verdict::kAccepted);
 }
@@ -240,12 +241,58 @@ TEST_CASE("group commit: concurrent accepts of distinct and repeated ids") {
 TEST_CASE("clear forgets the row, its jobs and attempts") {
   TestInbox t;
   Accept(t, MakeEvent("c"));
-  REQUIRE(Claim(t, kT0).size() == 1);
-  CHECK(t->Clear("ep", "c").ok());
+  REQUIRE(Claim(t, kT0, 10, 60s).size() == 1);
+  JobOutcome retry;
+  retry.outcome = Outcome::kFailed;
+  retry.next = JobOutcome::Next::kRetry;
+  retry.next_attempt_at = kT0 + 1h;
+  retry.finished_at = kT0 + 1s;
+  Accept(t, MakeEvent("waits"));
+  auto waits = Claim(t, kT0 + 1s);
+  REQUIRE(waits.size() == 1);
+  REQUIRE(t->FinishJob(waits[0], retry).ok());
+  // A job waiting for its retry is not running: its row is cleared at once.
+  CHECK(t->Clear("ep", "waits", kT0 + 2s).ok());
+  // A claim whose worker died: its lease ran out, so nothing runs it any more.
+  CHECK(t->Clear("ep", "c", kT0 + 61s).ok());
+  CHECK(t.Count("SELECT count(*) FROM inbox") == 0);
   CHECK(t.Count("SELECT count(*) FROM jobs") == 0);
   CHECK(t.Count("SELECT count(*) FROM attempts") == 0);
-  CHECK(t->Clear("ep", "c").code() == Status::Code::kNotFound);
+  CHECK(t->Clear("ep", "c", kT0 + 61s).code() == Status::Code::kNotFound);
   CHECK(Accept(t, MakeEvent("c")) == Verdict::kAccepted);
+}
+
+TEST_CASE("clear refuses a row whose job holds a live lease, and changes nothing") {
+  // Issue 29, defect 8: the clear discarded a running attempt, and the next event of its
+  // resource then ran beside it.
+  TestInbox t;
+  Accept(t, MakeEvent("first", {"h"}, "order-1", 1));
+  Accept(t, MakeEvent("second", {"h"}, "order-1", 2));
+  auto running = Claim(t, kT0, 10, 60s);
+  REQUIRE(running.size() == 1);
+  REQUIRE(running[0].event.event_id == "first");
+  Status refused = t->Clear("ep", "first", kT0 + 30s);
+  CHECK(refused.code() == Status::Code::kConflict);
+  CHECK(refused.what() == "event is being processed");
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id = 'first'") == 1);
+  CHECK(t.Count("SELECT count(*) FROM jobs") == 2);
+  CHECK(t.Count("SELECT count(*) FROM attempts") == 1);
+  // The order holds: the resource's next job waits for the running one, whose result stands.
+  CHECK(Claim(t, kT0 + 30s).empty());
+  REQUIRE(t->FinishJob(running[0], Done(kT0 + 31s)).ok());
+  auto next = Claim(t, kT0 + 32s);
+  REQUIRE(next.size() == 1);
+  CHECK(next[0].event.event_id == "second");
+  // Finished, the row can go.
+  CHECK(t->Clear("ep", "first", kT0 + 33s).ok());
+
+  // A sync request's jobs are leased from the accept on: refused too.
+  Event e = MakeEvent("sync-1");
+  e.sync_owner = "request-1";
+  e.sync_lease = 30s;
+  REQUIRE(t->Accept(e).ok());
+  CHECK(t->Clear("ep", "sync-1", kT0 + 1s).code() == Status::Code::kConflict);
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id = 'sync-1'") == 1);
 }
 
 TEST_CASE("a claimed job is not claimed again while its lease lives") {
@@ -529,7 +576,7 @@ TEST_CASE("FinishJobs without sql: every outcome in one batch, a lost lease chan
   CHECK(t.Count("SELECT count(*) FROM attempts WHERE outcome = 'ok'") == 3);
 }
 
-TEST_CASE("finishes whose handler output is not UTF-8 are stored (PostgreSQL: U+FFFD)") {
+TEST_CASE("finishes whose handler output is not UTF-8 are stored with U+FFFD, on both") {
   TestInbox t;
   for (const char* id : {"good", "bad", "alone"}) Accept(t, MakeEvent(id));
   auto jobs = Claim(t, kT0);
@@ -560,13 +607,11 @@ TEST_CASE("finishes whose handler output is not UTF-8 are stored (PostgreSQL: U+
     REQUIRE(shown.ok());
     REQUIRE(shown->jobs.size() == 1);
     REQUIRE(shown->jobs[0].attempt_rows.size() == 1);
-    const std::string stored = shown->jobs[0].attempt_rows[0].detail;
-    if (OnPostgres()) {
-      // Each bad byte, the NUL and each byte of the encoded surrogate become U+FFFD; é stays.
-      CHECK(stored == "stderr: \uFFFD\uFFFD\uFFFD \u00e9 \uFFFD\uFFFD\uFFFD");
-    } else {
-      CHECK(stored == binary.detail);
-    }
+    // Both backends store the same (issue 29, defect 11): each bad byte, the NUL and each
+    // byte of the encoded surrogate become U+FFFD; é stays.
+    const std::string sanitised = "stderr: \uFFFD\uFFFD\uFFFD \u00e9 \uFFFD\uFFFD\uFFFD";
+    CHECK(shown->jobs[0].attempt_rows[0].detail == sanitised);
+    CHECK(shown->jobs[0].last_error == sanitised);
   }
 }
 
@@ -734,6 +779,53 @@ TEST_CASE("sync: accept claims the jobs for the request; the pool never takes th
   CHECK(t->ClaimEvent("ep", "nope", "r", kT0, 1s).status().code() == Status::Code::kNotFound);
 }
 
+TEST_CASE("sync: RenewLeases extends the leases still held; a lost one renews none") {
+  // Issue 29, defect 2: a request runs its jobs one after another, and the lease its accept
+  // took ran out under the last of them; a duplicate took that job over while it ran.
+  TestInbox t;
+  Event e = MakeEvent("s", {"h1", "h2", "h3"});
+  e.sync_owner = "request-1";
+  e.sync_lease = 30s;
+  auto r = t->Accept(e);
+  REQUIRE(r.ok());
+  REQUIRE(r->claimed.size() == 3);
+  REQUIRE(t->FinishJob(r->claimed[0], Done(kT0 + 20s)).ok());
+  // h2 starts at +20 s: the request renews what it still holds, h2 and h3, to +50 s.
+  const std::span<const ClaimedJob> rest = std::span(r->claimed).subspan(1);
+  REQUIRE(t->RenewLeases(rest, kT0 + 20s, 30s).ok());
+  CHECK(t->RenewLeases({}, kT0 + 20s, 30s).ok());
+  // Past the accept's lease, a duplicate finds the event busy, not free to take over.
+  auto busy = t->ClaimEvent("ep", "s", "request-2", kT0 + 40s, 30s);
+  REQUIRE(busy.ok());
+  CHECK(busy->state == EventClaim::State::kBusy);
+  REQUIRE(t->FinishJob(r->claimed[1], Done(kT0 + 41s)).ok());
+
+  // The request stalls past its renewed lease: another takes h3 over (new token, until
+  // +90 s). The first request's renewal is then lost and changes nothing, even together with
+  // a job whose token does hold: the new owner's lease still ends at +90 s.
+  auto takeover = t->ClaimEvent("ep", "s", "request-2", kT0 + 60s, 30s);
+  REQUIRE(takeover.ok());
+  REQUIRE(takeover->state == EventClaim::State::kClaimed);
+  REQUIRE(takeover->jobs.size() == 1);
+  Status lost = t->RenewLeases(std::span(r->claimed).subspan(2), kT0 + 61s, 100s);
+  CHECK(lost.code() == Status::Code::kConflict);
+  CHECK(lost.what() == "lease lost");
+  const std::vector<ClaimedJob> mixed = {takeover->jobs[0], r->claimed[2]};
+  CHECK(t->RenewLeases(mixed, kT0 + 61s, 100s).code() == Status::Code::kConflict);
+  auto after = t->ClaimEvent("ep", "s", "request-3", kT0 + 91s, 30s);
+  REQUIRE(after.ok());
+  CHECK(after->state == EventClaim::State::kClaimed);
+  // Its own renewal is what keeps a live owner's event busy.
+  REQUIRE(after->jobs.size() == 1);
+  REQUIRE(t->RenewLeases(after->jobs, kT0 + 100s, 30s).ok());
+  auto held = t->ClaimEvent("ep", "s", "request-4", kT0 + 125s, 30s);
+  REQUIRE(held.ok());
+  CHECK(held->state == EventClaim::State::kBusy);
+  CHECK(t->FinishJob(r->claimed[2], Done(kT0 + 126s)).status().code() == Status::Code::kConflict);
+  REQUIRE(t->FinishJob(after->jobs[0], Done(kT0 + 126s)).ok());
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == 1);
+}
+
 TEST_CASE("sync sql: the side effect and the inbox row commit together or not at all") {
   TestInbox t;
   SqlWork sql;
@@ -815,6 +907,67 @@ TEST_CASE("purge removes exactly the rows past retention, in batches; dry run co
   REQUIRE(seq.ok());
   CHECK(seq->sequences == 1);
   CHECK(t.Count("SELECT count(*) FROM sequences") == 0);
+}
+
+TEST_CASE("purge keeps a dead row while another of its jobs waits or runs; dry run agrees") {
+  // Issue 29, defect 7: a row is dead as soon as one job is, and the purge deleted it with
+  // its other jobs still pending or running.
+  TestInbox t;
+  const TimePoint old_time = kT0 - std::chrono::hours(24 * 40);
+  Event mixed = MakeEvent("mixed", {"fails", "retries", "runs"});
+  mixed.received_at = old_time;
+  Event all_dead = MakeEvent("all-dead", {"fails"});
+  all_dead.received_at = old_time;
+  Accept(t, mixed);
+  Accept(t, all_dead);
+  auto jobs = Claim(t, kT0, 10, 60s);
+  REQUIRE(jobs.size() == 4);
+  JobOutcome dead;
+  dead.outcome = Outcome::kPermanent;
+  dead.next = JobOutcome::Next::kDead;
+  dead.finished_at = kT0;
+  JobOutcome retry;
+  retry.outcome = Outcome::kFailed;
+  retry.next = JobOutcome::Next::kRetry;
+  retry.next_attempt_at = kT0 + 1h;
+  retry.finished_at = kT0;
+  const ClaimedJob* runs = nullptr;
+  for (const ClaimedJob& j : jobs) {
+    if (j.handler == "fails") REQUIRE(t->FinishJob(j, dead).ok());
+    if (j.handler == "retries") REQUIRE(t->FinishJob(j, retry).ok());
+    if (j.handler == "runs") runs = &j;
+  }
+  REQUIRE(runs != nullptr);
+  REQUIRE(t.Count("SELECT count(*) FROM inbox WHERE status = 'dead'") == 2);
+
+  PurgeRequest r;
+  r.processed_before = kT0 - std::chrono::hours(24 * 7);
+  r.dead_before = kT0 - std::chrono::hours(24 * 30);
+  r.sequences_before = kT0 - std::chrono::hours(24 * 90);
+  r.dry_run = true;
+  auto dry = t->Purge(r);
+  REQUIRE(dry.ok());
+  CHECK(dry->dead == 1);
+  r.dry_run = false;
+  auto purged = t->Purge(r);
+  REQUIRE(purged.ok());
+  CHECK(purged->dead == dry->dead);
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id = 'all-dead'") == 0);
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id = 'mixed'") == 1);
+  CHECK(t.Count("SELECT count(*) FROM jobs") == 3);
+  // The running attempt's result is recorded; the retry ends dead: now the row may go.
+  REQUIRE(t->FinishJob(*runs, Done(kT0 + 1s)).ok());
+  CHECK(t->Purge(r)->dead == 0);  // one job still waits for its retry
+  auto retried = Claim(t, kT0 + 2h);
+  REQUIRE(retried.size() == 1);
+  dead.finished_at = kT0 + 2h;
+  REQUIRE(t->FinishJob(retried[0], dead).ok());
+  r.dry_run = true;
+  CHECK(t->Purge(r)->dead == 1);
+  r.dry_run = false;
+  CHECK(t->Purge(r)->dead == 1);
+  CHECK(t.Count("SELECT count(*) FROM inbox") == 0);
+  CHECK(t.Count("SELECT count(*) FROM jobs") == 0);
 }
 
 // --- several replicas on one database ------------------------------------------------------

@@ -94,8 +94,12 @@ class CountingInbox final : public Inbox {
   StatusOr<InboxDetail> Show(const std::string& endpoint, const std::string& id) override {
     return in_.Show(endpoint, id);
   }
-  Status Clear(const std::string& endpoint, const std::string& id) override {
-    return in_.Clear(endpoint, id);
+  Status Clear(const std::string& endpoint, const std::string& id, TimePoint now) override {
+    return in_.Clear(endpoint, id, now);
+  }
+  Status RenewLeases(std::span<const ClaimedJob> jobs, TimePoint now,
+                     std::chrono::milliseconds lease) override {
+    return in_.RenewLeases(jobs, now, lease);
   }
   StatusOr<InboxStats> Stats() override { return in_.Stats(); }
   StatusOr<QueueStats> Queue(bool count_done) override { return in_.Queue(count_done); }

@@ -34,7 +34,6 @@
 #include <tuple>
 #include <variant>
 
-#include "base/utf8.h"
 #include "inbox/backend.h"
 #include "inbox/group_commit.h"
 #include "inbox/migration.h"
@@ -367,13 +366,13 @@ Params FinishArrays(const std::vector<FinishRequest>& finishes) {
     next_at.push_back(o.next == JobOutcome::Next::kRetry
                           ? std::optional<std::string>(FormatTime(o.next_attempt_at))
                           : std::nullopt);
-    // PostgreSQL text must be UTF-8 without NUL (base/utf8.h); SQLite keeps the bytes.
+    // StorableText: PostgreSQL text must be UTF-8 without NUL, and SQLite stores the same.
     last_error.push_back(o.outcome != Outcome::kOk
-                             ? std::optional<std::string>(ToValidUtf8(o.detail))
+                             ? std::optional<std::string>(StorableText(o.detail))
                              : std::nullopt);
     finished.emplace_back(FormatTime(o.finished_at));
     outcome.emplace_back(OutcomeName(o.outcome));
-    detail.emplace_back(ToValidUtf8(o.detail));
+    detail.emplace_back(StorableText(o.detail));
     number.emplace_back(std::to_string(f.job->event.attempt));
     refund.emplace_back(o.refund_try ? "1" : "0");
   }
@@ -630,6 +629,40 @@ class PostgresInbox final : public Inbox {
     });
     if (!s.ok() && claim.state != EventClaim::State::kBusy) return s;
     return claim;
+  }
+
+  Status RenewLeases(std::span<const ClaimedJob> jobs, TimePoint now,
+                     std::chrono::milliseconds lease) override {
+    if (jobs.empty()) return Status::Ok();
+    std::vector<std::string> ids, tokens;
+    for (const ClaimedJob& job : jobs) {
+      ids.push_back(std::to_string(job.job_id));
+      tokens.push_back(job.lease_token);
+    }
+    return Transact([&](Conn& c) -> Status {
+      // Locked in id order first, as every transaction that locks several jobs does.
+      if (Status s = Exec(c,
+                          "SELECT id FROM jobs WHERE id = ANY($1::bigint[]) ORDER BY id"
+                          " FOR UPDATE",
+                          Params().Add(TextArray(ids)));
+          !s.ok()) {
+        return s;
+      }
+      HOOKBOX_EXEC(
+          renewed,
+          c.Exec("UPDATE jobs j SET lease_until = $1::timestamptz"
+                 " FROM unnest($2::bigint[], $3::text[]) AS r (id, token)"
+                 " WHERE j.id = r.id AND j.lease_token = r.token"
+                 " AND j.status = 'processing' RETURNING j.id, r.token",
+                 Params().Add(FormatTime(now + lease)).Add(TextArray(ids)).Add(TextArray(tokens))));
+      std::set<std::pair<int64_t, std::string>> held;
+      for (int i = 0; i < renewed.rows(); ++i) held.emplace(renewed.Int(i, 0), renewed.Text(i, 1));
+      for (const ClaimedJob& job : jobs) {
+        // Not Ok: the transaction rolls back, and the leases that did hold stay as they were.
+        if (held.count({job.job_id, job.lease_token}) == 0) return LeaseLost(job);
+      }
+      return Status::Ok();
+    });
   }
 
   std::unique_ptr<JobsHold> HoldJobs(const std::vector<ClaimedJob>& jobs) override {
@@ -963,14 +996,19 @@ class PostgresInbox final : public Inbox {
     return d;
   }
 
-  Status Clear(const std::string& endpoint, const std::string& event_id) override {
+  Status Clear(const std::string& endpoint, const std::string& event_id, TimePoint now) override {
     return Transact([&](Conn& c) -> Status {
-      // Jobs rows first (the lock order), then the row; jobs and attempts go with it.
-      Status s = Exec(c,
-                      "SELECT j.id FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
-                      " WHERE i.endpoint = $1 AND i.event_id = $2 FOR UPDATE OF j",
-                      Params().Add(endpoint).Add(event_id));
-      if (!s.ok()) return s;
+      // Jobs rows first (the lock order), then the row; jobs and attempts go with it. Locked,
+      // the jobs show their latest leases (a claim that committed meanwhile included), and
+      // none can be claimed before the delete.
+      HOOKBOX_EXEC(jobs, c.Exec("SELECT j.status = 'processing' AND j.lease_until >= $3"
+                                "::timestamptz FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                                " WHERE i.endpoint = $1 AND i.event_id = $2 ORDER BY j.id"
+                                " FOR UPDATE OF j",
+                                Params().Add(endpoint).Add(event_id).Add(FormatTime(now))));
+      for (int i = 0; i < jobs.rows(); ++i) {
+        if (jobs.Bool(i, 0)) return ClearRefused(endpoint, event_id);
+      }
       HOOKBOX_EXEC(del, c.Exec("DELETE FROM inbox WHERE endpoint = $1 AND event_id = $2",
                                Params().Add(endpoint).Add(event_id)));
       if (del.Affected() == 0) return Status::NotFound("no such event", endpoint + " " + event_id);
@@ -1009,12 +1047,12 @@ class PostgresInbox final : public Inbox {
 
   StatusOr<PurgeCounts> Purge(const PurgeRequest& r) override {
     PurgeCounts counts;
+    static const std::string kRows = PurgeRowCondition('$', "::timestamptz");
+    static const std::string kCount = "SELECT count(*) FROM inbox WHERE " + kRows;
+    static const std::string kDelete =
+        "DELETE FROM inbox WHERE id IN (SELECT id FROM inbox WHERE " + kRows + " LIMIT $3)";
     for (const PurgeTarget& target : PurgeTargets(r, &counts)) {
-      auto n = PurgeRows(r,
-                         "SELECT count(*) FROM inbox WHERE status = $1"
-                         " AND received_at < $2::timestamptz",
-                         "DELETE FROM inbox WHERE id IN (SELECT id FROM inbox WHERE status = $1"
-                         " AND received_at < $2::timestamptz LIMIT $3)",
+      auto n = PurgeRows(r, kCount.c_str(), kDelete.c_str(),
                          Params().Add(target.status).Add(FormatTime(target.before)));
       if (!n.ok()) return n.status();
       *target.count = *n;
@@ -1514,7 +1552,7 @@ class PostgresInbox final : public Inbox {
     for (size_t i = 0; i < finishes.size(); ++i) {
       const ClaimedJob& job = *finishes[i].job;
       if (done.count(job.job_id) == 0) {
-        (*results)[i] = Status::Conflict("lease lost", "job " + std::to_string(job.job_id));
+        (*results)[i] = LeaseLost(job);
         continue;
       }
       (*results)[i] = finishes[i].outcome.outcome;
@@ -1531,7 +1569,7 @@ class PostgresInbox final : public Inbox {
   // and the row's status.
   Status FinishInto(Conn& c, const ClaimedJob& job, const JobOutcome& outcome, const SqlWork* sql,
                     const JobOutcome* sql_failed, Outcome* recorded) {
-    Status lost = Status::Conflict("lease lost", "job " + std::to_string(job.job_id));
+    Status lost = LeaseLost(job);
     if (sql && outcome.outcome == Outcome::kOk) {
       HOOKBOX_EXEC(held, c.Exec("SELECT 1 FROM jobs WHERE id = $1 AND lease_token = $2"
                                 " AND status = 'processing' FOR NO KEY UPDATE",
@@ -1564,11 +1602,11 @@ class PostgresInbox final : public Inbox {
     else
       cas.AddNull();
     if (effective->outcome != Outcome::kOk)
-      cas.Add(ToValidUtf8(effective->detail));
+      cas.Add(StorableText(effective->detail));
     else
       cas.AddNull();
     cas.Add(job.job_id).Add(job.lease_token).Add(finished).Add(OutcomeName(effective->outcome));
-    cas.Add(ToValidUtf8(effective->detail)).Add(int64_t{job.event.attempt});
+    cas.Add(StorableText(effective->detail)).Add(int64_t{job.event.attempt});
     cas.Add(int64_t{effective->refund_try ? 1 : 0});
     HOOKBOX_EXEC(moved, c.Exec("WITH cas AS (UPDATE jobs SET status = $1,"
                                " next_attempt_at = coalesce($2::timestamptz, next_attempt_at),"

@@ -198,19 +198,20 @@ Status FinishInto(Db& db, const ClaimedJob& job, const JobOutcome& outcome, cons
     if (effective->next == JobOutcome::Next::kRetry) {
       cas.Bind(2, FormatTime(effective->next_attempt_at));
     }
-    if (effective->outcome != Outcome::kOk) cas.Bind(3, effective->detail);
+    if (effective->outcome != Outcome::kOk) cas.Bind(3, StorableText(effective->detail));
     cas.Bind(4, job.job_id).Bind(5, job.lease_token);
     cas.Bind(6, int64_t{effective->refund_try ? 1 : 0});
     if (s = cas.Run(); !s.ok()) return s;
   }
   if (db.Changes() == 0) {
-    return Status::Conflict("lease lost", "job " + std::to_string(job.job_id));
+    return LeaseLost(job);
   }
   {
     HOOKBOX_PREPARE(att, db,
                     "UPDATE attempts SET finished_at = ?, outcome = ?, detail = ?"
                     " WHERE job = ? AND number = ?");
-    att.Bind(1, finished).Bind(2, OutcomeName(effective->outcome)).Bind(3, effective->detail);
+    att.Bind(1, finished).Bind(2, OutcomeName(effective->outcome));
+    att.Bind(3, StorableText(effective->detail));
     att.Bind(4, job.job_id).Bind(5, int64_t{job.event.attempt});
     if (s = att.Run(); !s.ok()) return s;
   }
@@ -589,12 +590,23 @@ class SqliteInbox final : public Inbox {
     return result;
   }
 
-  Status Clear(const std::string& endpoint, const std::string& event_id) override {
+  Status Clear(const std::string& endpoint, const std::string& event_id, TimePoint now) override {
     return Write([&](Db& db) -> Status {
+      Status s;
+      {
+        // In the writer's transaction: no claim can come between this look and the delete.
+        HOOKBOX_PREPARE(running, db,
+                        "SELECT count(*) FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                        " WHERE i.endpoint = ? AND i.event_id = ? AND j.status = 'processing'"
+                        " AND j.lease_until >= ?");
+        running.Bind(1, endpoint).Bind(2, event_id).Bind(3, FormatTime(now));
+        if (running.Step(&s) && running.Int(0) > 0) return ClearRefused(endpoint, event_id);
+        if (!s.ok()) return s;
+      }
       // Jobs and attempts go with the row (ON DELETE CASCADE).
       HOOKBOX_PREPARE(del, db, "DELETE FROM inbox WHERE endpoint = ? AND event_id = ?");
       del.Bind(1, endpoint).Bind(2, event_id);
-      Status s = del.Run();
+      s = del.Run();
       if (s.ok() && db.Changes() == 0) {
         return Status::NotFound("no such event", endpoint + " " + event_id);
       }
@@ -663,6 +675,25 @@ class SqliteInbox final : public Inbox {
     });
     if (!s.ok()) return s;
     return claim;
+  }
+
+  Status RenewLeases(std::span<const ClaimedJob> jobs, TimePoint now,
+                     std::chrono::milliseconds lease) override {
+    if (jobs.empty()) return Status::Ok();
+    return Write([&](Db& db) -> Status {
+      HOOKBOX_PREPARE(up, db,
+                      "UPDATE jobs SET lease_until = ? WHERE id = ? AND lease_token = ?"
+                      " AND status = 'processing'");
+      const std::string until = FormatTime(now + lease);
+      for (const ClaimedJob& job : jobs) {
+        up.Bind(1, until).Bind(2, job.job_id).Bind(3, job.lease_token);
+        if (Status s = up.Run(); !s.ok()) return s;
+        up.Reset();
+        // The write's savepoint rolls back the jobs renewed before this one.
+        if (db.Changes() == 0) return LeaseLost(job);
+      }
+      return Status::Ok();
+    });
   }
 
   StatusOr<int> Retry(const std::string& endpoint, const std::string& event_id,
@@ -931,11 +962,13 @@ class SqliteInbox final : public Inbox {
 
   StatusOr<PurgeCounts> Purge(const PurgeRequest& r) override {
     PurgeCounts counts;
+    static const std::string kRows = PurgeRowCondition('?', "");
+    static const std::string kCount = "SELECT count(*) FROM inbox WHERE " + kRows;
+    static const std::string kDelete =
+        "DELETE FROM inbox WHERE id IN (SELECT id FROM inbox WHERE " + kRows + " LIMIT ?3)";
     for (const PurgeTarget& target : PurgeTargets(r, &counts)) {
-      auto n = PurgeRows(r, "SELECT count(*) FROM inbox WHERE status = ?1 AND received_at < ?2",
-                         "DELETE FROM inbox WHERE id IN (SELECT id FROM inbox WHERE status = ?1"
-                         " AND received_at < ?2 LIMIT ?3)",
-                         target.status, FormatTime(target.before));
+      auto n =
+          PurgeRows(r, kCount.c_str(), kDelete.c_str(), target.status, FormatTime(target.before));
       if (!n.ok()) return n.status();
       *target.count = *n;
     }
