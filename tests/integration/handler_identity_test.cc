@@ -204,3 +204,32 @@ TEST_CASE("inbox reassign gives held jobs to a configured handler; drop lets row
   CHECK(settled["jobs"].empty());
   CHECK(settled["status"] == "processed");
 }
+
+TEST_CASE("a sync redelivery whose handler is gone holds the job and answers 500") {
+  TempDir dir;
+  WriteScript(dir, "invoice");
+  WriteScript(dir, "customer");
+  std::string config = Config(Route("invoice.*", "invoice"));
+  config.replace(config.find("    routes:"), 0, "    mode: sync\n");
+  Daemon d(dir, config);
+  const std::string body = R"({"id":"evt_sync","type":"invoice.x"})";
+  auto first = d.Post("/hooks/open", {}, body);
+  REQUIRE(first);
+  CHECK(first->status == 500);  // the script fails: the job is released for the redelivery
+  const std::string invoice = Show(d, "evt_sync")["jobs"][0]["handler"];
+
+  std::string without = Config(Route("customer.*", "customer"));
+  without.replace(without.find("    routes:"), 0, "    mode: sync\n");
+  Reload(d, without);
+  auto again = d.Post("/hooks/open", {}, body);
+  REQUIRE(again);
+  CHECK(again->status == 500);
+  CHECK(again->body.find("handler " + invoice + " is not configured; its job is held") !=
+        std::string::npos);
+  json held = Show(d, "evt_sync");
+  CHECK(held["status"] != "dead");
+  CHECK(held["jobs"][0]["status"] == "pending");
+  CHECK(held["jobs"][0]["held"] == true);
+  CHECK(held["jobs"][0]["attempts"].size() == 1);  // the first request's try; none for this one
+  for (const std::string& line : ReadLines(dir / "ran")) CHECK(line == "invoice");
+}
