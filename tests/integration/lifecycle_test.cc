@@ -186,7 +186,8 @@ endpoints:
   WriteFile(dir / "go", "");
   REQUIRE(Ran(dir, "end slow t1"));
   REQUIRE(Eventually([&] {
-    for (const json& job : ShowJson(d, "two", "t1")["jobs"])
+    const json shown = ShowJson(d, "two", "t1");  // the loop must not outlive it
+    for (const json& job : shown["jobs"])
       if (job["status"] == "processing") return false;
     return true;
   }));
