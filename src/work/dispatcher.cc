@@ -267,19 +267,20 @@ void Dispatcher::Begin(Attempt* a) {
 // Called on whichever thread the attempt ended on (the child watch's, a blocking thread,
 // the dispatcher's): it only hands over, so that children are started by the dispatcher.
 void Dispatcher::Ended(Attempt* a, HandlerResult result) {
-  {
-    std::lock_guard lock(mu_);
-    a->result = std::move(result);
-    ended_.push_back(a);
-    auto w = waiting_.find(a->key);
-    if (w != waiting_.end() && !w->second.empty() && !stopping_) {
-      ready_.push_back(w->second.front());  // takes over the slot
-      w->second.pop_front();
-      --waiting_count_;
-    } else {
-      --running_[a->key];
-    }
+  std::lock_guard lock(mu_);
+  a->result = std::move(result);
+  ended_.push_back(a);
+  auto w = waiting_.find(a->key);
+  if (w != waiting_.end() && !w->second.empty() && !stopping_) {
+    ready_.push_back(w->second.front());  // takes over the slot
+    w->second.pop_front();
+    --waiting_count_;
+  } else {
+    --running_[a->key];
   }
+  // Under the lock: once the dispatcher sees this attempt ended it may finish it, stop and
+  // be destroyed (shutdown), so this thread must not touch cv_ after unlocking (TSan saw
+  // the notify race the condition variable's destruction).
   cv_.notify_all();
 }
 
