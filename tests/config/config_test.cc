@@ -720,4 +720,3 @@ TEST_CASE("the same handler in two routes is one handler with one name") {
 
 }  // namespace
 }  // namespace hookbox
-
