@@ -84,9 +84,9 @@ struct HandlerSpec {
   // `name:` if given, else DerivedHandlerName(): a job names its handler by this, so it
   // must not change when routes are reordered or settings other than the target edited.
   std::string name;
-  bool named = false;  // `name:` was given
   std::string kind;
   YAML::Node config;
+  bool named = false;  // `name:` was given (last: {name, kind, config} initialises the rest)
 };
 
 struct Route {
