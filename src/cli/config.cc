@@ -17,13 +17,13 @@ namespace {
 // how many, before a reload or restart does it. The inbox is opened as the read verbs open
 // it; if it cannot be (not created yet, not reachable from this shell), there is nothing to
 // say and the check does not fail for it.
-void WarnAboutHeldJobs(const std::string& path, const Config& config) {
+void PrintHeldWarnings(const std::string& path, const Config& config) {
   auto inbox = OpenInbox({.database = config.database, .create = false});
   if (!inbox.ok()) return;
   auto backlog = (*inbox)->UnfinishedByHandler();
   if (!backlog.ok()) return;
-  for (const std::string& w : HeldWarnings(Unconfigured(*backlog, config))) {
-    std::cout << path << ": warning: " << TerminalSafe(w) << "\n";
+  for (const HandlerBacklog& b : Unconfigured(*backlog, config)) {
+    std::cout << path << ": warning: " << TerminalSafe(HeldWarning(b)) << "\n";
   }
 }
 
@@ -46,7 +46,7 @@ int CheckConfig(const std::string& path, bool read_secrets) {
     std::cout << r.errors.size() << " error(s)\n";
     return kExitUsage;
   }
-  WarnAboutHeldJobs(path, *r.config);
+  PrintHeldWarnings(path, *r.config);
   std::cout << path << ": ok (" << r.config->endpoints.size() << " endpoint(s))\n";
   return kExitOk;
 }

@@ -13,18 +13,11 @@
 namespace hookbox::cli {
 namespace {
 
-bool Configured(const Config& config, const std::string& endpoint, const std::string& handler) {
-  for (const HandlerRef& h : ConfiguredHandlers(config)) {
-    if (h.endpoint == endpoint && h.handler == handler) return true;
-  }
-  return false;
-}
-
 // Only the jobs of a handler the config lacks: moving or dropping a configured handler's
 // jobs would take work from under a running daemon.
 bool RefuseConfigured(const Config& config, const std::string& endpoint,
                       const std::string& handler) {
-  if (!Configured(config, endpoint, handler)) return false;
+  if (!IsConfigured(config, endpoint, handler)) return false;
   std::cerr << "hookbox: handler " << TerminalSafe(handler) << " is configured for endpoint "
             << TerminalSafe(endpoint)
             << "; reassign and drop take only the jobs of handlers the config no longer has\n";
@@ -37,7 +30,7 @@ int InboxReassign(const std::string& path, const std::string& endpoint, const st
                   const std::string& to) {
   Opened opened = LoadAndOpen(path, {.endpoint = endpoint, .check = [&](Config& c) {
                                        if (RefuseConfigured(c, endpoint, from)) return false;
-                                       if (Configured(c, endpoint, to)) return true;
+                                       if (IsConfigured(c, endpoint, to)) return true;
                                        std::cerr << "hookbox: endpoint " << TerminalSafe(endpoint)
                                                  << " has no handler named " << TerminalSafe(to)
                                                  << "\n";

@@ -93,10 +93,7 @@ int WriteRawBody(const std::string& body) {
 // A job that has not finished and whose handler the config lacks is held (work/held.h).
 bool IsHeld(const JobRow& j, const Config& config, const std::string& endpoint) {
   if (j.status != "pending" && j.status != "processing") return false;
-  for (const HandlerRef& h : ConfiguredHandlers(config)) {
-    if (h.endpoint == endpoint && h.handler == j.handler) return false;
-  }
-  return true;
+  return !IsConfigured(config, endpoint, j.handler);
 }
 
 json DetailJson(const InboxDetail& detail, const Config& config) {

@@ -51,8 +51,8 @@ int Stats(const std::string& path, bool as_json) {
   const std::vector<HandlerBacklog> held = Unconfigured(*backlog, *opened.config);
   // Jobs held for want of their handler: on stderr whatever the format (the JSON's shape,
   // counts of rows by endpoint and status, stays as scripts know it), and as a table below.
-  for (const std::string& w : HeldWarnings(held)) {
-    std::cerr << "hookbox: warning: " << TerminalSafe(w) << "\n";
+  for (const HandlerBacklog& b : held) {
+    std::cerr << "hookbox: warning: " << TerminalSafe(HeldWarning(b)) << "\n";
   }
   if (as_json) {
     json out = json::object();

@@ -212,12 +212,13 @@ bool Dispatcher::Claim() {
 void Dispatcher::Hold(const std::vector<ClaimedJob>& jobs, TimePoint now) {
   Status s = inbox_.HoldForHandler(jobs, now);
   for (const ClaimedJob& job : jobs) {
-    LogWarn({{"msg", s.ok() ? "job held: its handler is not configured"
-                            : "cannot hold a job whose handler is not configured"},
-             {"endpoint", job.event.endpoint},
-             {"event_id", job.event.event_id},
-             {"handler", job.handler},
-             {"error", s.ok() ? std::string() : s.ToString()}});
+    nlohmann::json line = {{"msg", s.ok() ? "job held: its handler is not configured"
+                                          : "cannot hold a job whose handler is not configured"},
+                           {"endpoint", job.event.endpoint},
+                           {"event_id", job.event.event_id},
+                           {"handler", job.handler}};
+    if (!s.ok()) line["error"] = s.ToString();
+    LogWarn(line);
   }
 }
 

@@ -21,29 +21,34 @@ std::vector<HandlerRef> ConfiguredHandlers(const Config& config) {
   return refs;
 }
 
+bool IsConfigured(const Config& config, const std::string& endpoint, const std::string& handler) {
+  const Endpoint* ep = config.FindByName(endpoint);
+  if (ep == nullptr) return false;
+  for (const Route& route : ep->routes) {
+    for (const HandlerSpec& h : route.handlers) {
+      if (h.name == handler) return true;
+    }
+  }
+  return false;
+}
+
 std::vector<HandlerBacklog> Unconfigured(const std::vector<HandlerBacklog>& backlog,
                                          const Config& config) {
-  std::set<std::pair<std::string, std::string>> configured;
-  for (const HandlerRef& h : ConfiguredHandlers(config)) configured.emplace(h.endpoint, h.handler);
   std::vector<HandlerBacklog> out;
   for (const HandlerBacklog& b : backlog) {
-    if (!configured.count({b.endpoint, b.handler})) out.push_back(b);
+    if (!IsConfigured(config, b.endpoint, b.handler)) out.push_back(b);
   }
   return out;
 }
 
-std::vector<std::string> HeldWarnings(const std::vector<HandlerBacklog>& unconfigured) {
-  std::vector<std::string> lines;
-  for (const HandlerBacklog& b : unconfigured) {
-    lines.push_back("endpoint " + b.endpoint + ": " + std::to_string(b.unfinished) +
-                    " unfinished job(s) of handler " + b.handler +
-                    ", which this config does not have, are held (" + std::to_string(b.held) +
-                    " already): configure a handler of that name again, or move them with"
-                    " `hookbox inbox reassign " +
-                    b.endpoint + " " + b.handler + " NEW` or drop them with `hookbox inbox drop " +
-                    b.endpoint + " " + b.handler + "`");
-  }
-  return lines;
+std::string HeldWarning(const HandlerBacklog& b) {
+  return "endpoint " + b.endpoint + ": " + std::to_string(b.unfinished) +
+         " unfinished job(s) of handler " + b.handler +
+         ", which this config does not have, are held (" + std::to_string(b.held) +
+         " already): configure a handler of that name again, or move them with"
+         " `hookbox inbox reassign " +
+         b.endpoint + " " + b.handler + " NEW` or drop them with `hookbox inbox drop " +
+         b.endpoint + " " + b.handler + "`";
 }
 
 void ReleaseHeldJobs(Inbox& inbox, const Config& config, TimePoint now) {
@@ -63,16 +68,14 @@ int64_t WarnAboutHeldJobs(Inbox& inbox, const Config& config, const char* when) 
     return 0;
   }
   int64_t count = 0;
-  const std::vector<HandlerBacklog> unconfigured = Unconfigured(*backlog, config);
-  const std::vector<std::string> lines = HeldWarnings(unconfigured);
-  for (size_t i = 0; i < unconfigured.size(); ++i) {
-    count += unconfigured[i].unfinished;
+  for (const HandlerBacklog& b : Unconfigured(*backlog, config)) {
+    count += b.unfinished;
     LogWarn({{"msg", "jobs held: their handler is not configured"},
              {"when", when},
-             {"endpoint", unconfigured[i].endpoint},
-             {"handler", unconfigured[i].handler},
-             {"jobs", unconfigured[i].unfinished},
-             {"detail", lines[i]}});
+             {"endpoint", b.endpoint},
+             {"handler", b.handler},
+             {"jobs", b.unfinished},
+             {"detail", HeldWarning(b)}});
   }
   return count;
 }

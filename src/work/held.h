@@ -18,13 +18,16 @@ namespace hookbox {
 // Every (endpoint, handler) the config has.
 std::vector<HandlerRef> ConfiguredHandlers(const Config& config);
 
+// Whether the config has a handler of that name on that endpoint.
+bool IsConfigured(const Config& config, const std::string& endpoint, const std::string& handler);
+
 // The entries of `backlog` whose handler the config does not have.
 std::vector<HandlerBacklog> Unconfigured(const std::vector<HandlerBacklog>& backlog,
                                          const Config& config);
 
-// One line per handler the config lacks that still has unfinished jobs: how many, and what
-// an operator can do ("configure it again, or hookbox inbox reassign / drop").
-std::vector<std::string> HeldWarnings(const std::vector<HandlerBacklog>& unconfigured);
+// The warning about one handler the config lacks that still has unfinished jobs: how many,
+// and what an operator can do ("configure it again, or hookbox inbox reassign / drop").
+std::string HeldWarning(const HandlerBacklog& unconfigured);
 
 // Makes the held jobs of the config's handlers due now; logs how many when any.
 void ReleaseHeldJobs(Inbox& inbox, const Config& config, TimePoint now);
