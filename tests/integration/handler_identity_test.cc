@@ -233,3 +233,21 @@ TEST_CASE("a sync redelivery whose handler is gone holds the job and answers 500
   CHECK(held["jobs"][0]["attempts"].size() == 1);  // the first request's try; none for this one
   for (const std::string& line : ReadLines(dir / "ran")) CHECK(line == "invoice");
 }
+
+TEST_CASE("check-config says nothing of held jobs when the inbox cannot be opened") {
+  TempDir dir;
+  // A database that does not exist yet (a first install, or one this shell cannot reach):
+  // the config is still checked and passes, and the check creates nothing.
+  std::string text = Config(Route("*", "any"));
+  const std::string db = (dir / "not-yet") + "/inbox.db";
+  text.replace(text.find("{DB}"), 4, db);
+  WriteFile(dir / "config.yaml", text);
+  auto check = hookbox::testing::RunHookbox(
+      {"check-config", "--no-secrets", "-c", dir / "config.yaml"}, dir.path().string());
+  INFO(check.out << check.err);
+  CHECK(check.exit_code == 0);
+  CHECK(check.out.find(": ok (1 endpoint(s))") != std::string::npos);
+  CHECK(check.out.find("warning") == std::string::npos);
+  CHECK(check.err.empty());
+  CHECK(!std::filesystem::exists(dir / "not-yet"));
+}
