@@ -5,6 +5,7 @@
 #include <random>
 
 #include "base/utf8.h"
+#include "inbox/filter.h"
 
 namespace hookbox {
 
@@ -70,27 +71,98 @@ const char* QueueCountSql(bool count_done) {
                       " WHERE status IN ('pending', 'processing', 'dead') GROUP BY status";
 }
 
-std::string ListQueryTail(const ListFilter& f, char mark, const char* time_cast,
-                          std::vector<SqlValue>* params) {
+namespace {
+
+// The type glob as a pattern of the dialect's own operator, every character but `*` and `?`
+// literal: SQLite's GLOB is case-sensitive and knows `[...]`, so `[` becomes the class
+// `[[]`; PostgreSQL's LIKE is case-sensitive and knows `%`, `_` and its escape `\`.
+std::string TypePattern(const std::string& glob, SqlDialect dialect) {
+  std::string out;
+  for (char c : glob) {
+    if (dialect == SqlDialect::kSqlite) {
+      out += c == '[' ? std::string("[[]") : std::string(1, c);
+    } else if (c == '*') {
+      out += '%';
+    } else if (c == '?') {
+      out += '_';
+    } else {
+      if (c == '%' || c == '_' || c == '\\') out += '\\';
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string FilterCondition(const EventFilter& f, SqlDialect dialect,
+                            std::vector<SqlValue>* params) {
+  const bool pg = dialect == SqlDialect::kPostgres;
+  const char* time_cast = pg ? "::timestamptz" : "";
   std::string where;
   auto param = [&](SqlValue v) {
     params->push_back(std::move(v));
-    return std::string(1, mark) + std::to_string(params->size());
+    return std::string(1, pg ? '$' : '?') + std::to_string(params->size());
   };
   auto add = [&](const std::string& condition) {
-    where += where.empty() ? " WHERE " : " AND ";
+    where += where.empty() ? "" : " AND ";
     where += condition;
   };
   if (!f.endpoint.empty()) add("endpoint = " + param(f.endpoint));
   if (!f.status.empty()) add("status = " + param(f.status));
-  if (!f.event_id.empty()) add("event_id = " + param(f.event_id));
   if (!f.since.empty()) add("received_at >= " + param(f.since) + time_cast);
+  if (!f.until.empty()) add("received_at < " + param(f.until) + time_cast);
+  if (!f.type_glob.empty()) {
+    if (f.type_glob.find_first_of("*?") == std::string::npos) {
+      add("event_type = " + param(f.type_glob));
+    } else if (pg) {
+      add("event_type LIKE " + param(TypePattern(f.type_glob, dialect)) + " ESCAPE '\\'");
+    } else {
+      add("event_type GLOB " + param(TypePattern(f.type_glob, dialect)));
+    }
+  }
+  if (!f.handler.empty()) {
+    add("EXISTS (SELECT 1 FROM jobs WHERE jobs.inbox_id = inbox.id AND jobs.handler = " +
+        param(f.handler) + ")");
+  }
+  for (const FieldMatch& m : f.where) {
+    if (m.kind == FieldMatch::Kind::kJsonPointer) {
+      add("hookbox_pointer(inbox.body, " + param(m.field) + ") = " + param(m.value));
+      continue;
+    }
+    // The body between `&`s, so that a pair matches only as a whole field; the pattern is
+    // ASCII (FormPairSpellings encodes every other byte), so text and bytes agree.
+    std::string any;
+    for (const std::string& pair : FormPairSpellings(m.field, m.value)) {
+      any += any.empty() ? "(" : " OR ";
+      any += pg ? "position(convert_to(" + param("&" + pair + "&") +
+                      ", 'UTF8') IN '&'::bytea || inbox.body || '&'::bytea) > 0"
+                : "instr(CAST(X'26' || inbox.body || X'26' AS BLOB), CAST(" +
+                      param("&" + pair + "&") + " AS BLOB)) > 0";
+    }
+    add(any + ")");
+  }
+  return where;
+}
+
+std::string ListQueryTail(const ListFilter& f, SqlDialect dialect, std::vector<SqlValue>* params) {
+  const bool pg = dialect == SqlDialect::kPostgres;
+  auto param = [&](SqlValue v) {
+    params->push_back(std::move(v));
+    return std::string(1, pg ? '$' : '?') + std::to_string(params->size());
+  };
+  std::string where = FilterCondition(f.filter, dialect, params);
+  auto add = [&](const std::string& condition) {
+    where += where.empty() ? "" : " AND ";
+    where += condition;
+  };
+  if (!f.event_id.empty()) add("event_id = " + param(f.event_id));
   if (f.before_id != 0) {
-    const std::string at = param(f.before_received_at) + time_cast;
+    const std::string at = param(f.before_received_at) + (pg ? "::timestamptz" : "");
     add("(received_at, id) < (" + at + ", " + param(f.before_id) + ")");
   }
-  return " FROM inbox" + where + " ORDER BY received_at DESC, id DESC LIMIT " +
-         param(int64_t{f.limit});
+  return " FROM inbox" + (where.empty() ? "" : " WHERE " + where) +
+         " ORDER BY received_at DESC, id DESC LIMIT " + param(int64_t{f.limit});
 }
 
 const char* VerdictName(Verdict v) {

@@ -58,23 +58,43 @@ std::array<PurgeTarget, 4> PurgeTargets(const PurgeRequest& r, PurgeCounts* coun
 
 // The one condition on inbox rows that both a purge's count (dry run) and its delete use, so
 // the two cannot disagree: the status is parameter 1, the cutoff parameter 2 (written `mark`
-// and the number, the cutoff followed by `time_cast`, as in ListQueryTail), and no job of the
+// and the number, the cutoff followed by `time_cast`: "" or "::timestamptz"), and no job of the
 // row is unfinished. A row is `dead` as soon as one of its jobs is, while its other jobs may
 // still be pending or running: such a row is kept until they finish.
 std::string PurgeRowCondition(char mark, const char* time_cast);
 
-// Queue()'s count of jobs by status, with or without the done ones (an index range each).
-const char* QueueCountSql(bool count_done);
-
 // A parameter of a query built here: text or an integer.
 using SqlValue = std::variant<std::string, int64_t>;
 
-// List()'s query after its column list: FROM, a condition for each filter that is set (and
-// none for the others, so that the planner can use the index that fits), ORDER BY and
-// LIMIT. Parameters are numbered from 1 and written `mark` followed by the number ('?' for
-// SQLite, '$' for PostgreSQL); `time_cast` follows a parameter compared with received_at
-// ("" or "::timestamptz"). Their values are appended to *params in order.
-std::string ListQueryTail(const ListFilter& f, char mark, const char* time_cast,
-                          std::vector<SqlValue>* params);
+// Queue()'s count of jobs by status, with or without the done ones (an index range each).
+const char* QueueCountSql(bool count_done);
+
+// The SQL a query built here is written in: parameters are `?N` (SQLite) or `$N`
+// (PostgreSQL), and times compared with received_at are cast to timestamptz on PostgreSQL.
+enum class SqlDialect { kSqlite, kPostgres };
+
+// The one translation of an EventFilter into SQL, for List() and the bulk verbs alike: a
+// condition on the table `inbox` (by that name, unaliased: the handler and body parts refer
+// to inbox.id and inbox.body), each part of the filter that is set ANDed, "" when the filter
+// is empty. Every value the operator gave is a bound parameter, appended to *params and
+// numbered after those already there; no text of the filter is ever part of the SQL.
+//
+// Matching, the same on both backends:
+// - endpoint, status, handler: equality (handler: the row has a job of that handler);
+// - type: a glob over event_type, case-sensitive, `*` any run of characters, `?` one
+//   character, every other character itself (SQLite GLOB with `[` escaped as `[[]`;
+//   PostgreSQL LIKE with `%`, `_` and `\` escaped);
+// - since <= received_at < until;
+// - where on a pointer: hookbox_pointer(body, pointer) = VALUE (filter.h, JsonPointerValue;
+//   a SQL function on each SQLite connection, a function of the schema on PostgreSQL);
+// - where form:NAME=VALUE: one of FormPairSpellings between `&`s of the body (its start and
+//   end count as `&`), compared as bytes.
+std::string FilterCondition(const EventFilter& f, SqlDialect dialect,
+                            std::vector<SqlValue>* params);
+
+// List()'s query after its column list: FROM, the filter's condition (and none for the
+// parts not set, so that the planner can use the index that fits), the event id, the page's
+// keyset, ORDER BY and LIMIT. Parameter values are appended to *params in order.
+std::string ListQueryTail(const ListFilter& f, SqlDialect dialect, std::vector<SqlValue>* params);
 
 }  // namespace hookbox

@@ -23,6 +23,7 @@
 
 #include "base/job.h"
 #include "base/status.h"
+#include "inbox/filter.h"
 #include "ops/clock.h"
 
 namespace hookbox {
@@ -86,10 +87,9 @@ struct InboxDetail {
   std::vector<JobRow> jobs;
 };
 
+// What List() reads: the rows the filter selects (filter.h), one page of them.
 struct ListFilter {
-  std::string endpoint;  // "" = all
-  std::string status;    // "" = all
-  std::string since;     // RFC 3339 (FormatTime) lower bound on received_at; "" = all
+  EventFilter filter;    // endpoint, status, type, handler, time window, body fields
   std::string event_id;  // "" = all; else the row with exactly this id
   // Keyset paging (the console's next page): only rows after this one in the list's order
   // (received_at, then id, both descending), given as the previous page's last row.

@@ -914,7 +914,7 @@ class PostgresInbox final : public Inbox {
   StatusOr<std::vector<InboxRow>> List(const ListFilter& f) override {
     std::vector<SqlValue> values;
     const std::string sql =
-        "SELECT " + RowColumns() + ListQueryTail(f, '$', "::timestamptz", &values);
+        "SELECT " + RowColumns() + ListQueryTail(f, SqlDialect::kPostgres, &values);
     Params params;
     for (const SqlValue& v : values) std::visit([&](const auto& x) { params.Add(x); }, v);
     std::vector<InboxRow> rows;

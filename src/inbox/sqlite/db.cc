@@ -2,10 +2,57 @@
 #include "inbox/sqlite/db.h"
 
 #include <chrono>
+#include <optional>
 #include <thread>
 #include <vector>
 
+#include "inbox/filter.h"
+
 namespace hookbox::sqlite {
+namespace {
+
+// hookbox_pointer(body, pointer): the filter's `--where POINTER=VALUE` (inbox/backend.h,
+// FilterCondition), JsonPointerValue as SQL: text, or NULL when the body is not JSON or the
+// member is not a string, number or boolean. Never an error for what a body holds; a pointer
+// that does not parse (the filter parsed it already) selects nothing. The pointer is the
+// same for every row of a query, so its tokens are parsed once and kept as SQLite's
+// auxiliary data of that argument.
+void PointerFunction(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
+  if (argc != 2 || sqlite3_value_type(argv[0]) == SQLITE_NULL ||
+      sqlite3_value_type(argv[1]) == SQLITE_NULL) {
+    sqlite3_result_null(ctx);
+    return;
+  }
+  using Tokens = std::vector<std::string>;
+  const auto* kept = static_cast<const Tokens*>(sqlite3_get_auxdata(ctx, 1));
+  std::optional<Tokens> parsed;
+  if (kept == nullptr) {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_value_text(argv[1]));
+    auto tokens = ParseJsonPointer(
+        std::string_view(p ? p : "", static_cast<size_t>(sqlite3_value_bytes(argv[1]))));
+    if (!tokens.ok()) {
+      sqlite3_result_null(ctx);
+      return;
+    }
+    parsed = *std::move(tokens);
+  }
+  const void* body = sqlite3_value_blob(argv[0]);
+  const size_t size = static_cast<size_t>(sqlite3_value_bytes(argv[0]));
+  auto value = JsonPointerValue(std::string_view(body ? static_cast<const char*>(body) : "", size),
+                                kept ? *kept : *parsed);
+  if (value) {
+    sqlite3_result_text64(ctx, value->data(), value->size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+  } else {
+    sqlite3_result_null(ctx);
+  }
+  // Last: SQLite may destroy the data within this call (sqlite3_set_auxdata's contract).
+  if (parsed) {
+    sqlite3_set_auxdata(ctx, 1, new Tokens(*std::move(parsed)),
+                        [](void* t) { delete static_cast<Tokens*>(t); });
+  }
+}
+
+}  // namespace
 
 bool Stmt::Step(Status* status) {
   int rc = sqlite3_step(stmt_);
@@ -55,6 +102,15 @@ StatusOr<std::unique_ptr<Db>> Db::Open(const std::string& path, bool create, boo
   }
   std::unique_ptr<Db> db(new Db(raw));
   sqlite3_extended_result_codes(raw, 1);
+  // Deterministic: the same body and pointer give the same value, so SQLite may use it in
+  // an index or a partial index's condition; innocuous: it reads nothing but its arguments.
+  rc = sqlite3_create_function_v2(raw, "hookbox_pointer", 2,
+                                  SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, nullptr,
+                                  PointerFunction, nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) {
+    return Status::Unavailable("cannot open database",
+                               path + ": hookbox_pointer: " + sqlite3_errmsg(raw));
+  }
   sqlite3_busy_timeout(raw, 5000);
   // WAL: readers (CLI, workers) never block the writer. synchronous=FULL fsyncs the WAL at
   // every commit, so a 200 survives power loss; NORMAL may lose the last commits.

@@ -891,8 +891,9 @@ class SqliteInbox final : public Inbox {
   StatusOr<std::vector<InboxRow>> List(const ListFilter& f) override {
     std::lock_guard lock(read_mu_);
     std::vector<SqlValue> params;
-    HOOKBOX_PREPARE(q, *reader_,
-                    std::string("SELECT ") + kRowColumns + ListQueryTail(f, '?', "", &params));
+    HOOKBOX_PREPARE(
+        q, *reader_,
+        std::string("SELECT ") + kRowColumns + ListQueryTail(f, SqlDialect::kSqlite, &params));
     for (size_t i = 0; i < params.size(); ++i) {
       std::visit([&](const auto& v) { q.Bind(static_cast<int>(i + 1), v); }, params[i]);
     }

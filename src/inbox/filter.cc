@@ -1,0 +1,333 @@
+// The one filter over inbox rows (see filter.h): the operator's options parsed and checked
+// once, here, so that `inbox list`, the bulk verbs and the console refuse the same mistakes
+// with the same words; and the two pieces of matching that both backends share, the value a
+// JSON pointer selects and the spellings of a form field.
+#include "inbox/filter.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <set>
+
+#include "base/utf8.h"
+
+namespace hookbox {
+namespace {
+
+constexpr std::array<std::string_view, 6> kStatuses = {"pending", "processing", "processed",
+                                                       "stale",   "dead",       "ignored"};
+
+Status Bad(const std::string& what, const std::string& detail) {
+  return Status::InvalidArgument("bad filter: " + what, detail);
+}
+
+bool IsCleanText(std::string_view s) {
+  while (!s.empty()) {
+    const Decoded d = DecodeOne(s);
+    if (d.length == 0 || d.cp == 0) return false;
+    s.remove_prefix(d.length);
+  }
+  return true;
+}
+
+bool AllDigits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// An age before now: a whole number and one of s, m, h, d ("90m", "2h", "3d").
+std::optional<TimePoint> Age(std::string_view text, TimePoint now) {
+  if (text.size() < 2 || text.size() > 12) return std::nullopt;
+  const std::string_view digits = text.substr(0, text.size() - 1);
+  if (!AllDigits(digits)) return std::nullopt;
+  int64_t n = 0;
+  std::from_chars(digits.data(), digits.data() + digits.size(), n);
+  int64_t seconds_per = 0;
+  switch (text.back()) {
+    case 's':
+      seconds_per = 1;
+      break;
+    case 'm':
+      seconds_per = 60;
+      break;
+    case 'h':
+      seconds_per = 3600;
+      break;
+    case 'd':
+      seconds_per = 86400;
+      break;
+    default:
+      return std::nullopt;
+  }
+  // 12 characters: at most 10^11 days, far inside what microseconds since 1970 can hold.
+  return now - std::chrono::seconds(n * seconds_per);
+}
+
+// `--since` / `--until` as stored text (FormatTime): an RFC 3339 time, a date (midnight
+// UTC) or an age before `now`.
+StatusOr<std::string> FilterTime(const std::string& option, const std::string& text,
+                                 TimePoint now) {
+  if (auto t = Age(text, now)) return FormatTime(*t);
+  std::string rfc3339 = text;
+  if (text.size() == 10 && text[4] == '-' && text[7] == '-') rfc3339 += "T00:00:00Z";
+  if (auto micros = ParseRfc3339Micros(rfc3339)) {
+    return FormatTime(TimePoint(std::chrono::microseconds(*micros)));
+  }
+  return Bad("--" + option + " " + text,
+             "not a time: give an RFC 3339 time (2026-12-01T08:00:00Z), a date (2026-12-01) or "
+             "an age (90m, 2h, 3d)");
+}
+
+StatusOr<FieldMatch> ParseWhere(const std::string& text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos) {
+    return Bad("--where " + text, "a where is POINTER=VALUE or form:NAME=VALUE, and this has no =");
+  }
+  FieldMatch m;
+  m.field = text.substr(0, eq);
+  m.value = text.substr(eq + 1);
+  if (m.field.starts_with("form:")) {
+    m.kind = FieldMatch::Kind::kForm;
+    m.field = m.field.substr(5);
+    if (m.field.empty()) return Bad("--where " + text, "form: needs a field name before =");
+    return m;
+  }
+  auto tokens = ParseJsonPointer(m.field);
+  if (!tokens.ok()) return Bad("--where " + text, tokens.status().ToString());
+  m.tokens = *std::move(tokens);
+  return m;
+}
+
+// The value's bytes as a form encoder writes them: ASCII letters, digits and -._ literal,
+// `~` and `*` literal when `keep_tilde` / `keep_star`, a space as `+` (or %20 when not
+// `plus`), everything else %XX in upper- or lower-case hex.
+std::string FormEncode(std::string_view s, bool plus, bool keep_tilde, bool keep_star, bool upper) {
+  const char* hex = upper ? "0123456789ABCDEF" : "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+        c == '.' || c == '_' || (c == '~' && keep_tilde) || (c == '*' && keep_star)) {
+      out += static_cast<char>(c);
+    } else if (c == ' ' && plus) {
+      out += '+';
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+// The JSON text of a number or literal as simdjson hands it: the token and the whitespace
+// after it.
+std::string_view TrimJsonSpace(std::string_view raw) {
+  while (!raw.empty() &&
+         (raw.back() == ' ' || raw.back() == '\n' || raw.back() == '\r' || raw.back() == '\t')) {
+    raw.remove_suffix(1);
+  }
+  return raw;
+}
+
+// The walk of JsonPointerValue over an on-demand value. Forward-only: of an object's
+// members every one named `tokens[0]` is followed, and the last one's answer stands (a
+// later duplicate replaces an earlier match, or an earlier miss).
+std::optional<std::string> Resolve(simdjson::ondemand::value v, std::span<const std::string> tokens,
+                                   bool* failed) {
+  simdjson::ondemand::json_type type;
+  if (v.type().get(type) != simdjson::SUCCESS) {
+    *failed = true;
+    return std::nullopt;
+  }
+  if (tokens.empty()) {
+    switch (type) {
+      case simdjson::ondemand::json_type::string: {
+        std::string_view s;
+        if (v.get_string().get(s) != simdjson::SUCCESS) {
+          *failed = true;
+          return std::nullopt;
+        }
+        return std::string(s);
+      }
+      case simdjson::ondemand::json_type::number:
+      case simdjson::ondemand::json_type::boolean:
+        return std::string(TrimJsonSpace(v.raw_json_token()));
+      default:
+        return std::nullopt;
+    }
+  }
+  const std::string& token = tokens.front();
+  if (type == simdjson::ondemand::json_type::object) {
+    simdjson::ondemand::object object;
+    if (v.get_object().get(object) != simdjson::SUCCESS) {
+      *failed = true;
+      return std::nullopt;
+    }
+    std::optional<std::string> found;
+    for (auto field : object) {
+      std::string_view key;
+      if (field.unescaped_key().get(key) != simdjson::SUCCESS) {
+        *failed = true;
+        return std::nullopt;
+      }
+      if (key != token) continue;
+      simdjson::ondemand::value member;
+      if (field.value().get(member) != simdjson::SUCCESS) {
+        *failed = true;
+        return std::nullopt;
+      }
+      found = Resolve(member, tokens.subspan(1), failed);
+      if (*failed) return std::nullopt;
+    }
+    return found;
+  }
+  if (type == simdjson::ondemand::json_type::array) {
+    // A decimal index without leading zeros (RFC 6901), as the PostgreSQL twin reads it.
+    if (!AllDigits(token) || (token.size() > 1 && token[0] == '0') || token.size() > 9) {
+      return std::nullopt;
+    }
+    const size_t index = std::stoul(token);
+    simdjson::ondemand::array array;
+    if (v.get_array().get(array) != simdjson::SUCCESS) {
+      *failed = true;
+      return std::nullopt;
+    }
+    size_t i = 0;
+    for (auto element : array) {
+      simdjson::ondemand::value item;
+      if (element.get(item) != simdjson::SUCCESS) {
+        *failed = true;
+        return std::nullopt;
+      }
+      if (i++ == index) return Resolve(item, tokens.subspan(1), failed);
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+StatusOr<std::vector<std::string>> ParseJsonPointer(std::string_view pointer) {
+  if (!pointer.starts_with('/')) {
+    return Status::InvalidArgument("bad JSON pointer",
+                                   "a JSON pointer starts with / (like /data/object/customer)");
+  }
+  std::vector<std::string> tokens(1);
+  for (size_t i = 1; i < pointer.size(); ++i) {
+    const char c = pointer[i];
+    if (c == '/') {
+      tokens.emplace_back();
+    } else if (c == '~') {
+      const char next = i + 1 < pointer.size() ? pointer[i + 1] : '\0';
+      if (next != '0' && next != '1') {
+        return Status::InvalidArgument("bad JSON pointer",
+                                       "~ must be followed by 0 (for ~) or 1 (for /), at offset " +
+                                           std::to_string(i) + " of " + std::string(pointer));
+      }
+      tokens.back() += next == '0' ? '~' : '/';
+      ++i;
+    } else {
+      tokens.back() += c;
+    }
+  }
+  return tokens;
+}
+
+std::optional<std::string> JsonPointerValue(std::string_view body,
+                                            std::span<const std::string> tokens) {
+  thread_local simdjson::ondemand::parser walker;
+  thread_local simdjson::dom::parser validator;
+  // PostgreSQL's json cannot turn the escape \u0000 into text, anywhere on the way to a
+  // member; both backends read it as \uFFFD instead, so the same bodies match on both.
+  constexpr std::string_view kNulEscape = "\\u0000";
+  std::string replaced;
+  if (body.find(kNulEscape) != std::string_view::npos) {
+    replaced = body;
+    for (size_t at = replaced.find(kNulEscape); at != std::string::npos;
+         at = replaced.find(kNulEscape, at + kNulEscape.size())) {
+      replaced.replace(at, kNulEscape.size(), "\\uFFFD");
+    }
+    body = replaced;
+  }
+  const simdjson::padded_string padded(body);
+  simdjson::ondemand::document doc;
+  if (walker.iterate(padded).get(doc) != simdjson::SUCCESS) return std::nullopt;
+  simdjson::ondemand::value root;
+  if (doc.get_value().get(root) != simdjson::SUCCESS) return std::nullopt;
+  bool failed = false;
+  std::optional<std::string> found = Resolve(root, tokens, &failed);
+  if (failed || !found) return std::nullopt;
+  // The on-demand walk reads only what it needs; a match stands only in a body that is one
+  // valid JSON document throughout, as PostgreSQL's json input demands. Checked only for
+  // a match, so a body without the member costs one pass.
+  simdjson::dom::element ignored;
+  if (validator.parse(padded).get(ignored) != simdjson::SUCCESS) return std::nullopt;
+  return found;
+}
+
+std::vector<std::string> FormPairSpellings(std::string_view name, std::string_view value) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (bool plus : {true, false}) {
+    for (bool keep_tilde : {false, true}) {
+      for (bool keep_star : {true, false}) {
+        for (bool upper : {true, false}) {
+          std::string pair = FormEncode(name, plus, keep_tilde, keep_star, upper) + "=" +
+                             FormEncode(value, plus, keep_tilde, keep_star, upper);
+          if (seen.insert(pair).second) out.push_back(std::move(pair));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+StatusOr<EventFilter> ParseFilter(std::span<const FilterOption> options, TimePoint now) {
+  EventFilter f;
+  std::set<std::string> given;
+  for (const auto& [name, value] : options) {
+    if (!IsCleanText(value)) {
+      return Bad("--" + name, "the value is not UTF-8 text (or holds a NUL byte)");
+    }
+    if (name != "where" && !given.insert(name).second) {
+      return Bad("--" + name, "given twice; only --where may be repeated");
+    }
+    if (name == "endpoint") {
+      f.endpoint = value;
+    } else if (name == "status") {
+      if (!value.empty() &&
+          std::find(kStatuses.begin(), kStatuses.end(), value) == kStatuses.end()) {
+        return Bad("--status " + value,
+                   "unknown status: one of pending, processing, processed, stale, dead, ignored");
+      }
+      f.status = value;
+    } else if (name == "type") {
+      f.type_glob = value;
+    } else if (name == "handler") {
+      f.handler = value;
+    } else if (name == "since" || name == "until") {
+      if (value.empty()) continue;
+      auto t = FilterTime(name, value, now);
+      if (!t.ok()) return t.status();
+      (name == "since" ? f.since : f.until) = *t;
+    } else if (name == "where") {
+      auto m = ParseWhere(value);
+      if (!m.ok()) return m.status();
+      f.where.push_back(*std::move(m));
+    } else {
+      return Bad("--" + name,
+                 "unknown option: the filter takes --endpoint, --status, --type, --handler, "
+                 "--since, --until and --where");
+    }
+  }
+  // Stored times are fixed-width text, so they compare as text.
+  if (!f.since.empty() && !f.until.empty() && f.since >= f.until) {
+    return Bad("--since " + f.since + " --until " + f.until,
+               "the time range is empty: --since must be before --until");
+  }
+  return f;
+}
+
+}  // namespace hookbox
