@@ -105,18 +105,17 @@ Status CheckBulk(const BulkRequest& r) {
   return Status::Ok();
 }
 
-std::string BulkRowsTail(const BulkRequest& r, char mark, const char* time_cast,
-                         std::vector<SqlValue>* params) {
+std::string BulkRowsTail(const BulkRequest& r, SqlDialect dialect, std::vector<SqlValue>* params) {
   // Without the handler condition: the rows the plan counts as skipped include those
   // without a job of the handler, and stale and ignored rows, which have no jobs at all.
   EventFilter rows = r.filter;
   rows.handler.clear();
-  const std::string condition = FilterCondition(rows, mark, time_cast, params);
+  const std::string condition = FilterCondition(rows, dialect, params);
   return " FROM inbox" + (condition.empty() ? std::string() : " WHERE " + condition);
 }
 
-std::string BulkJobsTail(const BulkRequest& r, char mark, const char* time_cast,
-                         std::vector<SqlValue>* params) {
+std::string BulkJobsTail(const BulkRequest& r, SqlDialect dialect, std::vector<SqlValue>* params) {
+  const char mark = dialect == SqlDialect::kSqlite ? '?' : '$';
   auto param = [&](SqlValue v) {
     params->push_back(std::move(v));
     return std::string(1, mark) + std::to_string(params->size());
@@ -128,7 +127,7 @@ std::string BulkJobsTail(const BulkRequest& r, char mark, const char* time_cast,
   // which jobs also has (id, status, handler). The handler is the condition on j above.
   EventFilter rows = r.filter;
   rows.handler.clear();
-  const std::string condition = FilterCondition(rows, mark, time_cast, params);
+  const std::string condition = FilterCondition(rows, dialect, params);
   if (!condition.empty()) sql += " AND i.id IN (SELECT id FROM inbox WHERE " + condition + ")";
   return sql;
 }

@@ -63,8 +63,10 @@ StatusOr<EventFilter> ParseFilter(std::span<const FilterOption> options, TimePoi
   return f;
 }
 
-std::string FilterCondition(const EventFilter& f, char mark, const char* time_cast,
+std::string FilterCondition(const EventFilter& f, SqlDialect dialect,
                             std::vector<SqlValue>* params) {
+  const char mark = dialect == SqlDialect::kSqlite ? '?' : '$';
+  const char* time_cast = dialect == SqlDialect::kSqlite ? "" : "::timestamptz";
   std::string where;
   auto param = [&](SqlValue v) {
     params->push_back(std::move(v));

@@ -759,7 +759,7 @@ class PostgresInbox final : public Inbox {
           {
             std::vector<SqlValue> values;
             const std::string sql = "SELECT status, count(*)" +
-                                    BulkRowsTail(r, '$', "::timestamptz", &values) +
+                                    BulkRowsTail(r, SqlDialect::kPostgres, &values) +
                                     " GROUP BY status";
             HOOKBOX_EXEC(q, c.Exec(sql, ParamsOf(values)));
             for (int i = 0; i < q.rows(); ++i) CountMatched(&plan, q.Text(i, 0), q.Int(i, 1));
@@ -767,7 +767,7 @@ class PostgresInbox final : public Inbox {
           {
             std::vector<SqlValue> values;
             const std::string sql = "SELECT i.endpoint, j.handler, count(*)" +
-                                    BulkJobsTail(r, '$', "::timestamptz", &values) +
+                                    BulkJobsTail(r, SqlDialect::kPostgres, &values) +
                                     " GROUP BY i.endpoint, j.handler";
             HOOKBOX_EXEC(q, c.Exec(sql, ParamsOf(values)));
             for (int i = 0; i < q.rows(); ++i) {
@@ -778,7 +778,7 @@ class PostgresInbox final : public Inbox {
           std::vector<SqlValue> values;
           const std::string sql =
               "SELECT count(DISTINCT j.inbox_id), " + UtcText("min(i.received_at)") + ", " +
-              UtcText("max(i.received_at)") + BulkJobsTail(r, '$', "::timestamptz", &values);
+              UtcText("max(i.received_at)") + BulkJobsTail(r, SqlDialect::kPostgres, &values);
           HOOKBOX_EXEC(q, c.Exec(sql, ParamsOf(values)));
           plan.rows = q.Int(0, 0);
           plan.oldest = q.Text(0, 1);
@@ -1731,7 +1731,7 @@ class PostgresInbox final : public Inbox {
     {
       std::vector<SqlValue> values;
       const std::string sql = "SELECT j.id, j.inbox_id, i.endpoint, i.resource_id" +
-                              BulkJobsTail(r, '$', "::timestamptz", &values) +
+                              BulkJobsTail(r, SqlDialect::kPostgres, &values) +
                               " ORDER BY i.id, j.id";
       const Params params = ParamsOf(values);
       Status s = Read([&](Conn& c) -> Status {

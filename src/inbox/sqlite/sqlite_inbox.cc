@@ -1069,9 +1069,9 @@ class SqliteInbox final : public Inbox {
     Status s;
     {
       std::vector<SqlValue> params;
-      HOOKBOX_PREPARE(
-          q, db,
-          "SELECT status, count(*)" + BulkRowsTail(r, '?', "", &params) + " GROUP BY status");
+      HOOKBOX_PREPARE(q, db,
+                      "SELECT status, count(*)" + BulkRowsTail(r, SqlDialect::kSqlite, &params) +
+                          " GROUP BY status");
       BindAll(q, params);
       while (q.Step(&s)) CountMatched(&plan, q.Text(0), q.Int(1));
       if (!s.ok()) return s;
@@ -1079,7 +1079,8 @@ class SqliteInbox final : public Inbox {
     {
       std::vector<SqlValue> params;
       HOOKBOX_PREPARE(q, db,
-                      "SELECT i.endpoint, j.handler, count(*)" + BulkJobsTail(r, '?', "", &params) +
+                      "SELECT i.endpoint, j.handler, count(*)" +
+                          BulkJobsTail(r, SqlDialect::kSqlite, &params) +
                           " GROUP BY i.endpoint, j.handler");
       BindAll(q, params);
       while (q.Step(&s)) {
@@ -1093,7 +1094,7 @@ class SqliteInbox final : public Inbox {
       HOOKBOX_PREPARE(q, db,
                       "SELECT count(DISTINCT j.inbox_id), coalesce(min(i.received_at), ''),"
                       " coalesce(max(i.received_at), '')" +
-                          BulkJobsTail(r, '?', "", &params));
+                          BulkJobsTail(r, SqlDialect::kSqlite, &params));
       BindAll(q, params);
       if (q.Step(&s)) {
         plan.rows = q.Int(0);
@@ -1123,9 +1124,9 @@ class SqliteInbox final : public Inbox {
     {
       std::lock_guard lock(read_mu_);
       std::vector<SqlValue> params;
-      HOOKBOX_PREPARE(
-          q, *reader_,
-          "SELECT j.id, j.inbox_id" + BulkJobsTail(r, '?', "", &params) + " ORDER BY i.id, j.id");
+      HOOKBOX_PREPARE(q, *reader_,
+                      "SELECT j.id, j.inbox_id" + BulkJobsTail(r, SqlDialect::kSqlite, &params) +
+                          " ORDER BY i.id, j.id");
       BindAll(q, params);
       Status s;
       while (q.Step(&s)) targets.emplace_back(q.Int(0), q.Int(1));
