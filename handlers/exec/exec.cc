@@ -146,6 +146,8 @@ std::vector<std::string> ExecHandler::Environment(const HandlerEvent& event) con
   env.push_back("HOOKBOX_SEQUENCE=" + event.sequence);
   env.push_back("HOOKBOX_ATTEMPT=" + std::to_string(event.attempt));
   env.push_back("HOOKBOX_IDEMPOTENCY_KEY=" + event.IdempotencyKey());
+  // 0 for the first run, n after the n-th `hookbox inbox replay` of the job.
+  env.push_back("HOOKBOX_REPLAY_GENERATION=" + std::to_string(event.generation));
   return env;
 }
 

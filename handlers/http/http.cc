@@ -132,6 +132,11 @@ class HttpHandler final : public Handler {
     headers.emplace("X-Hookbox-Event-Type", event.event_type);
     headers.emplace("X-Hookbox-Event-Id", event.event_id);
     headers.emplace("X-Hookbox-Endpoint", event.endpoint);
+    // A replay (`hookbox inbox replay`) says so: its Idempotency-Key differs from the first
+    // run's, and this tells the downstream why.
+    if (event.generation > 0) {
+      headers.emplace("X-Hookbox-Replay", std::to_string(event.generation));
+    }
     if (spec_.sign) {
       headers.merge(
           Sign(signer_, *spec_.sign, event.body, std::chrono::system_clock::now(), event.event_id));

@@ -22,8 +22,16 @@ struct HandlerEvent {
   std::string headers_json;  // the stored request headers (credentials left out)
   std::string received_at;   // RFC 3339, as stored
   int attempt = 1;           // 1 for the first try
-  // "<endpoint>:<event_id>": the same on every attempt, for downstream dedupe.
-  std::string IdempotencyKey() const { return endpoint + ":" + event_id; }
+  // The job's run: 0 for the first, n after its n-th replay (`hookbox inbox replay`).
+  int generation = 0;
+  // "<endpoint>:<event_id>" in the first run: the same on every attempt, for downstream
+  // dedupe. A replay is a new run the downstream must not dedupe away, so from generation 1
+  // on: "<endpoint>:<event_id>:replay-<generation>" (README, "Bulk retry and replay").
+  std::string IdempotencyKey() const {
+    std::string key = endpoint + ":" + event_id;
+    if (generation > 0) key += ":replay-" + std::to_string(generation);
+    return key;
+  }
 };
 
 enum class Outcome { kOk, kFailed, kTimeout, kPermanent };

@@ -97,4 +97,30 @@ std::string FilterCondition(const EventFilter& f, SqlDialect dialect,
 // keyset, ORDER BY and LIMIT. Parameter values are appended to *params in order.
 std::string ListQueryTail(const ListFilter& f, SqlDialect dialect, std::vector<SqlValue>* params);
 
+// The SQL a query built here is written in (as the filter's change declares it; this block
+// goes at its merge): parameters are `?N` (SQLite) or `$N` (PostgreSQL), and times compared
+// with received_at are cast to timestamptz on PostgreSQL.
+enum class SqlDialect { kSqlite, kPostgres };
+// The filter (filter.h) as one condition on the table `inbox` (unaliased), with its
+// parameters appended to *params and numbered after those already there; "" for an empty
+// filter. (Implemented by the filter's change; until it merges, filter_stub_bulk.cc.)
+std::string FilterCondition(const EventFilter& f, SqlDialect dialect,
+                            std::vector<SqlValue>* params);
+
+// ---- The bulk verbs' SQL, shared by both backends (Inbox::PlanBulk, RetryDead, Replay).
+// InvalidArgument for a replay without a handler.
+Status CheckBulk(const BulkRequest& r);
+// The rows the filter matches, its handler condition left out (the plan counts the rows
+// without a job of the handler as skipped): " FROM inbox WHERE <filter>".
+std::string BulkRowsTail(const BulkRequest& r, SqlDialect dialect, std::vector<SqlValue>* params);
+// The jobs the verb acts on, as `j`, with their rows as `i`: dead ones (retry; of
+// filter.handler only, when set) or filter.handler's done ones (replay), of matching rows.
+std::string BulkJobsTail(const BulkRequest& r, SqlDialect dialect, std::vector<SqlValue>* params);
+// When the i-th re-armed job (from 0, in received order) is due.
+TimePoint BulkDueAt(const BulkRequest& r, int64_t i);
+// Adds one GROUP BY status count of the matching rows to the plan.
+void CountMatched(BulkPlan* plan, const std::string& status, int64_t n);
+// skipped_no_job, once `matched`, the skipped stale/ignored and `rows` are known.
+void FinishPlan(BulkPlan* plan);
+
 }  // namespace hookbox

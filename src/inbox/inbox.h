@@ -72,6 +72,7 @@ struct InboxRow {
 
 struct AttemptRow {
   int64_t number = 0;
+  int64_t generation = 0;  // the job's run it belonged to (0 = first; n = n-th replay)
   std::string started_at, finished_at, outcome, detail;
 };
 
@@ -79,6 +80,7 @@ struct JobRow {
   int64_t id = 0;
   std::string handler, status, next_attempt_at, lease_owner, lease_until, last_error;
   int64_t attempts = 0;
+  int64_t generation = 0;  // its current run: 0 = first, n after the n-th replay
   std::vector<AttemptRow> attempt_rows;
 };
 
@@ -201,6 +203,35 @@ struct ReassignCounts {
   int64_t moved = 0, kept = 0;
 };
 
+// The bulk verbs (README, "Bulk retry and replay"): `inbox retry --dead` re-arms the dead
+// jobs of every row the filter matches; `inbox replay` runs one handler's done jobs again as
+// a new generation. With `filter.handler` set, retry re-arms only that handler's dead jobs;
+// replay requires it (the handler to run again).
+enum class BulkVerb { kRetryDead, kReplay };
+const char* BulkVerbName(BulkVerb verb);  // "retry", "replay": the metric's label
+
+struct BulkRequest {
+  BulkVerb verb = BulkVerb::kRetryDead;
+  EventFilter filter;
+  TimePoint now;
+  // Re-armed jobs per second; 0 = all due at `now`. Else the i-th (from 0, in received
+  // order) is due at now + i / rate, so a large batch does not stampede the downstream.
+  double rate = 0;
+  int batch = 500;  // jobs per write transaction, so accepts never wait long behind it
+};
+
+// What a bulk verb would do (PlanBulk) or did (the act's plan is taken just before it).
+struct BulkPlan {
+  int64_t matched = 0;  // rows the filter matches
+  int64_t rows = 0;     // of those, rows with a job to act on
+  int64_t jobs = 0;     // jobs to act on: dead ones (retry), done ones of the handler (replay)
+  std::map<std::string, int64_t> jobs_by_handler;  // "endpoint/handler" -> jobs
+  std::string oldest, newest;                      // received_at of those rows; "" when none
+  // Matching rows with nothing to act on: stale and ignored rows have no jobs at all; the
+  // others have no dead job (retry) or no done job of the handler (replay).
+  int64_t skipped_stale = 0, skipped_ignored = 0, skipped_no_job = 0;
+};
+
 // A held job's next_attempt_at: later than any claim's now, so no claim takes it, and a
 // value no retry schedules (backoff is capped at hours). Text as the inbox writes times.
 inline constexpr std::string_view kHeldUntil = "9999-12-31T23:59:59.999Z";
@@ -294,6 +325,28 @@ class Inbox {
   // such row; InvalidArgument when it has no dead job.
   virtual StatusOr<int> Retry(const std::string& endpoint, const std::string& event_id,
                               TimePoint now) = 0;
+
+  // ---- The bulk verbs (BulkRequest). Safe beside the daemon and, on PostgreSQL, other
+  // replicas: each job is changed by a compare-and-swap on its status (dead for a retry, done
+  // for a replay), so a job that changed meanwhile is left alone and a repeat finds nothing
+  // more to do; dead and done jobs hold no lease, so no running attempt is ever touched.
+  // Jobs go in batches of `batch`, one write transaction each (SQLite: one turn of the group
+  // commit), so accepts wait at most one batch.
+  //
+  // The counts of what RetryDead / Replay would do now; changes nothing. InvalidArgument for
+  // a replay without a handler.
+  virtual StatusOr<BulkPlan> PlanBulk(const BulkRequest& request) = 0;
+  // Re-arms the dead jobs of the matching rows as Retry() does (status pending, a fresh
+  // attempt budget, sync jobs to the worker pool; the idempotency key, generation and
+  // attempts history kept), due at `now` or spread by `rate`, and sets each row pending
+  // (dead while another job of it stays dead). Returns how many jobs it re-armed.
+  virtual StatusOr<int64_t> RetryDead(const BulkRequest& request) = 0;
+  // Runs the done job of `filter.handler` of each matching row again: generation + 1 (a new
+  // idempotency key, HandlerEvent::IdempotencyKey), status pending, a fresh attempt budget,
+  // due at `now` or spread by `rate`; the row pending as RetryDead sets it. The attempts of
+  // the earlier runs stay, each with its generation. Jobs of a resource run again in
+  // received order (the claim's per-resource order). Returns how many jobs it re-armed.
+  virtual StatusOr<int64_t> Replay(const BulkRequest& request) = 0;
 
   // Jobs whose handler is gone (DESIGN.md, Handler names). A job names its handler; a
   // process that claims a job whose handler it does not have gives it back held:

@@ -65,6 +65,9 @@ class CountingInbox final : public Inbox {
   StatusOr<int> Retry(const std::string& endpoint, const std::string& id, TimePoint now) override {
     return in_.Retry(endpoint, id, now);
   }
+  StatusOr<BulkPlan> PlanBulk(const BulkRequest& r) override { return in_.PlanBulk(r); }
+  StatusOr<int64_t> RetryDead(const BulkRequest& r) override { return in_.RetryDead(r); }
+  StatusOr<int64_t> Replay(const BulkRequest& r) override { return in_.Replay(r); }
   Status HoldForHandler(const std::vector<ClaimedJob>& jobs, TimePoint now) override {
     return in_.HoldForHandler(jobs, now);
   }

@@ -389,7 +389,8 @@ const std::string& ClaimColumns() {
   static const std::string columns =
       "j.id, j.inbox_id, j.handler, j.attempts, i.endpoint, i.event_id, i.event_type,"
       " i.resource_id, i.sequence, i.body, i.headers, " +
-      UtcText("i.received_at") + ", (SELECT count(*) FROM attempts a WHERE a.job = j.id)";
+      UtcText("i.received_at") +
+      ", (SELECT count(*) FROM attempts a WHERE a.job = j.id), j.generation";
   return columns;
 }
 
@@ -408,6 +409,7 @@ ClaimedJob ReadClaim(const Result& r, int row) {
   c.event.headers_json = r.Text(row, 10);
   c.event.received_at = r.Text(row, 11);
   c.event.attempt = static_cast<int>(r.Int(row, 12)) + 1;
+  c.event.generation = static_cast<int>(r.Int(row, 13));
   c.lease_token = NewLeaseToken();
   return c;
 }
@@ -434,8 +436,14 @@ Status LeaseJobs(Conn& c, const std::vector<ClaimedJob>& jobs, const std::string
         !s.ok()) {
       return s;
     }
-    if (s = Exec(c, "INSERT INTO attempts (job, number, started_at) VALUES ($1, $2, $3)",
-                 Params().Add(j.job_id).Add(int64_t{j.event.attempt}).Add(now_text));
+    if (s = Exec(c,
+                 "INSERT INTO attempts (job, number, started_at, generation)"
+                 " VALUES ($1, $2, $3, $4)",
+                 Params()
+                     .Add(j.job_id)
+                     .Add(int64_t{j.event.attempt})
+                     .Add(now_text)
+                     .Add(int64_t{j.event.generation}));
         !s.ok()) {
       return s;
     }
@@ -740,6 +748,52 @@ class PostgresInbox final : public Inbox {
     return rearmed;
   }
 
+  // ---- The bulk verbs (inbox.h, BulkRequest).
+  StatusOr<BulkPlan> PlanBulk(const BulkRequest& r) override {
+    if (Status s = CheckBulk(r); !s.ok()) return s;
+    BulkPlan plan;
+    // One snapshot: the counts as of one moment.
+    Status s = Transact(
+        [&](Conn& c) -> Status {
+          plan = BulkPlan{};
+          {
+            std::vector<SqlValue> values;
+            const std::string sql = "SELECT status, count(*)" +
+                                    BulkRowsTail(r, SqlDialect::kPostgres, &values) +
+                                    " GROUP BY status";
+            HOOKBOX_EXEC(q, c.Exec(sql, ParamsOf(values)));
+            for (int i = 0; i < q.rows(); ++i) CountMatched(&plan, q.Text(i, 0), q.Int(i, 1));
+          }
+          {
+            std::vector<SqlValue> values;
+            const std::string sql = "SELECT i.endpoint, j.handler, count(*)" +
+                                    BulkJobsTail(r, SqlDialect::kPostgres, &values) +
+                                    " GROUP BY i.endpoint, j.handler";
+            HOOKBOX_EXEC(q, c.Exec(sql, ParamsOf(values)));
+            for (int i = 0; i < q.rows(); ++i) {
+              plan.jobs_by_handler[q.Text(i, 0) + "/" + q.Text(i, 1)] = q.Int(i, 2);
+              plan.jobs += q.Int(i, 2);
+            }
+          }
+          std::vector<SqlValue> values;
+          const std::string sql =
+              "SELECT count(DISTINCT j.inbox_id), " + UtcText("min(i.received_at)") + ", " +
+              UtcText("max(i.received_at)") + BulkJobsTail(r, SqlDialect::kPostgres, &values);
+          HOOKBOX_EXEC(q, c.Exec(sql, ParamsOf(values)));
+          plan.rows = q.Int(0, 0);
+          plan.oldest = q.Text(0, 1);
+          plan.newest = q.Text(0, 2);
+          FinishPlan(&plan);
+          return Status::Ok();
+        },
+        "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    if (!s.ok()) return s;
+    return plan;
+  }
+
+  StatusOr<int64_t> RetryDead(const BulkRequest& r) override { return ActBulk(r); }
+  StatusOr<int64_t> Replay(const BulkRequest& r) override { return ActBulk(r); }
+
   Status HoldForHandler(const std::vector<ClaimedJob>& jobs, TimePoint /*now*/) override {
     std::vector<const ClaimedJob*> sorted;
     for (const ClaimedJob& job : jobs) sorted.push_back(&job);
@@ -963,7 +1017,7 @@ class PostgresInbox final : public Inbox {
           HOOKBOX_EXEC(
               jq, c.Exec("SELECT id, handler, status, attempts, " + UtcText("next_attempt_at") +
                              ", lease_owner, " + UtcText("lease_until") +
-                             ", last_error FROM jobs"
+                             ", last_error, generation FROM jobs"
                              " WHERE inbox_id = $1 ORDER BY id",
                          Params().Add(d.row.id)));
           for (int i = 0; i < jq.rows(); ++i) {
@@ -976,17 +1030,18 @@ class PostgresInbox final : public Inbox {
             j.lease_owner = jq.Text(i, 5);
             j.lease_until = jq.Text(i, 6);
             j.last_error = jq.Text(i, 7);
+            j.generation = jq.Int(i, 8);
             d.jobs.push_back(std::move(j));
           }
           for (JobRow& j : d.jobs) {
             HOOKBOX_EXEC(aq, c.Exec("SELECT number, " + UtcText("started_at") + ", " +
                                         UtcText("finished_at") +
-                                        ", coalesce(outcome, ''), detail"
+                                        ", coalesce(outcome, ''), detail, generation"
                                         " FROM attempts WHERE job = $1 ORDER BY number",
                                     Params().Add(j.id)));
             for (int i = 0; i < aq.rows(); ++i) {
-              j.attempt_rows.push_back(
-                  {aq.Int(i, 0), aq.Text(i, 1), aq.Text(i, 2), aq.Text(i, 3), aq.Text(i, 4)});
+              j.attempt_rows.push_back({aq.Int(i, 0), aq.Int(i, 5), aq.Text(i, 1), aq.Text(i, 2),
+                                        aq.Text(i, 3), aq.Text(i, 4)});
             }
           }
           return Status::Ok();
@@ -1466,7 +1521,7 @@ class PostgresInbox final : public Inbox {
                               " ORDER BY j.status, j.next_attempt_at, j.id LIMIT $2"
                               " FOR UPDATE OF j SKIP LOCKED",
                           Params().Add(now_text).Add(int64_t{max})));
-      for (int i = 0; i < q.rows(); ++i) due.emplace_back(q.Text(i, 13), ReadClaim(q, i));
+      for (int i = 0; i < q.rows(); ++i) due.emplace_back(q.Text(i, 14), ReadClaim(q, i));
     }
     std::sort(due.begin(), due.end(), [](const auto& a, const auto& b) {
       return std::tie(a.first, a.second.job_id) < std::tie(b.first, b.second.job_id);
@@ -1652,6 +1707,119 @@ class PostgresInbox final : public Inbox {
       total += deleted;
       if (deleted < r.batch) return total;
     }
+  }
+
+  static Params ParamsOf(const std::vector<SqlValue>& values) {
+    Params params;
+    for (const SqlValue& v : values) std::visit([&](const auto& x) { params.Add(x); }, v);
+    return params;
+  }
+
+  // RetryDead and Replay: the jobs to act on, read at once (in received order), then changed
+  // `batch` at a time, one transaction each, in the lock order of every transaction here:
+  // the claim locks of the batch's resources (a re-armed job may head its resource again, so
+  // no claim may decide on the old state, as in Retry), the jobs rows, the inbox rows in
+  // ascending id order. Each job by a compare-and-swap on the status it was read in: a job
+  // another replica or operator changed since is left alone.
+  StatusOr<int64_t> ActBulk(const BulkRequest& r) {
+    if (Status s = CheckBulk(r); !s.ok()) return s;
+    struct Target {
+      int64_t job, row;
+      std::string resource_key;  // "" = no resource
+    };
+    std::vector<Target> targets;
+    {
+      std::vector<SqlValue> values;
+      const std::string sql = "SELECT j.id, j.inbox_id, i.endpoint, i.resource_id" +
+                              BulkJobsTail(r, SqlDialect::kPostgres, &values) +
+                              " ORDER BY i.id, j.id";
+      const Params params = ParamsOf(values);
+      Status s = Read([&](Conn& c) -> Status {
+        targets.clear();
+        HOOKBOX_EXEC(q, c.Exec(sql, params));
+        for (int i = 0; i < q.rows(); ++i) {
+          const std::string resource = q.Text(i, 3);
+          targets.push_back({q.Int(i, 0), q.Int(i, 1),
+                             resource.empty() ? "" : ResourceKey(q.Text(i, 2), resource)});
+        }
+        return Status::Ok();
+      });
+      if (!s.ok()) return s;
+    }
+    const bool replay = r.verb == BulkVerb::kReplay;
+    const char* from_status = replay ? "done" : "dead";
+    const std::string update =
+        std::string(
+            "UPDATE jobs j SET status = 'pending', attempts = 0,"
+            " next_attempt_at = u.at::timestamptz, sync = false") +
+        (replay ? ", generation = j.generation + 1, last_error = NULL" : "") +
+        " FROM unnest($1::bigint[], $2::text[]) AS u(id, at)"
+        " WHERE j.id = u.id AND j.status = $3 RETURNING j.inbox_id";
+    const size_t batch = static_cast<size_t>(std::max(1, r.batch));
+    int64_t rearmed = 0;
+    for (size_t from = 0; from < targets.size(); from += batch) {
+      const size_t to = std::min(targets.size(), from + batch);
+      std::set<std::string> resources;
+      std::string ids = "{", due = "{";
+      for (size_t i = from; i < to; ++i) {
+        if (!targets[i].resource_key.empty()) resources.insert(targets[i].resource_key);
+        if (i > from) {
+          ids += ',';
+          due += ',';
+        }
+        ids += std::to_string(targets[i].job);
+        due += FormatTime(BulkDueAt(r, static_cast<int64_t>(i)));
+      }
+      ids += '}';
+      due += '}';
+      int64_t changed = 0;
+      Status s = Transact([&](Conn& c) -> Status {
+        changed = 0;
+        for (const std::string& key : resources) {
+          if (Status st = Exec(c,
+                               "SELECT pg_advisory_xact_lock(hashtextextended($1::text,"
+                               " $2::bigint))",
+                               Params().Add(key).Add(kClaimSeed));
+              !st.ok()) {
+            return st;
+          }
+        }
+        if (Status st = Exec(c,
+                             "SELECT id FROM jobs WHERE id = ANY($1::bigint[]) AND status = $2"
+                             " ORDER BY id FOR UPDATE",
+                             Params().Add(ids).Add(from_status));
+            !st.ok()) {
+          return st;
+        }
+        HOOKBOX_EXEC(up, c.Exec(update, Params().Add(ids).Add(due).Add(from_status)));
+        changed = up.rows();
+        std::set<int64_t> rows;
+        for (int i = 0; i < up.rows(); ++i) rows.insert(up.Int(i, 0));
+        if (rows.empty()) return Status::Ok();
+        std::string row_ids = "{";
+        for (int64_t id : rows) {
+          if (row_ids.size() > 1) row_ids += ',';
+          row_ids += std::to_string(id);
+        }
+        row_ids += '}';
+        if (Status st = Exec(c,
+                             "SELECT id FROM inbox WHERE id = ANY($1::bigint[]) ORDER BY id"
+                             " FOR UPDATE",
+                             Params().Add(row_ids));
+            !st.ok()) {
+          return st;
+        }
+        // Pending again, unless another job of the row stays dead (a retry of one handler).
+        return Exec(c,
+                    "UPDATE inbox SET status = CASE WHEN EXISTS (SELECT 1 FROM jobs"
+                    " WHERE jobs.inbox_id = inbox.id AND jobs.status = 'dead') THEN 'dead'"
+                    " ELSE 'pending' END, processed_at = NULL WHERE id = ANY($1::bigint[])",
+                    Params().Add(row_ids));
+      });
+      if (!s.ok()) return s;
+      rearmed += changed;
+    }
+    return rearmed;
   }
 
   pg::Pool pool_;

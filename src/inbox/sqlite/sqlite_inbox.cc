@@ -223,7 +223,7 @@ Status FinishInto(Db& db, const ClaimedJob& job, const JobOutcome& outcome, cons
 constexpr const char* kClaimColumns =
     "j.id, j.inbox_id, j.handler, j.attempts, i.endpoint, i.event_id, i.event_type,"
     " i.resource_id, i.sequence, i.body, i.headers, i.received_at,"
-    " (SELECT count(*) FROM attempts a WHERE a.job = j.id)";
+    " (SELECT count(*) FROM attempts a WHERE a.job = j.id), j.generation";
 
 ClaimedJob ReadClaim(sqlite::Stmt& q) {
   ClaimedJob c;
@@ -240,6 +240,7 @@ ClaimedJob ReadClaim(sqlite::Stmt& q) {
   c.event.headers_json = q.Text(10);
   c.event.received_at = q.Text(11);
   c.event.attempt = static_cast<int>(q.Int(12)) + 1;
+  c.event.generation = static_cast<int>(q.Int(13));
   c.lease_token = NewLeaseToken();
   return c;
 }
@@ -258,7 +259,8 @@ Status LeaseJobs(Db& db, const std::vector<ClaimedJob>& jobs, const std::string&
   HOOKBOX_PREPARE(lease_up, db,
                   "UPDATE jobs SET status = 'processing', attempts = attempts + 1,"
                   " lease_owner = ?, lease_token = ?, lease_until = ? WHERE id = ?");
-  HOOKBOX_PREPARE(att, db, "INSERT INTO attempts (job, number, started_at) VALUES (?, ?, ?)");
+  HOOKBOX_PREPARE(att, db,
+                  "INSERT INTO attempts (job, number, started_at, generation) VALUES (?, ?, ?, ?)");
   HOOKBOX_PREPARE(row, db,
                   "UPDATE inbox SET status = 'processing' WHERE id = ? AND status = 'pending'");
   for (const ClaimedJob& c : jobs) {
@@ -269,6 +271,7 @@ Status LeaseJobs(Db& db, const std::vector<ClaimedJob>& jobs, const std::string&
     if (s = lease_up.Run(); !s.ok()) return s;
     lease_up.Reset();
     att.Bind(1, c.job_id).Bind(2, int64_t{c.event.attempt}).Bind(3, now_text);
+    att.Bind(4, int64_t{c.event.generation});
     if (s = att.Run(); !s.ok()) return s;
     att.Reset();
     row.Bind(1, c.inbox_id);
@@ -311,7 +314,7 @@ Status ClaimInto(Db& db, const std::string& owner, int max, TimePoint now,
   for (const std::string* sql : {&kPending, &kExpired}) {
     HOOKBOX_PREPARE(q, db, *sql);
     q.Bind(1, now_text).Bind(2, int64_t{max});
-    while (q.Step(&s)) due.emplace_back(q.Text(13), ReadClaim(q));
+    while (q.Step(&s)) due.emplace_back(q.Text(14), ReadClaim(q));
     if (!s.ok()) return s;
   }
   std::sort(due.begin(), due.end(), [](const auto& a, const auto& b) {
@@ -729,6 +732,21 @@ class SqliteInbox final : public Inbox {
     return rearmed;
   }
 
+  // ---- The bulk verbs (inbox.h, BulkRequest).
+  StatusOr<BulkPlan> PlanBulk(const BulkRequest& r) override {
+    if (Status s = CheckBulk(r); !s.ok()) return s;
+    std::lock_guard lock(read_mu_);
+    Db& db = *reader_;
+    // One read transaction: the counts as of one moment.
+    if (Status s = db.Exec("BEGIN"); !s.ok()) return s;
+    auto plan = PlanLocked(db, r);
+    (void)db.Exec("COMMIT");
+    return plan;
+  }
+
+  StatusOr<int64_t> RetryDead(const BulkRequest& r) override { return ActBulk(r); }
+  StatusOr<int64_t> Replay(const BulkRequest& r) override { return ActBulk(r); }
+
   Status HoldForHandler(const std::vector<ClaimedJob>& jobs, TimePoint /*now*/) override {
     return Write([&](Db& db) -> Status {
       Status st;
@@ -1047,6 +1065,123 @@ class SqliteInbox final : public Inbox {
     return results;
   }
 
+  StatusOr<BulkPlan> PlanLocked(Db& db, const BulkRequest& r) {
+    BulkPlan plan;
+    Status s;
+    {
+      std::vector<SqlValue> params;
+      HOOKBOX_PREPARE(q, db,
+                      "SELECT status, count(*)" + BulkRowsTail(r, SqlDialect::kSqlite, &params) +
+                          " GROUP BY status");
+      BindAll(q, params);
+      while (q.Step(&s)) CountMatched(&plan, q.Text(0), q.Int(1));
+      if (!s.ok()) return s;
+    }
+    {
+      std::vector<SqlValue> params;
+      HOOKBOX_PREPARE(q, db,
+                      "SELECT i.endpoint, j.handler, count(*)" +
+                          BulkJobsTail(r, SqlDialect::kSqlite, &params) +
+                          " GROUP BY i.endpoint, j.handler");
+      BindAll(q, params);
+      while (q.Step(&s)) {
+        plan.jobs_by_handler[q.Text(0) + "/" + q.Text(1)] = q.Int(2);
+        plan.jobs += q.Int(2);
+      }
+      if (!s.ok()) return s;
+    }
+    {
+      std::vector<SqlValue> params;
+      HOOKBOX_PREPARE(q, db,
+                      "SELECT count(DISTINCT j.inbox_id), coalesce(min(i.received_at), ''),"
+                      " coalesce(max(i.received_at), '')" +
+                          BulkJobsTail(r, SqlDialect::kSqlite, &params));
+      BindAll(q, params);
+      if (q.Step(&s)) {
+        plan.rows = q.Int(0);
+        plan.oldest = q.Text(1);
+        plan.newest = q.Text(2);
+      }
+      if (!s.ok()) return s;
+    }
+    FinishPlan(&plan);
+    return plan;
+  }
+
+  static void BindAll(sqlite::Stmt& q, const std::vector<SqlValue>& params) {
+    for (size_t i = 0; i < params.size(); ++i) {
+      std::visit([&](const auto& v) { q.Bind(static_cast<int>(i + 1), v); }, params[i]);
+    }
+  }
+
+  // RetryDead and Replay: the jobs to act on, read at once (their ids, in received order),
+  // then changed `batch` at a time, each job by a compare-and-swap on the status it was read
+  // in (a job that changed since is left alone). Between batches the verb pauses as long as
+  // the batch took, as the purge does (PurgeRows): run as `hookbox inbox retry` beside the
+  // daemon, it must leave the write lock to the daemon's accepts half of the time.
+  StatusOr<int64_t> ActBulk(const BulkRequest& r) {
+    if (Status s = CheckBulk(r); !s.ok()) return s;
+    std::vector<std::pair<int64_t, int64_t>> targets;  // (job id, inbox id)
+    {
+      std::lock_guard lock(read_mu_);
+      std::vector<SqlValue> params;
+      HOOKBOX_PREPARE(q, *reader_,
+                      "SELECT j.id, j.inbox_id" + BulkJobsTail(r, SqlDialect::kSqlite, &params) +
+                          " ORDER BY i.id, j.id");
+      BindAll(q, params);
+      Status s;
+      while (q.Step(&s)) targets.emplace_back(q.Int(0), q.Int(1));
+      if (!s.ok()) return s;
+    }
+    const bool replay = r.verb == BulkVerb::kReplay;
+    const std::string job_sql =
+        replay ? "UPDATE jobs SET status = 'pending', attempts = 0, next_attempt_at = ?1,"
+                 " sync = 0, generation = generation + 1, last_error = NULL"
+                 " WHERE id = ?2 AND status = 'done'"
+               : "UPDATE jobs SET status = 'pending', attempts = 0, next_attempt_at = ?1,"
+                 " sync = 0 WHERE id = ?2 AND status = 'dead'";
+    const size_t batch = static_cast<size_t>(std::max(1, r.batch));
+    int64_t rearmed = 0;
+    for (size_t from = 0; from < targets.size(); from += batch) {
+      const size_t to = std::min(targets.size(), from + batch);
+      const auto started = std::chrono::steady_clock::now();
+      int64_t changed = 0;
+      Status s = Write([&](Db& db) -> Status {
+        changed = 0;
+        HOOKBOX_PREPARE(job, db, job_sql);
+        // Pending again, unless another job of the row stays dead (a retry of one handler).
+        HOOKBOX_PREPARE(row, db,
+                        "UPDATE inbox SET status = CASE WHEN EXISTS (SELECT 1 FROM jobs"
+                        " WHERE inbox_id = ?1 AND status = 'dead') THEN 'dead' ELSE 'pending' END,"
+                        " processed_at = NULL WHERE id = ?1");
+        std::vector<int64_t> rows;  // ascending: the targets come in row order
+        Status st;
+        for (size_t i = from; i < to; ++i) {
+          job.Bind(1, FormatTime(BulkDueAt(r, static_cast<int64_t>(i))));
+          job.Bind(2, targets[i].first);
+          if (st = job.Run(); !st.ok()) return st;
+          job.Reset();
+          if (db.Changes() == 0) continue;
+          ++changed;
+          if (rows.empty() || rows.back() != targets[i].second) rows.push_back(targets[i].second);
+        }
+        for (int64_t id : rows) {
+          row.Bind(1, id);
+          if (st = row.Run(); !st.ok()) return st;
+          row.Reset();
+        }
+        return Status::Ok();
+      });
+      if (!s.ok()) return s;
+      rearmed += changed;
+      if (to == targets.size()) break;
+      const auto took = std::chrono::steady_clock::now() - started;
+      std::this_thread::sleep_for(
+          std::max<std::chrono::steady_clock::duration>(took, std::chrono::milliseconds(1)));
+    }
+    return rearmed;
+  }
+
   StatusOr<InboxDetail> ShowLocked(Db& db, const std::string& endpoint,
                                    const std::string& event_id) {
     InboxDetail d;
@@ -1065,7 +1200,8 @@ class SqliteInbox final : public Inbox {
     }
     HOOKBOX_PREPARE(jq, db,
                     "SELECT id, handler, status, attempts, next_attempt_at, lease_owner,"
-                    " lease_until, last_error FROM jobs WHERE inbox_id = ? ORDER BY id");
+                    " lease_until, last_error, generation FROM jobs WHERE inbox_id = ?"
+                    " ORDER BY id");
     jq.Bind(1, d.row.id);
     while (jq.Step(&s)) {
       JobRow j;
@@ -1077,16 +1213,18 @@ class SqliteInbox final : public Inbox {
       j.lease_owner = jq.Text(5);
       j.lease_until = jq.Text(6);
       j.last_error = jq.Text(7);
+      j.generation = jq.Int(8);
       d.jobs.push_back(std::move(j));
     }
     if (!s.ok()) return s;
     HOOKBOX_PREPARE(aq, db,
-                    "SELECT number, started_at, finished_at, outcome, detail FROM attempts"
-                    " WHERE job = ? ORDER BY number");
+                    "SELECT number, started_at, finished_at, outcome, detail, generation"
+                    " FROM attempts WHERE job = ? ORDER BY number");
     for (JobRow& j : d.jobs) {
       aq.Bind(1, j.id);
       while (aq.Step(&s)) {
-        j.attempt_rows.push_back({aq.Int(0), aq.Text(1), aq.Text(2), aq.Text(3), aq.Text(4)});
+        j.attempt_rows.push_back(
+            {aq.Int(0), aq.Int(5), aq.Text(1), aq.Text(2), aq.Text(3), aq.Text(4)});
       }
       if (!s.ok()) return s;
       aq.Reset();
