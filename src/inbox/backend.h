@@ -97,16 +97,6 @@ std::string FilterCondition(const EventFilter& f, SqlDialect dialect,
 // keyset, ORDER BY and LIMIT. Parameter values are appended to *params in order.
 std::string ListQueryTail(const ListFilter& f, SqlDialect dialect, std::vector<SqlValue>* params);
 
-// The SQL a query built here is written in (as the filter's change declares it; this block
-// goes at its merge): parameters are `?N` (SQLite) or `$N` (PostgreSQL), and times compared
-// with received_at are cast to timestamptz on PostgreSQL.
-enum class SqlDialect { kSqlite, kPostgres };
-// The filter (filter.h) as one condition on the table `inbox` (unaliased), with its
-// parameters appended to *params and numbered after those already there; "" for an empty
-// filter. (Implemented by the filter's change; until it merges, filter_stub_bulk.cc.)
-std::string FilterCondition(const EventFilter& f, SqlDialect dialect,
-                            std::vector<SqlValue>* params);
-
 // ---- The bulk verbs' SQL, shared by both backends (Inbox::PlanBulk, RetryDead, Replay).
 // InvalidArgument for a replay without a handler.
 Status CheckBulk(const BulkRequest& r);
