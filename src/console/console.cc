@@ -106,6 +106,50 @@ std::string Field(const FormFields& fields, std::string_view name) {
   return FormValue(fields, name).value_or("");
 }
 
+// The list's filter as `hookbox inbox list` takes it (inbox/filter.h), for the same
+// ParseFilter, so the same mistakes are refused with the same words. `where` is a text
+// area, one POINTER=VALUE per line, or repeated (the next page's links repeat it); its
+// lines go to *where_lines too.
+std::vector<FilterOption> FilterOptions(const FormFields& query,
+                                        std::vector<std::string>* where_lines) {
+  std::vector<FilterOption> options;
+  for (const auto& [name, value] : query) {
+    if (name == "where") {
+      size_t start = 0;
+      while (start <= value.size()) {
+        size_t end = value.find('\n', start);
+        if (end == std::string::npos) end = value.size();
+        std::string line = value.substr(start, end - start);
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (!line.empty()) {
+          options.emplace_back("where", line);
+          where_lines->push_back(line);
+        }
+        start = end + 1;
+      }
+    } else if ((name == "endpoint" || name == "status" || name == "type" || name == "handler" ||
+                name == "since" || name == "until") &&
+               !value.empty()) {
+      options.emplace_back(name, value);
+    }
+  }
+  return options;
+}
+
+// The filter again, for the pager: every value escaped, and a relative time as the instant
+// it meant (EventFilter holds it so), so that the next page does not slide with the clock.
+std::string FilterHref(const EventFilter& ef, const std::string& event_id,
+                       const std::vector<std::string>& where_lines) {
+  std::string href = "/?endpoint=" + UrlEncode(ef.endpoint) + "&status=" + UrlEncode(ef.status) +
+                     "&id=" + UrlEncode(event_id);
+  if (!ef.type_glob.empty()) href += "&type=" + UrlEncode(ef.type_glob);
+  if (!ef.handler.empty()) href += "&handler=" + UrlEncode(ef.handler);
+  if (!ef.since.empty()) href += "&since=" + UrlEncode(ef.since);
+  if (!ef.until.empty()) href += "&until=" + UrlEncode(ef.until);
+  for (const std::string& line : where_lines) href += "&where=" + UrlEncode(line);
+  return href;
+}
+
 json RowView(const InboxRow& r) {
   return {{"received_at", r.received_at},
           {"endpoint", r.endpoint},
@@ -353,31 +397,8 @@ Answer Console::Login(const Delivery& d) {
 }
 
 Answer Console::ListPage(const FormFields& query) {
-  // The filter as `hookbox inbox list` takes it (inbox/filter.h): the same ParseFilter, so
-  // the same mistakes are refused with the same words. `where` is a text area, one
-  // POINTER=VALUE per line, or repeated (the next page's links repeat it).
-  std::vector<FilterOption> options;
   std::vector<std::string> where_lines;
-  for (const auto& [name, value] : query) {
-    if (name == "where") {
-      size_t start = 0;
-      while (start <= value.size()) {
-        size_t end = value.find('\n', start);
-        if (end == std::string::npos) end = value.size();
-        std::string line = value.substr(start, end - start);
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (!line.empty()) {
-          options.emplace_back("where", line);
-          where_lines.push_back(line);
-        }
-        start = end + 1;
-      }
-    } else if ((name == "endpoint" || name == "status" || name == "type" || name == "handler" ||
-                name == "since" || name == "until") &&
-               !value.empty()) {
-      options.emplace_back(name, value);
-    }
-  }
+  const std::vector<FilterOption> options = FilterOptions(query, &where_lines);
   auto filter = ParseFilter(options, std::chrono::system_clock::now());
   if (!filter.ok()) return Message(400, "This filter cannot be used", filter.status().ToString());
   ListFilter f{.filter = *std::move(filter)};
@@ -421,15 +442,7 @@ Answer Console::ListPage(const FormFields& query) {
   if (more) rows->pop_back();
   view["rows"] = json::array();
   for (const InboxRow& r : *rows) view["rows"].push_back(RowView(r));
-  // The filter again, for the pager: every value escaped, and a relative time as the
-  // instant it meant for this page, so that the next page does not slide with the clock.
-  std::string filters = "/?endpoint=" + UrlEncode(ef.endpoint) + "&status=" + UrlEncode(ef.status) +
-                        "&id=" + UrlEncode(f.event_id);
-  if (!ef.type_glob.empty()) filters += "&type=" + UrlEncode(ef.type_glob);
-  if (!ef.handler.empty()) filters += "&handler=" + UrlEncode(ef.handler);
-  if (!ef.since.empty()) filters += "&since=" + UrlEncode(ef.since);
-  if (!ef.until.empty()) filters += "&until=" + UrlEncode(ef.until);
-  for (const std::string& line : where_lines) filters += "&where=" + UrlEncode(line);
+  const std::string filters = FilterHref(ef, f.event_id, where_lines);
   if (more) {
     view["next_href"] = filters + "&before_at=" + UrlEncode(rows->back().received_at) +
                         "&before_id=" + std::to_string(rows->back().id);
