@@ -9,6 +9,7 @@
 #include "base/crypto.h"
 #include "base/utf8.h"
 #include "cli/cli.h"
+#include "inbox/filter.h"
 #include "ops/clock.h"
 #include "ops/terminal.h"
 #include "work/held.h"
@@ -54,16 +55,26 @@ json RowJson(const InboxRow& r) {
   return out;
 }
 
-// --since as the inbox's lower bound: an age (2h, 7d), a date, or an RFC 3339 time.
-std::optional<std::string> SinceBound(const std::string& since) {
-  if (since.empty()) return std::string();
-  auto now = std::chrono::system_clock::now();
-  if (auto age = ParseDuration(since); age.ok()) return FormatTime(now - *age);
-  std::string text = since.size() == 10 ? since + "T00:00:00Z" : since;
-  if (auto micros = ParseRfc3339Micros(text)) {
-    return FormatTime(TimePoint(std::chrono::microseconds(*micros)));
+// The filter of `inbox list` (and, through it, of every verb that takes one) from the
+// options given; a bad part is reported and is exit 2.
+std::optional<EventFilter> FilterOrReport(const ListArgs& args) {
+  std::vector<FilterOption> options;
+  auto add = [&](const char* name, const std::string& value) {
+    if (!value.empty()) options.emplace_back(name, value);
+  };
+  add("endpoint", args.endpoint);
+  add("status", args.status);
+  add("type", args.type);
+  add("handler", args.handler);
+  add("since", args.since);
+  add("until", args.until);
+  for (const std::string& w : args.where) options.emplace_back("where", w);
+  auto filter = ParseFilter(options, std::chrono::system_clock::now());
+  if (!filter.ok()) {
+    std::cerr << "hookbox: " << TerminalSafe(filter.status().ToString()) << "\n";
+    return std::nullopt;
   }
-  return std::nullopt;
+  return *std::move(filter);
 }
 
 // A failed lookup of a row the operator named: its message escaped for the terminal.
@@ -153,19 +164,16 @@ void PrintDetailText(const json& out, const InboxDetail& detail) {
 
 }  // namespace
 
-int InboxList(const std::string& path, ListArgs args) {
-  Opened opened = LoadAndOpen(path, {.endpoint = args.filter.endpoint, .check = [&](Config&) {
-                                       auto since = SinceBound(args.filter.since);
-                                       if (!since) {
-                                         std::cerr << "hookbox: --since takes an RFC 3339 "
-                                                      "time, a date or an age like 2h\n";
-                                         return false;
-                                       }
-                                       args.filter.since = *since;
-                                       return true;
-                                     }});
+int InboxList(const std::string& path, const ListArgs& args) {
+  ListFilter list{.limit = args.limit};
+  if (auto filter = FilterOrReport(args)) {
+    list.filter = *std::move(filter);
+  } else {
+    return kExitBadFilter;
+  }
+  Opened opened = LoadAndOpen(path, {.endpoint = list.filter.endpoint});
   if (!opened.inbox) return opened.exit_code;
-  auto rows = opened.inbox->List(args.filter);
+  auto rows = opened.inbox->List(list);
   if (!rows.ok()) return ReportFailure(rows.status());
   if (args.json) {
     json out = json::array();

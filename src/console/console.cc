@@ -16,6 +16,7 @@
 
 #include "base/crypto.h"
 #include "console/render.h"
+#include "inbox/filter.h"
 #include "ops/clock.h"
 #include "ops/daemon_metrics.h"
 
@@ -103,6 +104,50 @@ std::optional<int64_t> Count(const std::string& text) {
 
 std::string Field(const FormFields& fields, std::string_view name) {
   return FormValue(fields, name).value_or("");
+}
+
+// The list's filter as `hookbox inbox list` takes it (inbox/filter.h), for the same
+// ParseFilter, so the same mistakes are refused with the same words. `where` is a text
+// area, one POINTER=VALUE per line, or repeated (the next page's links repeat it); its
+// lines go to *where_lines too.
+std::vector<FilterOption> FilterOptions(const FormFields& query,
+                                        std::vector<std::string>* where_lines) {
+  std::vector<FilterOption> options;
+  for (const auto& [name, value] : query) {
+    if (name == "where") {
+      size_t start = 0;
+      while (start <= value.size()) {
+        size_t end = value.find('\n', start);
+        if (end == std::string::npos) end = value.size();
+        std::string line = value.substr(start, end - start);
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (!line.empty()) {
+          options.emplace_back("where", line);
+          where_lines->push_back(line);
+        }
+        start = end + 1;
+      }
+    } else if ((name == "endpoint" || name == "status" || name == "type" || name == "handler" ||
+                name == "since" || name == "until") &&
+               !value.empty()) {
+      options.emplace_back(name, value);
+    }
+  }
+  return options;
+}
+
+// The filter again, for the pager: every value escaped, and a relative time as the instant
+// it meant (EventFilter holds it so), so that the next page does not slide with the clock.
+std::string FilterHref(const EventFilter& ef, const std::string& event_id,
+                       const std::vector<std::string>& where_lines) {
+  std::string href = "/?endpoint=" + UrlEncode(ef.endpoint) + "&status=" + UrlEncode(ef.status) +
+                     "&id=" + UrlEncode(event_id);
+  if (!ef.type_glob.empty()) href += "&type=" + UrlEncode(ef.type_glob);
+  if (!ef.handler.empty()) href += "&handler=" + UrlEncode(ef.handler);
+  if (!ef.since.empty()) href += "&since=" + UrlEncode(ef.since);
+  if (!ef.until.empty()) href += "&until=" + UrlEncode(ef.until);
+  for (const std::string& line : where_lines) href += "&where=" + UrlEncode(line);
+  return href;
 }
 
 json RowView(const InboxRow& r) {
@@ -352,15 +397,13 @@ Answer Console::Login(const Delivery& d) {
 }
 
 Answer Console::ListPage(const FormFields& query) {
-  ListFilter f;
-  f.endpoint = Field(query, "endpoint");
-  f.status = Field(query, "status");
+  std::vector<std::string> where_lines;
+  const std::vector<FilterOption> options = FilterOptions(query, &where_lines);
+  auto filter = ParseFilter(options, std::chrono::system_clock::now());
+  if (!filter.ok()) return Message(400, "This filter cannot be used", filter.status().ToString());
+  ListFilter f{.filter = *std::move(filter)};
   f.event_id = Field(query, "id");
   f.limit = kPageRows + 1;  // one more: is there a next page?
-  if (!f.status.empty() &&
-      std::find(kRowStatuses.begin(), kRowStatuses.end(), f.status) == kRowStatuses.end()) {
-    return Message(400, "No such status", "The status filter must be one of the listed ones.");
-  }
   if (auto before = FormValue(query, "before_id")) {
     auto id = Count(*before);
     auto at = FormValue(query, "before_at");
@@ -375,22 +418,31 @@ Answer Console::ListPage(const FormFields& query) {
   auto queue = inbox_.Queue(false);
   if (!queue.ok()) return Unavailable(queue.status());
 
-  json view = {{"title", "Inbox"}, {"id", f.event_id}, {"summary", SummaryView(*queue)}};
-  view["filtered"] = !f.endpoint.empty() || !f.status.empty() || !f.event_id.empty();
+  const EventFilter& ef = f.filter;
+  std::string where_text;
+  for (const std::string& line : where_lines) where_text += (where_text.empty() ? "" : "\n") + line;
+  json view = {{"title", "Inbox"},
+               {"id", f.event_id},
+               {"type", ef.type_glob},
+               {"handler", ef.handler},
+               {"since", Field(query, "since")},
+               {"until", Field(query, "until")},
+               {"where", where_text},
+               {"summary", SummaryView(*queue)}};
+  view["filtered"] = !ef.Empty() || !f.event_id.empty();
   view["endpoints"] = json::array();
   for (const std::string& name : options_.endpoints) {
-    view["endpoints"].push_back({{"name", name}, {"selected", name == f.endpoint}});
+    view["endpoints"].push_back({{"name", name}, {"selected", name == ef.endpoint}});
   }
   view["statuses"] = json::array();
   for (const char* status : kRowStatuses) {
-    view["statuses"].push_back({{"name", status}, {"selected", f.status == status}});
+    view["statuses"].push_back({{"name", status}, {"selected", ef.status == status}});
   }
   const bool more = rows->size() > static_cast<size_t>(kPageRows);
   if (more) rows->pop_back();
   view["rows"] = json::array();
   for (const InboxRow& r : *rows) view["rows"].push_back(RowView(r));
-  const std::string filters = "/?endpoint=" + UrlEncode(f.endpoint) +
-                              "&status=" + UrlEncode(f.status) + "&id=" + UrlEncode(f.event_id);
+  const std::string filters = FilterHref(ef, f.event_id, where_lines);
   if (more) {
     view["next_href"] = filters + "&before_at=" + UrlEncode(rows->back().received_at) +
                         "&before_id=" + std::to_string(rows->back().id);
@@ -408,11 +460,11 @@ Answer Console::ListPage(const FormFields& query) {
 // (one probe of the (endpoint, event_id) index each), not the whole table: so it finds the
 // events of the endpoints in the config, at any size of the inbox.
 StatusOr<std::vector<InboxRow>> Console::Rows(const ListFilter& f) {
-  if (f.event_id.empty() || !f.endpoint.empty()) return inbox_.List(f);
+  if (f.event_id.empty() || !f.filter.endpoint.empty()) return inbox_.List(f);
   std::vector<InboxRow> rows;
   for (const std::string& endpoint : options_.endpoints) {
     ListFilter one = f;
-    one.endpoint = endpoint;
+    one.filter.endpoint = endpoint;
     auto found = inbox_.List(one);
     if (!found.ok()) return found.status();
     rows.insert(rows.end(), found->begin(), found->end());

@@ -60,7 +60,10 @@ std::optional<TimePoint> Age(std::string_view text, TimePoint now) {
     default:
       return std::nullopt;
   }
-  // 12 characters: at most 10^11 days, far inside what microseconds since 1970 can hold.
+  // At most 10^11 days (12 characters), which fits in seconds but not in the clock's
+  // nanoseconds: an age reaching back before 1970 is refused (as not a time).
+  const auto since_epoch = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch());
+  if (n > since_epoch.count() / seconds_per) return std::nullopt;
   return now - std::chrono::seconds(n * seconds_per);
 }
 

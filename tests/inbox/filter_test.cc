@@ -85,6 +85,10 @@ TEST_CASE("ParseFilter refuses what it cannot evaluate, naming the part") {
              Catch::Contains("--status done") && Catch::Contains("unknown status"));
   CHECK_THAT(Refusal({{"since", "yesterday"}}), Catch::Contains("--since yesterday"));
   CHECK_THAT(Refusal({{"until", "2026-13-01"}}), Catch::Contains("--until 2026-13-01"));
+  // An age before 1970: beyond what the clock holds (10^11 days overflowed it unchecked).
+  CHECK_THAT(Refusal({{"since", "99999999999d"}}), Catch::Contains("--since 99999999999d"));
+  CHECK_THAT(Refusal({{"since", "20834d"}}), Catch::Contains("not a time"));  // kNow: day 20833
+  CHECK(Parse({{"since", "20000d"}}).ok());
   CHECK_THAT(Refusal({{"since", "2h"}, {"until", "3h"}}),
              Catch::Contains("--since") && Catch::Contains("empty"));
   CHECK_THAT(Refusal({{"since", "2026-12-01"}, {"until", "2026-12-01"}}), Catch::Contains("empty"));

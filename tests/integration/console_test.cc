@@ -345,3 +345,70 @@ TEST_CASE("console: pages by keyset show every row once; filters and the id sear
   REQUIRE(dead);
   CHECK(dead->body.find("No dead jobs") != std::string::npos);
 }
+
+TEST_CASE("console: the list takes the inbox filter, pages through it, and refuses a bad one") {
+  TempDir dir;
+  Daemon d = Start(dir);
+  hookbox::testing::WriteFile(dir / "ok", "");
+  std::set<std::string> wanted;  // the customer's, whose id holds & and =: escaped in links
+  for (int i = 0; i < 110; ++i) {
+    const std::string id = "ev-" + std::to_string(i);
+    const bool theirs = i % 2 == 0;
+    Deliver(d, {{"id", id},
+                {"type", theirs ? "invoice.paid" : "charge.paid"},
+                {"data", {{"customer", theirs ? "cus_a&b=c" : "cus_other"}, {"n", i}}}});
+    if (theirs) wanted.insert(id);
+  }
+  auto c = Admin(d);
+  // The where text area: one POINTER=VALUE per line (CRLF, as a browser sends it).
+  const std::string first = "/?where=" + hookbox::UrlEncode("/data/customer=cus_a&b=c\r\n") +
+                            "&type=" + hookbox::UrlEncode("invoice.*") + "&since=1h";
+  std::set<std::string> seen;
+  std::string next = first;
+  int pages = 0;
+  std::regex id_cell(">(ev-[0-9]+)</a>");
+  while (!next.empty() && pages < 5) {
+    auto page = c.Get(next);
+    REQUIRE(page);
+    REQUIRE(page->status == 200);
+    ++pages;
+    for (auto it = std::sregex_iterator(page->body.begin(), page->body.end(), id_cell);
+         it != std::sregex_iterator(); ++it) {
+      CHECK(seen.insert((*it)[1]).second);
+    }
+    next.clear();
+    for (const std::string& l : Links(page->body)) {
+      if (l.find("before_id=") != std::string::npos) next = l;
+    }
+    if (!next.empty()) {
+      // The filter travels escaped, the relative time as the instant it meant.
+      CHECK(next.find("where=%2Fdata%2Fcustomer%3Dcus_a%26b%3Dc") != std::string::npos);
+      CHECK(next.find("type=invoice.%2A") != std::string::npos);
+      CHECK(next.find("since=20") != std::string::npos);
+    }
+  }
+  CHECK(pages == 2);
+  CHECK(seen == wanted);
+  auto two = c.Get("/?where=" + hookbox::UrlEncode("/data/n=3") +
+                   "&where=" + hookbox::UrlEncode("/type=charge.paid"));
+  REQUIRE(two);
+  CHECK(two->status == 200);
+  CHECK(two->body.find(">ev-3</a>") != std::string::npos);
+  CHECK(std::distance(std::sregex_iterator(two->body.begin(), two->body.end(), id_cell),
+                      std::sregex_iterator()) == 1);
+
+  for (const auto& [query, named] : std::vector<std::pair<std::string, std::string>>{
+           {"where=%2Fdata%2Fcustomer", "--where /data/customer"},
+           {"where=data%3Dx", "starts with /"},
+           {"where=%2Fa~2%3Dx", "~ must be followed"},
+           {"status=done", "unknown status"},
+           {"since=yesterday", "--since yesterday"},
+           {"since=1h&until=2h", "the time range is empty"},
+       }) {
+    auto bad = c.Get("/?" + query);
+    REQUIRE(bad);
+    INFO(query);
+    CHECK(bad->status == 400);
+    CHECK(bad->body.find(named) != std::string::npos);
+  }
+}
