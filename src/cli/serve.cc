@@ -161,6 +161,25 @@ void AddQueueGauges(Inbox& inbox) {
       });
 }
 
+// hookbox_handler_paused{endpoint,handler}: 1 while a handler is held, by hand (handler
+// pause) or by its open circuit; 0 for the other handlers with a state row. Asked of the
+// inbox at each scrape, so it shows what every replica honours.
+void AddHandlerGauges(Inbox& inbox) {
+  Metrics().registry.AddGauge(
+      "hookbox_handler_paused",
+      "1 while a handler is held by an operator's pause or its open circuit breaker.",
+      {"endpoint", "handler"}, [&inbox] {
+        std::vector<GaugeSample> out;
+        auto all = inbox.Handlers(std::chrono::system_clock::now());
+        if (!all.ok()) return out;
+        for (const HandlerStatus& h : *all) {
+          const bool held = h.state.paused || h.state.circuit == Circuit::kOpen;
+          out.push_back({{h.state.endpoint, h.state.handler}, held ? 1.0 : 0.0});
+        }
+        return out;
+      });
+}
+
 // Blocks the signals serve handles, so that only the waiting thread receives them.
 sigset_t BlockServeSignals() {
   sigset_t set;
@@ -298,6 +317,7 @@ bool Daemon::Start(const std::vector<int>& activated) {
   dispatcher_.Start(c_.workers != 0);
   purge_.Start();
   AddQueueGauges(*inbox_);
+  AddHandlerGauges(*inbox_);
   if (!Listen(activated)) return false;
   hooks_thread_ = std::thread([this] { hooks_.Run(); });
   admin_thread_ = std::thread([this] {

@@ -1532,6 +1532,7 @@ class PostgresInbox final : public Inbox {
 
     std::vector<ClaimedJob> due;
     if (Status s = DueJobs(c, now_text, max, apart, false, &due); !s.ok()) return s;
+    for (ClaimedJob& job : due) job.rate_due_at.reset();  // no rate holds these
     if (Status s = KeepHeads(c, now_text, due, out); !s.ok()) return s;
 
     for (const auto& key : apart) {
