@@ -19,6 +19,7 @@
 #   make bench-handlers  hookbox's exec/file/http handlers end to end, adnanh/webhook's
 #   make bench-scale accept latency at 10 k vs 1 M rows, RSS, the purge of 1 M rows
 #   make bench-console the console's pages with 1 M rows in the inbox, beside /healthz
+#   make bench-rate  a handler with rate: 100/s and a backlog, for a minute: the rate's error
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
@@ -39,7 +40,7 @@ FUZZ_TARGETS = verify identify config receive http
 
 .PHONY: all deps build run test lint interop-deps install clean test-asan test-tsan fuzz \
         fuzz-smoke fuzz-build crash-test soak bench bench-replicas bench-handlers bench-scale \
-        bench-console
+        bench-console bench-rate
 
 all: build
 
@@ -137,6 +138,9 @@ bench-scale: deps
 
 bench-console: deps
 	@bench/bench.sh console
+
+bench-rate: all
+	@bench/rate.py --hookbox $(BUILD)/hookbox --seconds 60 --rate 100
 
 # The formatting of every C++ file (.clang-format) and the checks of .clang-tidy over every
 # file the build compiles (the fuzz harnesses and bench tools, built by other compilers and

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "cli/cli.h"
@@ -122,6 +123,15 @@ console::ConsoleOptions ConsoleOptionsFor(const Config& c, std::function<void()>
   o.hosts = c.admin_hosts;
   if (c.admin_token) o.token = c.admin_token->value;
   o.wake = std::move(wake);
+  for (const Endpoint& e : c.endpoints) {
+    if (e.mode == Mode::kSync) continue;
+    std::set<std::string> seen;
+    for (const Route& r : e.routes) {
+      for (const HandlerSpec& h : r.handlers) {
+        if (seen.insert(h.name).second) o.handlers.push_back({e.name, h.name, h.rate_text});
+      }
+    }
+  }
   return o;
 }
 

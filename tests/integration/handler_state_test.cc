@@ -33,7 +33,8 @@ endpoints:
     path: /hooks/orders
     verify: none
     event_id: body:/id
-)" + retry + R"(    routes:
+)" + retry +
+         R"(    routes:
       - events: ["*"]
         handlers:
           - name: work
@@ -96,8 +97,8 @@ TEST_CASE("a paused handler holds its jobs across a restart; resume runs each on
 TEST_CASE("the circuit opens after N failed attempts and closes after a successful probe") {
   TempDir dir;
   // Fails until {DIR}/ok exists; every attempt leaves a line.
-  WriteFile(dir / "work.sh", "echo try >> " + (dir / "ran").string() + "\ntest -f " +
-                                 (dir / "ok").string() + "\n");
+  WriteFile(dir / "work.sh",
+            "echo try >> " + (dir / "ran").string() + "\ntest -f " + (dir / "ok").string() + "\n");
   Daemon d(dir, Config(", circuit: {failures: 3, cooldown: 1s}",
                        "    retry: {max_attempts: 50, base: 10ms, max: 20ms}\n"));
   Post(d, "evt_c");
@@ -127,7 +128,8 @@ TEST_CASE("replicas: rate 20/s holds for both together", "[.postgres]") {
   for (int i = 0; i < 200; ++i) Post(i % 2 ? b : a, "evt_" + std::to_string(i));
   REQUIRE(Eventually([&] { return Lines(shared) >= 120; }, 30s));
   std::vector<double> at;
-  for (const std::string& line : ReadLines((shared / "ran").string())) at.push_back(std::stod(line));
+  for (const std::string& line : ReadLines((shared / "ran").string()))
+    at.push_back(std::stod(line));
   std::sort(at.begin(), at.end());
   // After the first second (the burst of one second's worth), four seconds at 20/s: 80.
   const double from = at.front() + 1, to = from + 4;
