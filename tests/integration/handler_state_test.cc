@@ -54,13 +54,13 @@ json HandlerList(const Daemon& d) {
   return json::parse(r.out);
 }
 
-size_t Lines(const TempDir& dir) { return ReadLines((dir / "ran").string()).size(); }
+size_t Lines(const TempDir& dir) { return ReadLines((dir / "ran")).size(); }
 
 }  // namespace
 
 TEST_CASE("a paused handler holds its jobs across a restart; resume runs each once") {
   TempDir dir;
-  WriteFile(dir / "work.sh", "echo \"$HOOKBOX_EVENT_ID\" >> " + (dir / "ran").string() + "\n");
+  WriteFile(dir / "work.sh", "echo \"$HOOKBOX_EVENT_ID\" >> " + (dir / "ran") + "\n");
   Daemon d(dir, Config());
   auto paused = d.Cli({"handler", "pause", "orders/work", "--reason", "api down"});
   REQUIRE(paused.exit_code == 0);
@@ -97,8 +97,7 @@ TEST_CASE("a paused handler holds its jobs across a restart; resume runs each on
 TEST_CASE("the circuit opens after N failed attempts and closes after a successful probe") {
   TempDir dir;
   // Fails until {DIR}/ok exists; every attempt leaves a line.
-  WriteFile(dir / "work.sh",
-            "echo try >> " + (dir / "ran").string() + "\ntest -f " + (dir / "ok").string() + "\n");
+  WriteFile(dir / "work.sh", "echo try >> " + (dir / "ran") + "\ntest -f " + (dir / "ok") + "\n");
   Daemon d(dir, Config(", circuit: {failures: 3, cooldown: 1s}",
                        "    retry: {max_attempts: 50, base: 10ms, max: 20ms}\n"));
   Post(d, "evt_c");
@@ -120,7 +119,7 @@ TEST_CASE("the circuit opens after N failed attempts and closes after a successf
 TEST_CASE("replicas: rate 20/s holds for both together", "[.postgres]") {
   TempDir a_dir, b_dir, shared;
   hookbox::pgtest::TestDatabase db;
-  const std::string script = "date +%s.%N >> " + (shared / "ran").string() + "\n";
+  const std::string script = "date +%s.%N >> " + (shared / "ran") + "\n";
   WriteFile(a_dir / "work.sh", script);
   WriteFile(b_dir / "work.sh", script);
   Daemon a(a_dir, Config(", rate: 20/s, concurrency: 8"), db.url());
@@ -128,8 +127,7 @@ TEST_CASE("replicas: rate 20/s holds for both together", "[.postgres]") {
   for (int i = 0; i < 200; ++i) Post(i % 2 ? b : a, "evt_" + std::to_string(i));
   REQUIRE(Eventually([&] { return Lines(shared) >= 120; }, 30s));
   std::vector<double> at;
-  for (const std::string& line : ReadLines((shared / "ran").string()))
-    at.push_back(std::stod(line));
+  for (const std::string& line : ReadLines((shared / "ran"))) at.push_back(std::stod(line));
   std::sort(at.begin(), at.end());
   // After the first second (the burst of one second's worth), four seconds at 20/s: 80.
   const double from = at.front() + 1, to = from + 4;
