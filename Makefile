@@ -20,6 +20,7 @@
 #   make bench-scale accept latency at 10 k vs 1 M rows, RSS, the purge of 1 M rows
 #   make bench-console the console's pages with 1 M rows in the inbox, beside /healthz
 #   make bench-search  the first page of `inbox list --where` at SEARCH_ROWS (default 1 M)
+#   make bench-rate  a handler with rate: 100/s and a backlog, for a minute: the rate's error
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
@@ -40,7 +41,7 @@ FUZZ_TARGETS = verify identify config receive http
 
 .PHONY: all deps build run test lint interop-deps install clean test-asan test-tsan fuzz \
         fuzz-smoke fuzz-build crash-test soak bench bench-replicas bench-handlers bench-scale \
-        bench-console bench-search
+        bench-console bench-search bench-rate
 
 all: build
 
@@ -143,6 +144,9 @@ bench-console: deps
 SEARCH_ROWS ?= 1000000
 bench-search: build
 	@python3 bench/search.py --binary $(BUILD)/hookbox --rows $(SEARCH_ROWS)
+
+bench-rate: all
+	@bench/rate.py --hookbox $(BUILD)/hookbox --seconds 60 --rate 100
 
 # The formatting of every C++ file (.clang-format) and the checks of .clang-tidy over every
 # file the build compiles (the fuzz harnesses and bench tools, built by other compilers and

@@ -34,6 +34,8 @@ struct Args {
   SendArgs send;
   bool stats_json = false;
   bool purge_dry_run = false, purge_json = false;
+  std::string handler_target, pause_reason;  // handler pause / resume
+  bool handlers_json = false;
   int rc = kExitOk;
 };
 
@@ -120,6 +122,26 @@ void AddInboxVerbs(CLI::App& app, Args& a) {
   drop->add_option("HANDLER", a.handler, "the old handler name (inbox show, stats)")->required();
 }
 
+void AddHandlerVerbs(CLI::App& app, Args& a) {
+  CLI::App* handler = app.add_subcommand("handler", "the handlers' state: list, pause, resume");
+  handler->require_subcommand(1);
+  Verb(handler, "list", "each handler: running, paused or circuit-open, its jobs, rate", a, [&a] {
+    return HandlerList(a.config_path, a.handlers_json);
+  })->add_flag("--json", a.handlers_json, "JSON array for scripts");
+  CLI::App* pause =
+      Verb(handler, "pause", "hold a handler's jobs (no try spent) until resumed", a, [&a] {
+        return HandlerPause(a.config_path, a.handler_target, a.endpoint, a.pause_reason, true);
+      });
+  pause->add_option("ENDPOINT/HANDLER", a.handler_target, "as handler list shows it");
+  pause->add_option("--endpoint", a.endpoint, "every handler of this endpoint");
+  pause->add_option("--reason", a.pause_reason, "shown by handler list and the console");
+  CLI::App* resume = Verb(handler, "resume", "let a paused handler's jobs run again", a, [&a] {
+    return HandlerPause(a.config_path, a.handler_target, a.endpoint, "", false);
+  });
+  resume->add_option("ENDPOINT/HANDLER", a.handler_target, "as handler list shows it");
+  resume->add_option("--endpoint", a.endpoint, "every handler of this endpoint");
+}
+
 void AddToolVerbs(CLI::App& app, Args& a) {
   CLI::App* send = Verb(&app, "send", "sign FILE as the endpoint's provider would and POST it", a,
                         [&a] { return Send(a.config_path, a.send); });
@@ -152,6 +174,7 @@ int Main(int argc, char** argv) {
   AddDaemonVerbs(app, args);
   AddInboxVerbs(app, args);
   AddToolVerbs(app, args);
+  AddHandlerVerbs(app, args);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -98,6 +98,12 @@ int InboxReassign(const std::string& path, const std::string& endpoint, const st
                   const std::string& to);
 int InboxDrop(const std::string& path, const std::string& endpoint, const std::string& handler);
 
+// handler.cc: the handlers' state (issue 25). `target` "ENDPOINT/HANDLER", or `endpoint`
+// for all of an endpoint's handlers; `pause` false resumes.
+int HandlerList(const std::string& path, bool as_json);
+int HandlerPause(const std::string& path, const std::string& target, const std::string& endpoint,
+                 const std::string& reason, bool pause);
+
 struct SendArgs {
   std::string endpoint, file;
   std::string url;        // "" = this config's listen address and the endpoint's path

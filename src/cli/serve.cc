@@ -13,6 +13,7 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "cli/cli.h"
@@ -122,6 +123,15 @@ console::ConsoleOptions ConsoleOptionsFor(const Config& c, std::function<void()>
   o.hosts = c.admin_hosts;
   if (c.admin_token) o.token = c.admin_token->value;
   o.wake = std::move(wake);
+  for (const Endpoint& e : c.endpoints) {
+    if (e.mode == Mode::kSync) continue;
+    std::set<std::string> seen;
+    for (const Route& r : e.routes) {
+      for (const HandlerSpec& h : r.handlers) {
+        if (seen.insert(h.name).second) o.handlers.push_back({e.name, h.name, h.rate_text});
+      }
+    }
+  }
   return o;
 }
 
@@ -157,6 +167,25 @@ void AddQueueGauges(Inbox& inbox) {
               std::chrono::duration<double>(std::chrono::system_clock::now() - oldest).count());
         }
         out.push_back({{}, age});
+        return out;
+      });
+}
+
+// hookbox_handler_paused{endpoint,handler}: 1 while a handler is held, by hand (handler
+// pause) or by its open circuit; 0 for the other handlers with a state row. Asked of the
+// inbox at each scrape, so it shows what every replica honours.
+void AddHandlerGauges(Inbox& inbox) {
+  Metrics().registry.AddGauge(
+      "hookbox_handler_paused",
+      "1 while a handler is held by an operator's pause or its open circuit breaker.",
+      {"endpoint", "handler"}, [&inbox] {
+        std::vector<GaugeSample> out;
+        auto all = inbox.Handlers(std::chrono::system_clock::now());
+        if (!all.ok()) return out;
+        for (const HandlerStatus& h : *all) {
+          const bool held = h.state.paused || h.state.circuit == Circuit::kOpen;
+          out.push_back({{h.state.endpoint, h.state.handler}, held ? 1.0 : 0.0});
+        }
         return out;
       });
 }
@@ -298,6 +327,7 @@ bool Daemon::Start(const std::vector<int>& activated) {
   dispatcher_.Start(c_.workers != 0);
   purge_.Start();
   AddQueueGauges(*inbox_);
+  AddHandlerGauges(*inbox_);
   if (!Listen(activated)) return false;
   hooks_thread_ = std::thread([this] { hooks_.Run(); });
   admin_thread_ = std::thread([this] {

@@ -193,6 +193,8 @@ class Loader final {
   void CheckHandlerName(const HandlerSpec& handler, const std::string& where,
                         std::map<std::string, std::pair<std::string, std::string>>& seen);
   void ReadHandler(const YAML::Node& node, const std::string& where, HandlerSpec& handler);
+  YAML::Node ReadHandlerControls(const YAML::Node& node, const std::string& where,
+                                 HandlerSpec& handler);
   void CheckUnique(const std::vector<Endpoint>& endpoints);
 
   LoadResult& out_;
@@ -590,6 +592,20 @@ void Loader::ReadEndpoint(const YAML::Node& node, const std::string& where, Endp
   if (!node["resource"] != !node["sequence"]) {
     Error(where, "resource and sequence go together: ordering needs both");
   }
+  if (endpoint.mode == Mode::kSync) {
+    // A sync handler runs in the producer's request, which the producer's own retries
+    // pace; holding it back would only hold the request (README, "Pausing a handler").
+    for (size_t r = 0; r < endpoint.routes.size(); ++r) {
+      for (size_t h = 0; h < endpoint.routes[r].handlers.size(); ++h) {
+        const HandlerSpec& spec = endpoint.routes[r].handlers[h];
+        if (spec.rate_per_second > 0 || spec.circuit_failures > 0) {
+          Error(where + ".routes[" + std::to_string(r) + "].handlers[" + std::to_string(h) + "]",
+                "rate and circuit do not apply to mode: sync (its handlers run in the "
+                "producer's request; the producer's retries pace them)");
+        }
+      }
+    }
+  }
 }
 
 void Loader::ReadPath(const YAML::Node& node, const std::string& where, Endpoint& endpoint) {
@@ -812,6 +828,54 @@ void Loader::ReadRoutes(const YAML::Node& node, const std::string& where,
   });
 }
 
+// `rate:` and `circuit:` of any kind (DESIGN.md, "Handler state"): read here, once for all
+// kinds, into the spec; the kind's factory gets its settings without them.
+YAML::Node Loader::ReadHandlerControls(const YAML::Node& node, const std::string& where,
+                                       HandlerSpec& handler) {
+  if (!node["rate"] && !node["circuit"]) return node;
+  YAML::Node rest = YAML::Clone(node);
+  if (const YAML::Node rate = node["rate"]) {
+    const std::string w = Key(where, "rate");
+    auto text = Text(rate, w);
+    if (text) {
+      auto per_second = ParseRate(*text);
+      if (per_second.ok()) {
+        handler.rate_per_second = *per_second;
+        handler.rate_text = *text;
+      } else {
+        Error(w, per_second.status().what());
+      }
+    }
+    rest.remove("rate");
+  }
+  if (const YAML::Node circuit = node["circuit"]) {
+    const std::string w = Key(where, "circuit");
+    std::optional<int> failures;
+    std::optional<Duration> cooldown;
+    bool is_map = ReadMapping(
+        circuit, w,
+        {
+            {"failures", [&](auto& n, auto& fw) { failures = Int(n, fw, 1, kMaxCircuitFailures); }},
+            {"cooldown",
+             [&](auto& n, auto& cw) {
+               auto d = DurationValue(n, cw);
+               if (d && (*d < std::chrono::milliseconds(100) || *d > std::chrono::hours(24))) {
+                 Error(cw, "expected 100ms to 24h");
+               } else if (d) {
+                 cooldown = *d;
+               }
+             }},
+        });
+    if (is_map) Require(circuit, w, {"failures", "cooldown"});
+    if (failures && cooldown) {
+      handler.circuit_failures = *failures;
+      handler.circuit_cooldown = *cooldown;
+    }
+    rest.remove("circuit");
+  }
+  return rest;
+}
+
 void Loader::ReadHandler(const YAML::Node& node, const std::string& where, HandlerSpec& handler) {
   std::vector<std::string_view> kinds;
   auto kind_field = [&](std::string_view kind) {
@@ -819,7 +883,7 @@ void Loader::ReadHandler(const YAML::Node& node, const std::string& where, Handl
                    kinds.push_back(kind);
                    if (!n.IsMap()) Error(w, "expected a mapping");
                    handler.kind = std::string(kind);
-                   handler.config = n;
+                   handler.config = n.IsMap() ? ReadHandlerControls(n, w, handler) : n;
                  }};
   };
   std::optional<std::string> name;

@@ -87,12 +87,28 @@ struct HandlerSpec {
   std::string kind;
   YAML::Node config;
   bool named = false;  // `name:` was given (last: {name, kind, config} initialises the rest)
+  // Beside `concurrency:` in the kind's settings, read by the loader for every kind and
+  // taken out of `config` (DESIGN.md, "Handler state"). `rate: N/s` or `N/min`: claims a
+  // second on average, 0 = no limit; `rate_text` as written.
+  double rate_per_second = 0;
+  std::string rate_text;
+  // `circuit: {failures: N, cooldown: D}`: 0 failures = no breaker.
+  int circuit_failures = 0;
+  Duration circuit_cooldown{0};
 };
+
+// Limits the loader enforces on `rate:` and `circuit:` (docs/SECURITY.md).
+inline constexpr double kMaxRatePerSecond = 100000;
+inline constexpr int kMaxCircuitFailures = 1000;
 
 struct Route {
   std::vector<std::string> events;  // event type globs: "*", "invoice.*", "push"
   std::vector<HandlerSpec> handlers;
 };
+
+// "N/s" or "N/min", N a whole number from 1: claims per second (N/min: N/60). An error
+// message for zero, a fraction, another unit or more than kMaxRatePerSecond.
+StatusOr<double> ParseRate(std::string_view text);
 
 struct Endpoint {
   std::string name;

@@ -76,6 +76,31 @@ StatusOr<Duration> ParseDuration(std::string_view text) {
   return Duration(static_cast<Duration::rep>(*ms));
 }
 
+StatusOr<double> ParseRate(std::string_view text) {
+  const size_t slash = text.find('/');
+  const std::string_view count = text.substr(0, slash);
+  const std::string_view unit = slash == std::string_view::npos ? "" : text.substr(slash + 1);
+  const double per = unit == "s" ? 1 : unit == "min" ? 60 : 0;
+  // At most 9 digits: no overflow, and far past the cap below anyway.
+  if (per == 0 || !AllDigits(count) || count.size() > 9) {
+    return Status::InvalidArgument(Quoted(text) +
+                                   " is not a rate (use a whole number per s or per min, e.g. "
+                                   "20/s or 600/min)");
+  }
+  const double n = std::stod(std::string(count));
+  if (n < 1) {
+    return Status::InvalidArgument(Quoted(text) +
+                                   " would never run the handler: pause it instead (hookbox "
+                                   "handler pause), or give at least 1/min");
+  }
+  if (n / per > kMaxRatePerSecond) {
+    return Status::InvalidArgument(Quoted(text) +
+                                   " is more than 100000/s; leave rate out for no "
+                                   "limit");
+  }
+  return n / per;
+}
+
 StatusOr<size_t> ParseSize(std::string_view text) {
   auto bytes = NumberWithUnit(text, kSizeUnits, std::numeric_limits<size_t>::max());
   if (!bytes)

@@ -259,7 +259,8 @@ Console::Console(Inbox& inbox, ConsoleOptions options)
 
 std::optional<Answer> Console::Handle(const Delivery& d) {
   static const std::set<std::string_view> kPaths = {
-      "/", "/event", "/dead", "/event/retry", "/event/clear", "/login", "/style.css"};
+      "/",         "/event",         "/dead",           "/event/retry", "/event/clear",
+      "/handlers", "/handler/pause", "/handler/resume", "/login",       "/style.css"};
   if (!kPaths.contains(d.path)) return std::nullopt;
   if (!HostAllowed(d)) {
     return Message(403, "Wrong address",
@@ -281,8 +282,13 @@ std::optional<Answer> Console::Handle(const Delivery& d) {
     if (d.method != "POST") return NotAllowed("POST");
     return Action(d);
   }
+  if (d.path == "/handler/pause" || d.path == "/handler/resume") {
+    if (d.method != "POST") return NotAllowed("POST");
+    return HandlerAction(d);
+  }
   if (!get) return NotAllowed("GET, HEAD");
   const FormFields query = ParseUrlEncoded(d.query);
+  if (d.path == "/handlers") return HandlersPage(query);
   if (d.path == "/event") return EventPage(query);
   if (d.path == "/dead") return DeadPage(query);
   return ListPage(query);
@@ -359,7 +365,11 @@ std::optional<Answer> Console::RefusedPost(const Delivery& d, const FormFields& 
     return Message(403, "Refused", "This request came from another site.");
   }
   if (d.path == "/login") return std::nullopt;
-  const std::string expected = CsrfToken(Field(form, "endpoint"), Field(form, "id"));
+  // A handler's forms carry its name as `id`; their tokens are bound apart from an
+  // event's of the same name (HandlerToken).
+  const std::string expected = d.path.starts_with("/handler/")
+                                   ? HandlerToken(Field(form, "endpoint"), Field(form, "id"))
+                                   : CsrfToken(Field(form, "endpoint"), Field(form, "id"));
   if (!ConstantTimeEqual(Field(form, "csrf"), expected)) {
     return Message(403, "Refused",
                    "The form's token is missing or out of date (the daemon may have "
@@ -372,6 +382,10 @@ std::string Console::CsrfToken(const std::string& endpoint, const std::string& i
   std::string message = "csrf";
   message += '\0' + endpoint + '\0' + id;
   return HexEncode(Hmac(HashAlgorithm::kSha256, csrf_key_, message));
+}
+
+std::string Console::HandlerToken(const std::string& endpoint, const std::string& handler) const {
+  return CsrfToken(endpoint, std::string("\x1fhandler\x1f") + handler);
 }
 
 std::string Console::SessionCookieValue() const {
@@ -577,6 +591,86 @@ Answer Console::Action(const Delivery& d) {
   }
   return Redirect("/?cleared=1&cleared_endpoint=" + UrlEncode(endpoint) +
                   "&cleared_id=" + UrlEncode(id));
+}
+
+// The handlers page (issue 25): each worker-pool handler of the config with its state and
+// job counts, and a Pause or Resume form (a confirmation first, as Retry and Clear).
+Answer Console::HandlersPage(const FormFields& query) {
+  auto all = inbox_.Handlers(std::chrono::system_clock::now());
+  if (!all.ok()) return Unavailable(all.status());
+  json view = {{"title", "Handlers"}, {"handlers", json::array()}};
+  for (const ConsoleOptions::PoolHandler& ph : options_.handlers) {
+    HandlerStatus h;
+    for (const HandlerStatus& s : *all) {
+      if (s.state.endpoint == ph.endpoint && s.state.handler == ph.handler) h = s;
+    }
+    const HandlerState& st = h.state;
+    const std::string state = st.paused                          ? "paused"
+                              : st.circuit == Circuit::kOpen     ? "circuit open"
+                              : st.circuit == Circuit::kHalfOpen ? "half-open"
+                                                                 : "running";
+    view["handlers"].push_back({{"endpoint", ph.endpoint},
+                                {"handler", ph.handler},
+                                {"state", state},
+                                {"reason", st.paused_reason},
+                                {"pending", h.pending},
+                                {"due", h.due},
+                                {"running", h.running},
+                                {"dead", h.dead},
+                                {"rate", ph.rate.empty() ? "-" : ph.rate},
+                                {"action", st.paused ? "/handler/resume" : "/handler/pause"},
+                                {"label", st.paused ? "Resume" : "Pause"},
+                                {"pausable", !st.paused},
+                                {"csrf", HandlerToken(ph.endpoint, ph.handler)}});
+  }
+  if (const std::string done = Field(query, "done"); done == "paused" || done == "resumed") {
+    view["notice"] = (done == "paused" ? "Paused " : "Resumed ") + Field(query, "endpoint") +
+                     " / " + Field(query, "handler") + ".";
+  }
+  return Html(200, "handlers.html", view);
+}
+
+// Pause or Resume: the first POST answers a confirmation; its button posts again with
+// confirm=yes, which acts (Inbox::SetPaused, as `hookbox handler pause` does).
+Answer Console::HandlerAction(const Delivery& d) {
+  const FormFields form = ParseUrlEncoded(d.body);
+  if (auto refused = RefusedPost(d, form)) return *refused;
+  const std::string endpoint = Field(form, "endpoint");
+  const std::string handler = Field(form, "id");
+  const bool pause = d.path == "/handler/pause";
+  const bool known = std::any_of(options_.handlers.begin(), options_.handlers.end(),
+                                 [&](const ConsoleOptions::PoolHandler& h) {
+                                   return h.endpoint == endpoint && h.handler == handler;
+                                 });
+  if (!known) {
+    return Message(
+        404, "No such handler",
+        "The config has no worker-pool handler " + handler + " at endpoint " + endpoint + ".");
+  }
+  if (Field(form, "confirm") != "yes") {
+    return Html(200, "confirm_handler.html",
+                {{"title", pause ? "Pause?" : "Resume?"},
+                 {"label", pause ? "Pause" : "Resume"},
+                 {"action", d.path},
+                 {"what", pause ? "Its jobs stay pending and are not attempted, on every "
+                                  "replica, until it is resumed: no try is spent and nothing "
+                                  "goes dead; deliveries are still accepted. An attempt already "
+                                  "running finishes."
+                                : "Its waiting jobs become due at once (at its rate, if it has "
+                                  "one)."},
+                 {"endpoint", endpoint},
+                 {"handler", handler},
+                 {"csrf", Field(form, "csrf")},
+                 {"pause", pause}});
+  }
+  std::string reason = Field(form, "reason");
+  if (reason.size() > 200) reason.resize(200);
+  auto changed = inbox_.SetPaused({{endpoint, handler}}, pause, pause ? reason : "",
+                                  std::chrono::system_clock::now());
+  if (!changed.ok()) return Unavailable(changed.status());
+  if (!pause && options_.wake) options_.wake();
+  return Redirect(std::string("/handlers?done=") + (pause ? "paused" : "resumed") +
+                  "&endpoint=" + UrlEncode(endpoint) + "&handler=" + UrlEncode(handler));
 }
 
 }  // namespace hookbox::console

@@ -39,6 +39,12 @@ struct ConsoleOptions {
   std::vector<std::string> hosts;      // admin_hosts
   std::string token;                   // admin_token's value; "" = no token
   std::function<void()> wake;          // after a retry: wake the dispatcher
+  // The handlers page: the config's worker-pool handlers (sync endpoints' have no queue
+  // to pause), with their `rate:` as written ("" = none).
+  struct PoolHandler {
+    std::string endpoint, handler, rate;
+  };
+  std::vector<PoolHandler> handlers;
 };
 
 class Console {
@@ -57,6 +63,7 @@ class Console {
  private:
   bool HostAllowed(const Delivery& d) const;
   std::optional<Answer> RefusedPost(const Delivery& d, const FormFields& form) const;
+  std::string HandlerToken(const std::string& endpoint, const std::string& handler) const;
   std::string CsrfToken(const std::string& endpoint, const std::string& id) const;
   std::string SessionCookieValue() const;
 
@@ -66,6 +73,8 @@ class Console {
   Answer EventPage(const FormFields& query);
   Answer DeadPage(const FormFields& query);
   Answer Action(const Delivery& d);
+  Answer HandlersPage(const FormFields& query);
+  Answer HandlerAction(const Delivery& d);
 
   Inbox& inbox_;
   const ConsoleOptions options_;

@@ -142,6 +142,10 @@ struct ClaimedJob {
   std::string lease_token;
   int budget_used = 0;  // tries since the job was created or re-armed, this one included
   HandlerEvent event;   // event.attempt: this try's number in the job's whole history
+  // Claimed under a rate limit (ClaimLimits): when it was due, for the metric of the time
+  // jobs waited on the limit. nullopt for the others.
+  std::optional<TimePoint> rate_due_at;
+  bool probe = false;  // the half-open circuit's one probe attempt
 };
 
 struct AcceptResult {
@@ -232,6 +236,59 @@ struct BulkPlan {
   int64_t skipped_stale = 0, skipped_ignored = 0, skipped_no_job = 0;
 };
 
+// Handler state (issue 25; DESIGN.md, "Handler state"): what holds a handler's jobs back
+// besides their due time. Kept in the inbox database (table handler_state), so it survives
+// restarts and every PostgreSQL replica's claim honours it.
+enum class Circuit { kClosed, kOpen, kHalfOpen };
+const char* CircuitName(Circuit c);  // "closed", "open", "half-open"
+
+// A handler's `circuit: {failures: N, cooldown: D}`.
+struct CircuitLimit {
+  int failures = 0;  // consecutive failed attempts that open it; 0 = no breaker
+  std::chrono::milliseconds cooldown{0};
+};
+
+// A handler's `rate:`, for the claim: at most `per_second` claims a second on average, from
+// a bucket of max(1, per_second) tokens (one second's burst).
+struct HandlerRate {
+  std::string endpoint, handler;
+  double per_second = 0;
+};
+
+// What the claim must know of the config beyond the jobs (the dispatcher's). The handlers
+// with a rate, each claimed apart, at most the whole tokens its bucket holds.
+struct ClaimLimits {
+  std::vector<HandlerRate> rates;
+};
+
+// One row of handler_state, as stored (times RFC 3339 text; "" = NULL).
+struct HandlerState {
+  std::string endpoint, handler;
+  bool paused = false;
+  std::string paused_reason, paused_at;
+  Circuit circuit = Circuit::kClosed;
+  int64_t failures = 0;
+  std::string open_until, probe_until;
+  std::optional<double> tokens;  // nullopt: full
+  std::string refilled_at;
+};
+
+// A handler as `handler list` shows it: its state (a default one when it has no row) and
+// its jobs: pending (not yet due, or held), due (pending and due now), running
+// (processing), dead.
+struct HandlerStatus {
+  HandlerState state;
+  int64_t pending = 0, due = 0, running = 0, dead = 0;
+};
+
+// A change of a circuit (Inbox::RecordCircuit, and the claim's probe): for the log line
+// and hookbox_handler_circuit_transitions_total.
+struct CircuitTransition {
+  std::string endpoint, handler;
+  Circuit from = Circuit::kClosed, to = Circuit::kClosed;
+  int64_t failures = 0;
+};
+
 // A held job's next_attempt_at: later than any claim's now, so no claim takes it, and a
 // value no retry schedules (backoff is capped at hours). Text as the inbox writes times.
 inline constexpr std::string_view kHeldUntil = "9999-12-31T23:59:59.999Z";
@@ -254,9 +311,35 @@ class Inbox {
   // first unfinished job of each (endpoint, resource), in received order, is claimable,
   // and none while another job of the resource holds a live lease. Each claimed job gets
   // a new lease token, lease_until = now + lease, and an open attempts row.
+  //
+  // Handler state (DESIGN.md, "Handler state"): no job of a paused handler is claimed, nor
+  // of one whose circuit is open; once its cooldown is over, one job (the probe) is, and
+  // the circuit is half-open until RecordCircuit hears how it went. A handler of
+  // `limits.rates` is claimed apart, under a lock on its state row, at most the whole
+  // tokens of its bucket, which the claim refills and takes from.
   virtual StatusOr<std::vector<ClaimedJob>> ClaimJobs(const std::string& owner, int max,
                                                       TimePoint now,
-                                                      std::chrono::milliseconds lease) = 0;
+                                                      std::chrono::milliseconds lease,
+                                                      const ClaimLimits& limits) = 0;
+  StatusOr<std::vector<ClaimedJob>> ClaimJobs(const std::string& owner, int max, TimePoint now,
+                                              std::chrono::milliseconds lease) {
+    return ClaimJobs(owner, max, now, lease, ClaimLimits{});
+  }
+
+  // Handler state: the operator's pause (state kept, with the reason and when) and resume.
+  // Returns how many handlers changed. A pause keeps pending jobs pending: no try spent.
+  virtual StatusOr<int64_t> SetPaused(const std::vector<HandlerRef>& handlers, bool paused,
+                                      const std::string& reason, TimePoint now) = 0;
+  // Every handler with a state row or an unfinished or dead job, by endpoint and handler.
+  virtual StatusOr<std::vector<HandlerStatus>> Handlers(TimePoint now) = 0;
+  // A finished attempt of a handler with a circuit breaker: failed and timeout count
+  // towards `limit.failures` (and re-open a half-open circuit for another cooldown); ok
+  // resets the count and closes it; permanent counts for neither, and frees a half-open
+  // circuit's probe. The transition, if the circuit changed state.
+  virtual StatusOr<std::optional<CircuitTransition>> RecordCircuit(const HandlerRef& handler,
+                                                                   Outcome outcome,
+                                                                   const CircuitLimit& limit,
+                                                                   TimePoint now) = 0;
 
   // Records the attempt and moves the job on, only if `job.lease_token` still holds the
   // lease (compare-and-swap): a worker whose lease expired and was taken over gets

@@ -26,6 +26,15 @@ DaemonMetrics::DaemonMetrics()
           "Handler attempts that could not start for want of file descriptors or processes, "
           "retried without spending the job's attempt budget, by endpoint and handler.",
           {"endpoint", "handler"})),
+      circuit_transitions(registry.AddCounter(
+          "hookbox_handler_circuit_transitions_total",
+          "Circuit breaker transitions, by endpoint, handler and the state entered.",
+          {"endpoint", "handler", "to"})),
+      rate_wait(registry.AddHistogram(
+          "hookbox_handler_rate_wait_seconds",
+          "For handlers with a rate limit: from a job's due time to its claim, by endpoint and "
+          "handler.",
+          {"endpoint", "handler"}, LatencyBuckets())),
       purged_rows(registry.AddCounter("hookbox_purged_rows_total",
                                       "Rows removed by the daily purge, by kind.", {"kind"})) {}
 

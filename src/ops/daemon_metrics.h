@@ -27,6 +27,11 @@ struct DaemonMetrics {
   // daemon's own descriptors or processes (EMFILE, ENFILE, EAGAIN); retried without
   // spending the job's attempt budget. Also counted in `attempts` as failed.
   CounterFamily& handler_infra_failures;
+  // {endpoint, handler, to}: circuit breaker transitions (to: open, half-open, closed).
+  CounterFamily& circuit_transitions;
+  // {endpoint, handler}: for handlers with a `rate:`, how long each claimed job waited
+  // past its due time (the time it spent held back by the limit, and by any backlog).
+  HistogramFamily& rate_wait;
   // {kind}: processed, stale, ignored, dead, sequences.
   CounterFamily& purged_rows;
   // Deliveries of the last hour by the outcome `deliveries` counts them under (the

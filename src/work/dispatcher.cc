@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "ops/daemon_metrics.h"
 #include "ops/log.h"
 #include "work/attempt.h"
 #include "work/held.h"
@@ -49,7 +50,44 @@ void ReleaseDeadLeases(Inbox& inbox, TimePoint now) {
   }
 }
 
+// One line and one count per circuit transition (DESIGN.md, "Handler state").
+void ReportTransition(const CircuitTransition& t) {
+  Metrics().circuit_transitions.With({t.endpoint, t.handler, CircuitName(t.to)}).Inc();
+  const std::string msg = t.to == Circuit::kOpen       ? "circuit opened: handler held"
+                          : t.to == Circuit::kHalfOpen ? "circuit half-open: one probe attempt"
+                                                       : "circuit closed: handler runs again";
+  auto log = t.to == Circuit::kOpen ? LogWarn : LogInfo;
+  log({{"msg", msg},
+       {"endpoint", t.endpoint},
+       {"handler", t.handler},
+       {"from", CircuitName(t.from)},
+       {"to", CircuitName(t.to)},
+       {"failures", std::to_string(t.failures)}});
+}
+
 }  // namespace
+
+std::shared_ptr<const Dispatcher::Controls> Dispatcher::ControlsOf(const Config& config) {
+  auto c = std::make_shared<Controls>();
+  for (const Endpoint& ep : config.endpoints) {
+    if (ep.mode == Mode::kSync) continue;  // the loader refuses rate and circuit there
+    for (const Route& route : ep.routes) {
+      for (const HandlerSpec& spec : route.handlers) {
+        const std::string key = ep.name + "\n" + spec.name;
+        if (spec.rate_per_second > 0 &&
+            std::none_of(c->limits.rates.begin(), c->limits.rates.end(), [&](const auto& r) {
+              return r.endpoint == ep.name && r.handler == spec.name;
+            })) {
+          c->limits.rates.push_back({ep.name, spec.name, spec.rate_per_second});
+        }
+        if (spec.circuit_failures > 0) {
+          c->circuits[key] = CircuitLimit{spec.circuit_failures, spec.circuit_cooldown};
+        }
+      }
+    }
+  }
+  return c;
+}
 
 // One claimed job, from its claim until its finish is recorded. The config and handlers it
 // was claimed under stay alive with it, whatever a reload swaps in meanwhile.
@@ -76,7 +114,8 @@ Dispatcher::Dispatcher(Inbox& inbox, std::shared_ptr<const Config> config,
       clock_(clock),
       owner_(LeaseOwnerPrefix() + "dispatcher"),
       config_(std::move(config)),
-      handlers_(std::move(handlers)) {}
+      handlers_(std::move(handlers)),
+      controls_(ControlsOf(*config_)) {}
 
 Dispatcher::~Dispatcher() { Stop(std::chrono::hours(1)); }
 
@@ -124,6 +163,7 @@ void Dispatcher::Swap(std::shared_ptr<const Config> config,
     std::lock_guard lock(mu_);
     config_ = std::move(config);
     handlers_ = std::move(handlers);
+    controls_ = ControlsOf(*config_);
   }
   ReleaseHeldJobs(inbox_, *now_configured, clock_.Now());
   Wake();
@@ -165,6 +205,7 @@ void Dispatcher::Loop() {
 bool Dispatcher::Claim() {
   std::shared_ptr<const Config> config;
   std::shared_ptr<const HandlerSet> handlers;
+  std::shared_ptr<const Controls> controls;
   int free = 0;
   {
     std::lock_guard lock(mu_);
@@ -173,12 +214,13 @@ bool Dispatcher::Claim() {
     if (stopping_ || waiting_count_ > 0) return false;
     config = config_;
     handlers = handlers_;
+    controls = controls_;
     free = handlers->total_concurrency - static_cast<int>(attempts_.size());
   }
   if (free <= 0) return false;
   const std::chrono::milliseconds lease = LeaseFor(*handlers);
   const TimePoint now = clock_.Now();
-  auto claimed = inbox_.ClaimJobs(owner_, std::min(free, kMaxClaim), now, lease);
+  auto claimed = inbox_.ClaimJobs(owner_, std::min(free, kMaxClaim), now, lease, controls->limits);
   if (!claimed.ok()) {
     LogError({{"msg", "cannot claim jobs"}, {"error", claimed.status().ToString()}});
     std::this_thread::sleep_for(kStorageBackoff);  // storage is down: don't spin
@@ -186,6 +228,14 @@ bool Dispatcher::Claim() {
   }
   std::vector<ClaimedJob> unconfigured;
   for (ClaimedJob& job : *claimed) {
+    if (job.rate_due_at) {
+      Metrics()
+          .rate_wait.With({job.event.endpoint, job.handler})
+          .Observe(std::max(0.0, std::chrono::duration<double>(now - *job.rate_due_at).count()));
+    }
+    if (job.probe) {
+      ReportTransition({job.event.endpoint, job.handler, Circuit::kOpen, Circuit::kHalfOpen, 0});
+    }
     Handler* handler = handlers->Find(job.event.endpoint, job.handler);
     if (!handler) {
       unconfigured.push_back(std::move(job));
@@ -293,6 +343,7 @@ void Dispatcher::FinishBatch(std::vector<Attempt*>& batch) {
         Conclude(a->job, a->result, a->handler, *a->config, clock_, AttemptMode::kPool));
   }
   std::vector<StatusOr<Outcome>> recorded = inbox_.FinishJobs(finishes);
+  RecordCircuits(batch, recorded);
   const auto now = std::chrono::steady_clock::now();
   bool storage_down = false;
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -306,6 +357,37 @@ void Dispatcher::FinishBatch(std::vector<Attempt*>& batch) {
     if (attempts_.empty()) stopped_cv_.notify_all();
   }
   if (storage_down) std::this_thread::sleep_for(kStorageBackoff);  // don't spin
+}
+
+// Only attempts whose finish was recorded count (a lost lease's result is nobody's), and
+// only for handlers with a `circuit:`. A failure to write the count is logged and the
+// count misses one attempt: the breaker is a guard, not a ledger.
+void Dispatcher::RecordCircuits(const std::vector<Attempt*>& batch,
+                                const std::vector<StatusOr<Outcome>>& recorded) {
+  std::shared_ptr<const Controls> controls;
+  {
+    std::lock_guard lock(mu_);
+    controls = controls_;
+  }
+  if (controls->circuits.empty()) return;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    auto c = controls->circuits.find(batch[i]->key);
+    // An attempt the daemon could not start (infrastructure) says nothing of the handler.
+    if (c == controls->circuits.end() || !recorded[i].ok() || batch[i]->result.infrastructure) {
+      continue;
+    }
+    const ClaimedJob& job = batch[i]->job;
+    auto t = inbox_.RecordCircuit({job.event.endpoint, job.handler}, *recorded[i], c->second,
+                                  clock_.Now());
+    if (!t.ok()) {
+      LogError({{"msg", "cannot record the attempt for the circuit breaker"},
+                {"endpoint", job.event.endpoint},
+                {"handler", job.handler},
+                {"error", t.status().ToString()}});
+    } else if (*t) {
+      ReportTransition(**t);
+    }
+  }
 }
 
 void Dispatcher::BlockingThread() {

@@ -76,6 +76,17 @@ class Dispatcher final {
   void Hold(const std::vector<ClaimedJob>& jobs, TimePoint now);
   void BlockingThread();
 
+  // What the inbox must know of a config's handlers beyond their jobs (DESIGN.md, "Handler
+  // state"): the rates for the claim, the circuit breakers by "<endpoint>\n<handler>".
+  struct Controls {
+    ClaimLimits limits;
+    std::map<std::string, CircuitLimit> circuits;
+  };
+  static std::shared_ptr<const Controls> ControlsOf(const Config& config);
+  // After a batch's finishes: the circuits' counts, and their transitions logged.
+  void RecordCircuits(const std::vector<Attempt*>& batch,
+                      const std::vector<StatusOr<Outcome>>& recorded);
+
   Inbox& inbox_;
   const Clock& clock_;
   const std::string owner_;
@@ -86,6 +97,7 @@ class Dispatcher final {
   std::condition_variable stopped_cv_;   // Stop()'s: nothing in flight
   std::shared_ptr<const Config> config_;
   std::shared_ptr<const HandlerSet> handlers_;
+  std::shared_ptr<const Controls> controls_;
   uint64_t wake_seq_ = 0;
   bool stopping_ = false;
   // Every attempt claimed and not yet finished in the inbox, by address.

@@ -256,3 +256,31 @@ test('refused: no CSRF token, a foreign Origin, a foreign Host; nothing changes'
   assert.equal((await post(form({ csrf }), { origin: `http://127.0.0.1:${adminPort}` })).status, 303);
   assert.equal(show(HOSTILE_ID), null);
 });
+
+// `hookbox handler list --json`: the one handler's state.
+function handlerState() {
+  return JSON.parse(execFileSync(HOOKBOX_BIN, ['handler', 'list', '--json', '-c', config],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }))[0];
+}
+
+test('Handlers: Pause and Resume each after a confirmation, with a reason', async () => {
+  const page = await newPage();
+  const res = await page.goto(admin('/handlers'));
+  assert.equal(res.status(), 200);
+  assert.equal(handlerState().state, 'running');
+  await clickText(page, 'button', 'Pause');
+  assert.match(await page.$eval('h1', (e) => e.textContent), /Pause this handler\?/);
+  assert.equal(handlerState().state, 'running');  // nothing yet
+  await page.type('input[name=reason]', 'downstream <b>down</b>');
+  await clickText(page, 'button', 'Pause');
+  assert.match(await page.$eval('.notice', (e) => e.textContent), /Paused github/);
+  assert.equal(handlerState().state, 'paused');
+  assert.equal(handlerState().reason, 'downstream <b>down</b>');
+  assert.match(await page.$eval('main', (e) => e.textContent), /downstream <b>down<\/b>/);  // as text
+  await clickText(page, 'button', 'Resume');
+  assert.match(await page.$eval('h1', (e) => e.textContent), /Resume this handler\?/);
+  await clickText(page, 'button', 'Resume');
+  assert.match(await page.$eval('.notice', (e) => e.textContent), /Resumed github/);
+  assert.equal(handlerState().state, 'running');
+  await page.close();
+});

@@ -412,3 +412,66 @@ TEST_CASE("console: the list takes the inbox filter, pages through it, and refus
     CHECK(bad->body.find(named) != std::string::npos);
   }
 }
+
+TEST_CASE("console: the handlers page pauses and resumes behind a confirmation, token and Origin") {
+  TempDir dir;
+  Daemon d = Start(dir);
+  auto c = Admin(d);
+  auto page = c.Get("/handlers");
+  REQUIRE(page);
+  REQUIRE(page->status == 200);
+  CHECK(page->body.find("running") != std::string::npos);
+  const std::string handler = Hidden(page->body, "id");
+  const std::string csrf = Hidden(page->body, "csrf");
+  auto pause = [&](const std::string& token, const httplib::Headers& headers = {}) {
+    return PostForm(c, "/handler/pause",
+                    {{"endpoint", "open"},
+                     {"id", handler},
+                     {"csrf", token},
+                     {"confirm", "yes"},
+                     {"reason", "console test"}},
+                    headers);
+  };
+  auto state = [&] {
+    auto r = d.Cli({"handler", "list", "--json"});
+    REQUIRE(r.exit_code == 0);
+    return json::parse(r.out)[0]["state"].get<std::string>();
+  };
+  CHECK(PostForm(c, "/handler/pause", {{"endpoint", "open"}, {"id", handler}, {"confirm", "yes"}})
+            ->status == 403);  // no token
+  CHECK(pause(csrf + "0")->status == 403);
+  CHECK(pause(csrf, {{"Origin", "http://evil.example"}})->status == 403);
+  CHECK(pause(csrf, {{"Sec-Fetch-Site", "cross-site"}})->status == 403);
+  CHECK(pause(csrf, {{"Host", "evil.example:" + std::to_string(d.admin_port())}})->status == 403);
+  // An event's token of the same name is not a handler's.
+  Deliver(d, {{"id", handler}});
+  const std::string event_csrf =
+      Hidden(c.Get("/event?endpoint=open&id=" + hookbox::UrlEncode(handler))->body, "csrf");
+  CHECK(pause(event_csrf)->status == 403);
+  CHECK(state() == "running");  // nothing changed
+
+  // The first POST only asks.
+  auto ask = PostForm(c, "/handler/pause", {{"endpoint", "open"}, {"id", handler}, {"csrf", csrf}});
+  REQUIRE(ask);
+  CHECK(ask->status == 200);
+  CHECK(ask->body.find("Pause this handler?") != std::string::npos);
+  CHECK(state() == "running");
+  auto done = pause(csrf, {{"Origin", "http://" + Host(d)}});
+  REQUIRE(done);
+  CHECK(done->status == 303);
+  CHECK(state() == "paused");
+  auto after = c.Get("/handlers");
+  REQUIRE(after);
+  CHECK(after->body.find("console test") != std::string::npos);
+  CHECK(after->body.find("/handler/resume") != std::string::npos);
+  auto resumed =
+      PostForm(c, "/handler/resume",
+               {{"endpoint", "open"}, {"id", handler}, {"csrf", csrf}, {"confirm", "yes"}});
+  REQUIRE(resumed);
+  CHECK(resumed->status == 303);
+  CHECK(state() == "running");
+  // A handler the config lacks.
+  CHECK(PostForm(c, "/handler/pause",
+                 {{"endpoint", "open"}, {"id", "nope"}, {"csrf", csrf}, {"confirm", "yes"}})
+            ->status == 403);  // its token is not this one's
+}

@@ -38,9 +38,11 @@ class CountingInbox final : public Inbox {
     return finishes_;
   }
 
+  using Inbox::ClaimJobs;
   StatusOr<std::vector<ClaimedJob>> ClaimJobs(const std::string& owner, int max, TimePoint now,
-                                              std::chrono::milliseconds lease) override {
-    auto r = in_.ClaimJobs(owner, max, now, lease);
+                                              std::chrono::milliseconds lease,
+                                              const ClaimLimits& limits) override {
+    auto r = in_.ClaimJobs(owner, max, now, lease, limits);
     std::lock_guard lock(mu_);
     if (r.ok() && !r->empty()) claims_.push_back(r->size());
     return r;
@@ -73,6 +75,18 @@ class CountingInbox final : public Inbox {
   }
   StatusOr<int64_t> ReleaseHeld(const std::vector<HandlerRef>& h, TimePoint now) override {
     return in_.ReleaseHeld(h, now);
+  }
+  StatusOr<int64_t> SetPaused(const std::vector<HandlerRef>& h, bool paused,
+                              const std::string& reason, TimePoint now) override {
+    return in_.SetPaused(h, paused, reason, now);
+  }
+  StatusOr<std::vector<HandlerStatus>> Handlers(TimePoint now) override {
+    return in_.Handlers(now);
+  }
+  StatusOr<std::optional<CircuitTransition>> RecordCircuit(const HandlerRef& h, Outcome o,
+                                                           const CircuitLimit& l,
+                                                           TimePoint now) override {
+    return in_.RecordCircuit(h, o, l, now);
   }
   StatusOr<std::vector<HandlerBacklog>> UnfinishedByHandler() override {
     return in_.UnfinishedByHandler();

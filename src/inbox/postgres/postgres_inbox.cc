@@ -36,6 +36,7 @@
 
 #include "inbox/backend.h"
 #include "inbox/group_commit.h"
+#include "inbox/handler_gate.h"
 #include "inbox/migration.h"
 #include "inbox/postgres/named_params.h"
 #include "inbox/postgres/pg.h"
@@ -566,19 +567,103 @@ class PostgresInbox final : public Inbox {
     return result;
   }
 
+  using Inbox::ClaimJobs;
   StatusOr<std::vector<ClaimedJob>> ClaimJobs(const std::string& owner, int max, TimePoint now,
-                                              std::chrono::milliseconds lease) override {
+                                              std::chrono::milliseconds lease,
+                                              const ClaimLimits& limits) override {
     std::vector<ClaimedJob> claimed;
     // A claim lost in a server crash only makes its job run again (at least once, as after
-    // any crash): its commit need not wait for the WAL flush.
+    // any crash): its commit need not wait for the WAL flush. (The token bucket's update
+    // commits with it: a lost one gives back tokens for jobs that run again anyway.)
     Status s = Transact(
         [&](Conn& c) {
           claimed.clear();
-          return ClaimInto(c, owner, max, now, lease, &claimed);
+          return ClaimInto(c, owner, max, now, lease, limits, &claimed);
         },
         "BEGIN; SET LOCAL synchronous_commit TO off");
     if (!s.ok()) return s;
     return claimed;
+  }
+
+  // ---- Handler state (issue 25): the operator's pause, `handler list`, the circuit ----
+
+  StatusOr<int64_t> SetPaused(const std::vector<HandlerRef>& handlers, bool paused,
+                              const std::string& reason, TimePoint now) override {
+    int64_t changed = 0;
+    Status s = Transact([&](Conn& c) -> Status {
+      changed = 0;
+      for (const HandlerRef& ref : handlers) {
+        HandlerState st;
+        if (Status l = LockState(c, ref.endpoint, ref.handler, &st); !l.ok()) return l;
+        if (st.paused == paused && (!paused || st.paused_reason == reason)) continue;
+        st.paused = paused;
+        st.paused_reason = paused ? reason : "";
+        st.paused_at = paused ? FormatTime(now) : "";
+        if (Status w = StoreState(c, st); !w.ok()) return w;
+        ++changed;
+      }
+      return Status::Ok();
+    });
+    if (!s.ok()) return s;
+    return changed;
+  }
+
+  StatusOr<std::vector<HandlerStatus>> Handlers(TimePoint now) override {
+    std::vector<HandlerStatus> out;
+    Status s = Read([&](Conn& c) -> Status {
+      out.clear();
+      std::map<std::pair<std::string, std::string>, HandlerStatus> by;
+      HOOKBOX_EXEC(q, c.Exec("SELECT " + StateColumns() + " FROM handler_state"));
+      for (int i = 0; i < q.rows(); ++i) {
+        HandlerState st = ReadState(q, i);
+        by[{st.endpoint, st.handler}].state = std::move(st);
+      }
+      HOOKBOX_EXEC(n, c.Exec("SELECT i.endpoint, j.handler,"
+                             " count(*) FILTER (WHERE j.status = 'pending'"
+                             "   AND j.next_attempt_at > $1::timestamptz),"
+                             " count(*) FILTER (WHERE j.status = 'pending'"
+                             "   AND j.next_attempt_at <= $1::timestamptz),"
+                             " count(*) FILTER (WHERE j.status = 'processing'),"
+                             " count(*) FILTER (WHERE j.status = 'dead')"
+                             " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                             " WHERE j.status IN ('pending', 'processing', 'dead')"
+                             " GROUP BY i.endpoint, j.handler",
+                             Params().Add(FormatTime(now))));
+      for (int i = 0; i < n.rows(); ++i) {
+        HandlerStatus& h = by[{n.Text(i, 0), n.Text(i, 1)}];
+        h.pending = n.Int(i, 2);
+        h.due = n.Int(i, 3);
+        h.running = n.Int(i, 4);
+        h.dead = n.Int(i, 5);
+      }
+      for (auto& [key, h] : by) {
+        h.state.endpoint = key.first;
+        h.state.handler = key.second;
+        out.push_back(std::move(h));
+      }
+      return Status::Ok();
+    });
+    if (!s.ok()) return s;
+    return out;
+  }
+
+  StatusOr<std::optional<CircuitTransition>> RecordCircuit(const HandlerRef& handler,
+                                                           Outcome outcome,
+                                                           const CircuitLimit& limit,
+                                                           TimePoint now) override {
+    std::optional<CircuitTransition> t;
+    Status s = Transact([&](Conn& c) -> Status {
+      HandlerState st;
+      if (Status l = LockState(c, handler.endpoint, handler.handler, &st); !l.ok()) return l;
+      const HandlerState before = st;
+      t = ApplyOutcome(st, outcome, limit, now);
+      if (!t && st.failures == before.failures && st.probe_until == before.probe_until) {
+        return Status::Ok();  // nothing to write (the common ok of a closed circuit)
+      }
+      return StoreState(c, st);
+    });
+    if (!s.ok()) return s;
+    return t;
   }
 
   StatusOr<Outcome> FinishJob(const ClaimedJob& job, const JobOutcome& outcome, const SqlWork* sql,
@@ -1478,11 +1563,61 @@ class PostgresInbox final : public Inbox {
 
   // The claim transaction's body (see ClaimJobs): the due jobs, each with a resource checked
   // again under its lock, then leased to `owner`.
+  //
+  // Handler state (DESIGN.md, "Handler state"): the handlers held (a paused or non-closed
+  // row, read by this statement's snapshot: a pause committed before it is honoured) and
+  // those with a rate are left out of the plain query; with none of either it is the query
+  // it always was. Each of them that may run now is then claimed apart under FOR UPDATE on
+  // its state row (in one order, so claims never deadlock), which is what makes two
+  // replicas share one token bucket and one probe.
   Status ClaimInto(Conn& c, const std::string& owner, int max, TimePoint now,
-                   std::chrono::milliseconds lease, std::vector<ClaimedJob>* out) {
+                   std::chrono::milliseconds lease, const ClaimLimits& limits,
+                   std::vector<ClaimedJob>* out) {
     const std::string now_text = FormatTime(now);
+    std::set<std::pair<std::string, std::string>> held;
+    {
+      HOOKBOX_EXEC(q, c.Exec("SELECT endpoint, handler FROM handler_state"
+                             " WHERE paused OR circuit <> 'closed'"));
+      for (int i = 0; i < q.rows(); ++i) held.emplace(q.Text(i, 0), q.Text(i, 1));
+    }
+    std::map<std::pair<std::string, std::string>, const HandlerRate*> rates;
+    for (const HandlerRate& r : limits.rates) rates[{r.endpoint, r.handler}] = &r;
+    std::set<std::pair<std::string, std::string>> apart = held;
+    for (const auto& [key, rate] : rates) apart.insert(key);
+
     std::vector<ClaimedJob> due;
-    if (Status s = DueJobs(c, now_text, max, &due); !s.ok()) return s;
+    if (Status s = DueJobs(c, now_text, max, apart, false, &due); !s.ok()) return s;
+    for (ClaimedJob& job : due) job.rate_due_at.reset();  // no rate holds these
+    if (Status s = KeepHeads(c, now_text, due, out); !s.ok()) return s;
+
+    for (const auto& key : apart) {
+      if (out->size() >= static_cast<size_t>(max)) break;
+      auto r = rates.find(key);
+      const HandlerRate* rate = r == rates.end() ? nullptr : r->second;
+      HandlerState st;
+      if (Status s = LockState(c, key.first, key.second, &st); !s.ok()) return s;
+      const GateDecision d = DecideClaim(st, rate, now);
+      const int room = max - static_cast<int>(out->size());
+      const int take = d.unlimited ? room : std::min(d.budget, room);
+      if (take <= 0) continue;
+      std::vector<ClaimedJob> mine, heads;
+      if (Status s = DueJobs(c, now_text, take, {key}, true, &mine); !s.ok()) return s;
+      if (Status s = KeepHeads(c, now_text, mine, &heads); !s.ok()) return s;
+      if (heads.empty()) continue;
+      auto t = AfterClaim(st, rate, d, static_cast<int>(heads.size()), now, lease);
+      if (Status s = StoreState(c, st); !s.ok()) return s;
+      for (ClaimedJob& job : heads) {
+        if (!rate) job.rate_due_at.reset();
+        job.probe = t.has_value();
+        out->push_back(std::move(job));
+      }
+    }
+    return LeaseJobs(c, *out, owner, now, lease);
+  }
+
+  // The jobs of `due` that still head their resource (StillHeadsResource), onto *out.
+  Status KeepHeads(Conn& c, const std::string& now_text, std::vector<ClaimedJob>& due,
+                   std::vector<ClaimedJob>* out) {
     for (ClaimedJob& job : due) {
       if (!job.event.resource_id.empty()) {
         bool heads = false;
@@ -1491,7 +1626,7 @@ class PostgresInbox final : public Inbox {
       }
       out->push_back(std::move(job));
     }
-    return LeaseJobs(c, *out, owner, now, lease);
+    return Status::Ok();
   }
 
   // Due jobs that head their resource's queue (as this snapshot sees it), locked, skipping
@@ -1501,15 +1636,39 @@ class PostgresInbox final : public Inbox {
   // next_attempt_at, id) in order and stopping after `max`, merged in that order. (One
   // query with an OR gathered and sorted every due job at each claim: 74 ms per claim with
   // a backlog of 23,000 jobs.)
-  Status DueJobs(Conn& c, const std::string& now_text, int max, std::vector<ClaimedJob>* out) {
+  //
+  // `handlers`: with `only` false, these (endpoint, handler) pairs' jobs are left out (none:
+  // the plain query); with `only` true, the one pair's jobs alone are taken. Each job's
+  // next_attempt_at is kept in rate_due_at (the caller drops it where no rate applies).
+  Status DueJobs(Conn& c, const std::string& now_text, int max,
+                 const std::set<std::pair<std::string, std::string>>& handlers, bool only,
+                 std::vector<ClaimedJob>* out) {
+    std::string which;
+    std::vector<std::string> endpoints, names;
+    for (const auto& [e, h] : handlers) {
+      endpoints.push_back(e);
+      names.push_back(h);
+    }
+    if (only) {
+      which = " AND i.endpoint = $3 AND j.handler = $4";
+    } else if (!handlers.empty()) {
+      which = " AND (i.endpoint, j.handler) NOT IN (SELECT * FROM unnest($3::text[], $4::text[]))";
+    }
     std::vector<std::pair<std::string, ClaimedJob>> due;  // (next_attempt_at, job)
     for (const char* way : {"j.status = 'pending' AND j.next_attempt_at <= $1::timestamptz",
                             "j.status = 'processing' AND j.lease_until < $1::timestamptz"}) {
+      Params p;
+      p.Add(now_text).Add(int64_t{max});
+      if (only) {
+        p.Add(endpoints[0]).Add(names[0]);
+      } else if (!handlers.empty()) {
+        p.Add(TextArray(endpoints)).Add(TextArray(names));
+      }
       HOOKBOX_EXEC(q,
                    c.Exec("SELECT " + ClaimColumns() + ", " + UtcText("j.next_attempt_at") +
                               " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
                               " WHERE " +
-                              way +
+                              way + which +
                               " AND NOT j.sync"
                               " AND (i.resource_id = '' OR NOT EXISTS ("
                               "   SELECT 1 FROM inbox i2 JOIN jobs j2 ON j2.inbox_id = i2.id"
@@ -1520,15 +1679,95 @@ class PostgresInbox final : public Inbox {
                               "            AND j2.lease_until >= $1::timestamptz))))"
                               " ORDER BY j.status, j.next_attempt_at, j.id LIMIT $2"
                               " FOR UPDATE OF j SKIP LOCKED",
-                          Params().Add(now_text).Add(int64_t{max})));
+                          p));
       for (int i = 0; i < q.rows(); ++i) due.emplace_back(q.Text(i, 14), ReadClaim(q, i));
     }
     std::sort(due.begin(), due.end(), [](const auto& a, const auto& b) {
       return std::tie(a.first, a.second.job_id) < std::tie(b.first, b.second.job_id);
     });
     if (due.size() > static_cast<size_t>(max)) due.resize(static_cast<size_t>(max));
-    for (auto& entry : due) out->push_back(std::move(entry.second));
+    for (auto& entry : due) {
+      entry.second.rate_due_at = StateTime(entry.first);
+      out->push_back(std::move(entry.second));
+    }
     return Status::Ok();
+  }
+
+  // The state row of one handler, locked FOR UPDATE until the transaction ends; created
+  // first (running, closed, full) when it has none, so that there is a row to lock.
+  Status LockState(Conn& c, const std::string& endpoint, const std::string& handler,
+                   HandlerState* out) {
+    for (int round = 0; round < 2; ++round) {
+      HOOKBOX_EXEC(q, c.Exec("SELECT " + StateColumns() +
+                                 " FROM handler_state WHERE endpoint = $1 AND handler = $2"
+                                 " FOR UPDATE",
+                             Params().Add(endpoint).Add(handler)));
+      if (q.rows() > 0) {
+        *out = ReadState(q, 0);
+        return Status::Ok();
+      }
+      if (Status s = Exec(c,
+                          "INSERT INTO handler_state (endpoint, handler) VALUES ($1, $2)"
+                          " ON CONFLICT DO NOTHING",
+                          Params().Add(endpoint).Add(handler));
+          !s.ok()) {
+        return s;
+      }
+    }
+    return Status::Internal("handler_state row vanished", endpoint + "/" + handler);
+  }
+
+  static const std::string& StateColumns() {
+    static const std::string columns =
+        "endpoint, handler, paused, paused_reason, coalesce(" + UtcText("paused_at") +
+        ", ''), circuit, failures, coalesce(" + UtcText("open_until") + ", ''), coalesce(" +
+        UtcText("probe_until") + ", ''), coalesce(tokens::text, ''), coalesce(" +
+        UtcText("refilled_at") + ", '')";
+    return columns;
+  }
+
+  static HandlerState ReadState(const Result& q, int i) {
+    HandlerState st;
+    st.endpoint = q.Text(i, 0);
+    st.handler = q.Text(i, 1);
+    st.paused = q.Bool(i, 2);
+    st.paused_reason = q.Text(i, 3);
+    st.paused_at = q.Text(i, 4);
+    const std::string circuit = q.Text(i, 5);
+    st.circuit = circuit == "open"        ? Circuit::kOpen
+                 : circuit == "half-open" ? Circuit::kHalfOpen
+                                          : Circuit::kClosed;
+    st.failures = q.Int(i, 6);
+    st.open_until = q.Text(i, 7);
+    st.probe_until = q.Text(i, 8);
+    if (std::string t = q.Text(i, 9); !t.empty()) st.tokens = std::strtod(t.c_str(), nullptr);
+    st.refilled_at = q.Text(i, 10);
+    return st;
+  }
+
+  static Status StoreState(Conn& c, const HandlerState& st) {
+    char tokens[64] = "";
+    if (st.tokens) std::snprintf(tokens, sizeof tokens, "%.17g", *st.tokens);
+    return Exec(c,
+                "UPDATE handler_state SET paused = $3, paused_reason = $4,"
+                " paused_at = nullif($5, '')::timestamptz, circuit = $6, failures = $7,"
+                " open_until = nullif($8, '')::timestamptz,"
+                " probe_until = nullif($9, '')::timestamptz,"
+                " tokens = nullif($10, '')::double precision,"
+                " refilled_at = nullif($11, '')::timestamptz"
+                " WHERE endpoint = $1 AND handler = $2",
+                Params()
+                    .Add(st.endpoint)
+                    .Add(st.handler)
+                    .Add(st.paused)
+                    .Add(st.paused_reason)
+                    .Add(st.paused_at)
+                    .Add(CircuitName(st.circuit))
+                    .Add(st.failures)
+                    .Add(st.open_until)
+                    .Add(st.probe_until)
+                    .Add(std::string_view(tokens))
+                    .Add(st.refilled_at));
   }
 
   // Under the resource's claim lock, with a fresh snapshot: does the job still head its

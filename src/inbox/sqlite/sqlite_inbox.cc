@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <future>
@@ -16,6 +18,7 @@
 
 #include "inbox/backend.h"
 #include "inbox/group_commit.h"
+#include "inbox/handler_gate.h"
 #include "inbox/migration.h"
 #include "inbox/sqlite/db.h"
 
@@ -289,8 +292,13 @@ Status LeaseJobs(Db& db, const std::vector<ClaimedJob>& jobs, const std::string&
 // merged in that order. As a single query with an OR, SQLite gathered and sorted every due
 // job at every claim: a backlog made each claim, a write in the group commit that also
 // runs the accepts, slower the longer the backlog grew.
-Status ClaimInto(Db& db, const std::string& owner, int max, TimePoint now,
-                 std::chrono::milliseconds lease, std::vector<ClaimedJob>* out) {
+//
+// `handlers` (handler state): with `only` false, jobs of these (endpoint, handler) pairs
+// are left out; with `only` true, the list is one pair and only its jobs are taken. With
+// no pairs and `only` false, the query is the plain one (the hot path's plan unchanged).
+Status DueInto(Db& db, const std::string& now_text, int max,
+               const std::vector<std::pair<std::string, std::string>>& handlers, bool only,
+               std::vector<std::pair<std::string, ClaimedJob>>* due) {
   static const std::string kHeadsItsResource =
       " AND j.sync = 0"
       " AND (i.resource_id = '' OR NOT EXISTS ("
@@ -303,26 +311,157 @@ Status ClaimInto(Db& db, const std::string& owner, int max, TimePoint now,
   static const std::string kSelect = std::string("SELECT ") + kClaimColumns +
                                      ", j.next_attempt_at"
                                      " FROM jobs j CROSS JOIN inbox i ON i.id = j.inbox_id";
-  static const std::string kPending =
-      kSelect + " WHERE j.status = 'pending' AND j.next_attempt_at <= ?1" + kHeadsItsResource;
-  static const std::string kExpired =
-      kSelect + " WHERE j.status = 'processing' AND j.lease_until < ?1" + kHeadsItsResource;
-
-  const std::string now_text = FormatTime(now);
-  std::vector<std::pair<std::string, ClaimedJob>> due;  // (next_attempt_at, job)
+  std::string which;
+  if (only) {
+    which = " AND i.endpoint = ?3 AND j.handler = ?4";
+  } else if (!handlers.empty()) {
+    which = " AND (i.endpoint, j.handler) NOT IN (VALUES ";
+    for (size_t k = 0; k < handlers.size(); ++k) {
+      which +=
+          (k ? ", (?" : "(?") + std::to_string(3 + 2 * k) + ", ?" + std::to_string(4 + 2 * k) + ")";
+    }
+    which += ")";
+  }
+  const std::string pending = kSelect + " WHERE j.status = 'pending' AND j.next_attempt_at <= ?1" +
+                              which + kHeadsItsResource;
+  const std::string expired =
+      kSelect + " WHERE j.status = 'processing' AND j.lease_until < ?1" + which + kHeadsItsResource;
   Status s;
-  for (const std::string* sql : {&kPending, &kExpired}) {
+  for (const std::string* sql : {&pending, &expired}) {
     HOOKBOX_PREPARE(q, db, *sql);
     q.Bind(1, now_text).Bind(2, int64_t{max});
-    while (q.Step(&s)) due.emplace_back(q.Text(14), ReadClaim(q));
+    for (size_t k = 0; k < handlers.size(); ++k) {
+      q.Bind(static_cast<int>(3 + 2 * k), handlers[k].first);
+      q.Bind(static_cast<int>(4 + 2 * k), handlers[k].second);
+    }
+    while (q.Step(&s)) due->emplace_back(q.Text(14), ReadClaim(q));
     if (!s.ok()) return s;
   }
-  std::sort(due.begin(), due.end(), [](const auto& a, const auto& b) {
+  std::sort(due->begin(), due->end(), [](const auto& a, const auto& b) {
     return std::tie(a.first, a.second.job_id) < std::tie(b.first, b.second.job_id);
   });
-  for (auto& [at, job] : due) {
-    if (out->size() == static_cast<size_t>(max)) break;
-    out->push_back(std::move(job));
+  if (due->size() > static_cast<size_t>(max)) due->resize(static_cast<size_t>(max));
+  return Status::Ok();
+}
+
+// ---- Handler state (issue 25; DESIGN.md, "Handler state"; rules in handler_gate.h) ----
+
+constexpr const char* kStateColumns =
+    "endpoint, handler, paused, paused_reason, coalesce(paused_at, ''), circuit, failures,"
+    " coalesce(open_until, ''), coalesce(probe_until, ''), coalesce(CAST(tokens AS TEXT), ''),"
+    " coalesce(refilled_at, '')";
+
+Circuit CircuitFromText(const std::string& text) {
+  if (text == "open") return Circuit::kOpen;
+  if (text == "half-open") return Circuit::kHalfOpen;
+  return Circuit::kClosed;
+}
+
+HandlerState ReadState(sqlite::Stmt& q, int first = 0) {
+  HandlerState st;
+  st.endpoint = q.Text(first);
+  st.handler = q.Text(first + 1);
+  st.paused = q.Int(first + 2) != 0;
+  st.paused_reason = q.Text(first + 3);
+  st.paused_at = q.Text(first + 4);
+  st.circuit = CircuitFromText(q.Text(first + 5));
+  st.failures = q.Int(first + 6);
+  st.open_until = q.Text(first + 7);
+  st.probe_until = q.Text(first + 8);
+  if (std::string t = q.Text(first + 9); !t.empty()) st.tokens = std::strtod(t.c_str(), nullptr);
+  st.refilled_at = q.Text(first + 10);
+  return st;
+}
+
+// The state row of one handler; a default one (running, closed, full) when it has none.
+Status LoadState(Db& db, const std::string& endpoint, const std::string& handler,
+                 HandlerState* out) {
+  HOOKBOX_PREPARE(q, db,
+                  std::string("SELECT ") + kStateColumns +
+                      " FROM handler_state WHERE endpoint = ? AND handler = ?");
+  q.Bind(1, endpoint).Bind(2, handler);
+  Status s;
+  *out = HandlerState{};
+  out->endpoint = endpoint;
+  out->handler = handler;
+  if (q.Step(&s)) *out = ReadState(q);
+  return s;
+}
+
+// Writes the whole row (insert or replace).
+Status StoreState(Db& db, const HandlerState& st) {
+  HOOKBOX_PREPARE(q, db,
+                  "INSERT INTO handler_state (endpoint, handler, paused, paused_reason,"
+                  " paused_at, circuit, failures, open_until, probe_until, tokens, refilled_at)"
+                  " VALUES (?1, ?2, ?3, ?4, nullif(?5, ''), ?6, ?7, nullif(?8, ''),"
+                  " nullif(?9, ''), CAST(nullif(?10, '') AS REAL), nullif(?11, ''))"
+                  " ON CONFLICT (endpoint, handler) DO UPDATE SET paused = excluded.paused,"
+                  " paused_reason = excluded.paused_reason, paused_at = excluded.paused_at,"
+                  " circuit = excluded.circuit, failures = excluded.failures,"
+                  " open_until = excluded.open_until, probe_until = excluded.probe_until,"
+                  " tokens = excluded.tokens, refilled_at = excluded.refilled_at");
+  char tokens[64] = "";
+  if (st.tokens) std::snprintf(tokens, sizeof tokens, "%.17g", *st.tokens);
+  q.Bind(1, st.endpoint).Bind(2, st.handler).Bind(3, int64_t{st.paused ? 1 : 0});
+  q.Bind(4, st.paused_reason).Bind(5, st.paused_at).Bind(6, CircuitName(st.circuit));
+  q.Bind(7, st.failures).Bind(8, st.open_until).Bind(9, st.probe_until);
+  q.Bind(10, std::string_view(tokens)).Bind(11, st.refilled_at);
+  return q.Run();
+}
+
+// The claim's body. With no handler held (no paused or non-closed row) and no rate, one
+// plain due query, as before handler state. Otherwise the held and rated handlers are
+// left out of it, and each of those that may run now is claimed apart, at most its budget
+// (the writer's transaction: no other claim or pause comes between the look and the take).
+Status ClaimInto(Db& db, const std::string& owner, int max, TimePoint now,
+                 std::chrono::milliseconds lease, const ClaimLimits& limits,
+                 std::vector<ClaimedJob>* out) {
+  const std::string now_text = FormatTime(now);
+  std::map<std::pair<std::string, std::string>, HandlerState> special;
+  Status s;
+  {
+    HOOKBOX_PREPARE(q, db,
+                    std::string("SELECT ") + kStateColumns +
+                        " FROM handler_state WHERE paused != 0 OR circuit != 'closed'");
+    while (q.Step(&s)) {
+      HandlerState st = ReadState(q);
+      special.emplace(std::make_pair(st.endpoint, st.handler), std::move(st));
+    }
+    if (!s.ok()) return s;
+  }
+  std::map<std::pair<std::string, std::string>, const HandlerRate*> rates;
+  for (const HandlerRate& r : limits.rates) rates[{r.endpoint, r.handler}] = &r;
+  std::vector<std::pair<std::string, std::string>> apart;
+  for (const auto& [key, st] : special) apart.push_back(key);
+  for (const auto& [key, rate] : rates) {
+    if (!special.count(key)) apart.push_back(key);
+  }
+  std::sort(apart.begin(), apart.end());
+
+  std::vector<std::pair<std::string, ClaimedJob>> due;
+  if (s = DueInto(db, now_text, max, apart, false, &due); !s.ok()) return s;
+  for (auto& [at, job] : due) out->push_back(std::move(job));
+
+  for (const auto& key : apart) {
+    if (out->size() >= static_cast<size_t>(max)) break;
+    auto r = rates.find(key);
+    const HandlerRate* rate = r == rates.end() ? nullptr : r->second;
+    HandlerState st;
+    if (s = LoadState(db, key.first, key.second, &st); !s.ok()) return s;
+    const GateDecision d = DecideClaim(st, rate, now);
+    const int room = max - static_cast<int>(out->size());
+    const int take = d.unlimited ? room : std::min(d.budget, room);
+    if (take <= 0) continue;
+    std::vector<std::pair<std::string, ClaimedJob>> mine;
+    if (s = DueInto(db, now_text, take, {key}, true, &mine); !s.ok()) return s;
+    if (mine.empty()) continue;
+    auto t = AfterClaim(st, rate, d, static_cast<int>(mine.size()), now, lease);
+    if (s = StoreState(db, st); !s.ok()) return s;
+    for (auto& [at, job] : mine) {
+      if (rate) job.rate_due_at = StateTime(at);
+      job.probe = t.has_value();
+      out->push_back(std::move(job));
+    }
   }
   return LeaseJobs(db, *out, owner, now, lease);
 }
@@ -617,12 +756,99 @@ class SqliteInbox final : public Inbox {
     });
   }
 
+  using Inbox::ClaimJobs;
   StatusOr<std::vector<ClaimedJob>> ClaimJobs(const std::string& owner, int max, TimePoint now,
-                                              std::chrono::milliseconds lease) override {
+                                              std::chrono::milliseconds lease,
+                                              const ClaimLimits& limits) override {
     std::vector<ClaimedJob> claimed;
-    Status s = Write([&](Db& db) { return ClaimInto(db, owner, max, now, lease, &claimed); });
+    Status s = Write([&](Db& db) {
+      claimed.clear();
+      return ClaimInto(db, owner, max, now, lease, limits, &claimed);
+    });
     if (!s.ok()) return s;
     return claimed;
+  }
+
+  // ---- Handler state (issue 25): the operator's pause, `handler list`, the circuit ----
+
+  StatusOr<int64_t> SetPaused(const std::vector<HandlerRef>& handlers, bool paused,
+                              const std::string& reason, TimePoint now) override {
+    int64_t changed = 0;
+    Status s = Write([&](Db& db) -> Status {
+      changed = 0;
+      for (const HandlerRef& ref : handlers) {
+        HandlerState st;
+        if (Status l = LoadState(db, ref.endpoint, ref.handler, &st); !l.ok()) return l;
+        if (st.paused == paused && (!paused || st.paused_reason == reason)) continue;
+        st.paused = paused;
+        st.paused_reason = paused ? reason : "";
+        st.paused_at = paused ? FormatTime(now) : "";
+        if (Status w = StoreState(db, st); !w.ok()) return w;
+        ++changed;
+      }
+      return Status::Ok();
+    });
+    if (!s.ok()) return s;
+    return changed;
+  }
+
+  StatusOr<std::vector<HandlerStatus>> Handlers(TimePoint now) override {
+    std::lock_guard lock(read_mu_);
+    std::map<std::pair<std::string, std::string>, HandlerStatus> by;
+    Status s;
+    {
+      HOOKBOX_PREPARE(q, *reader_, std::string("SELECT ") + kStateColumns + " FROM handler_state");
+      while (q.Step(&s)) {
+        HandlerState st = ReadState(q);
+        by[{st.endpoint, st.handler}].state = std::move(st);
+      }
+      if (!s.ok()) return s;
+    }
+    {
+      HOOKBOX_PREPARE(q, *reader_,
+                      "SELECT i.endpoint, j.handler,"
+                      " sum(j.status = 'pending' AND j.next_attempt_at > ?1),"
+                      " sum(j.status = 'pending' AND j.next_attempt_at <= ?1),"
+                      " sum(j.status = 'processing'), sum(j.status = 'dead')"
+                      " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                      " WHERE j.status IN ('pending', 'processing', 'dead')"
+                      " GROUP BY i.endpoint, j.handler");
+      q.Bind(1, FormatTime(now));
+      while (q.Step(&s)) {
+        HandlerStatus& h = by[{q.Text(0), q.Text(1)}];
+        h.pending = q.Int(2);
+        h.due = q.Int(3);
+        h.running = q.Int(4);
+        h.dead = q.Int(5);
+      }
+      if (!s.ok()) return s;
+    }
+    std::vector<HandlerStatus> out;
+    for (auto& [key, h] : by) {
+      h.state.endpoint = key.first;
+      h.state.handler = key.second;
+      out.push_back(std::move(h));
+    }
+    return out;
+  }
+
+  StatusOr<std::optional<CircuitTransition>> RecordCircuit(const HandlerRef& handler,
+                                                           Outcome outcome,
+                                                           const CircuitLimit& limit,
+                                                           TimePoint now) override {
+    std::optional<CircuitTransition> t;
+    Status s = Write([&](Db& db) -> Status {
+      HandlerState st;
+      if (Status l = LoadState(db, handler.endpoint, handler.handler, &st); !l.ok()) return l;
+      const HandlerState before = st;
+      t = ApplyOutcome(st, outcome, limit, now);
+      if (!t && st.failures == before.failures && st.probe_until == before.probe_until) {
+        return Status::Ok();  // nothing to write (the common ok of a closed circuit)
+      }
+      return StoreState(db, st);
+    });
+    if (!s.ok()) return s;
+    return t;
   }
 
   StatusOr<Outcome> FinishJob(const ClaimedJob& job, const JobOutcome& outcome, const SqlWork* sql,
