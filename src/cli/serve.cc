@@ -64,6 +64,8 @@ HttpLimits PublicLimits(const Config& c) {
   l.threads = c.limits.threads;
   l.max_headers = c.limits.max_headers;
   l.max_connections = c.limits.max_connections;
+  l.max_connections_per_peer = c.limits.max_connections_per_peer;
+  l.max_buffered = c.limits.max_buffered;
   return l;
 }
 

@@ -507,7 +507,12 @@ void Loader::CheckAdmin(const Config& config) {
   }
 }
 
+namespace {
+constexpr size_t kMaxBufferedMargin = 128 << 10;
+}  // namespace
+
 void Loader::ReadLimits(const YAML::Node& node, const std::string& where, Limits& limits) {
+  std::optional<size_t> max_buffered;
   ReadMapping(
       node, where,
       {
@@ -518,7 +523,23 @@ void Loader::ReadLimits(const YAML::Node& node, const std::string& where, Limits
           {"max_headers", [&](auto& n, auto& w) { Set(limits.max_headers, Int(n, w, 1, 1000)); }},
           {"max_connections",
            [&](auto& n, auto& w) { Set(limits.max_connections, Int(n, w, 1, 1000000)); }},
+          {"max_connections_per_peer",
+           [&](auto& n, auto& w) { Set(limits.max_connections_per_peer, Int(n, w, 0, 1000000)); }},
+          {"max_buffered", [&](auto& n, auto& w) { Set(max_buffered, Size(n, w)); }},
       });
+  // The budget must hold one whole request (a head of up to 64 KiB, a body of max_body, one
+  // read of 16 KiB), or a request of max_body could never be read: unset, it grows with
+  // max_body; set too small, it is an error.
+  const size_t least = limits.max_body + kMaxBufferedMargin;
+  if (!max_buffered) {
+    limits.max_buffered = std::max(limits.max_buffered, least);
+    return;
+  }
+  limits.max_buffered = *max_buffered;
+  if (limits.max_buffered < least) {
+    Error(where + ".max_buffered", "must hold one whole request: at least max_body + 128KiB (" +
+                                       std::to_string(least) + " bytes)");
+  }
 }
 
 void Loader::ReadRetention(const YAML::Node& node, const std::string& where, Retention& retention) {

@@ -139,8 +139,18 @@ struct Limits {
   Duration read_timeout = std::chrono::seconds(10);
   int threads = 16;
   size_t max_headers = 100;
-  // Connections waiting for a whole request (they hold no thread); more are closed at accept.
+  // Open client connections (they hold no thread). At the limit a new one takes the place of
+  // an idle keep-alive connection, else of the one whose request has been incomplete the
+  // longest; it is closed at accept only when every one is being answered.
   size_t max_connections = 4096;
+  // Connections from one IP address; 0: no cap. At it, that address's new connection takes
+  // the place of its own idle or oldest one, never of another address's (a flood from one
+  // address displaces only itself). A reverse proxy is one address: it is never refused,
+  // only its own oldest connection is closed (see the README).
+  size_t max_connections_per_peer = 1024;
+  // Request bytes held in memory, all connections together (heads and bodies not yet
+  // answered). Past it, no connection reads more until bytes are freed.
+  size_t max_buffered = 64 << 20;
 };
 
 struct Retention {

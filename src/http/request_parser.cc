@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
+#include <cctype>
 #include <cstring>
 
 namespace hookbox {
@@ -30,7 +31,64 @@ enum class Ours {
   kBareLf,
   kLengthRequired,
   kVersion,
+  kTarget,
+  kHost,
 };
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// RFC 3986 §3.2.2-3 host [":" port]: an IP-literal in brackets, or a reg-name (an IPv4
+// address is one) of unreserved, sub-delims and pct-encoded bytes; the port digits only.
+// Empty is a valid Host value (RFC 9110 §7.2); an absolute-form target's authority may not
+// be empty, and is checked for that where it is read.
+bool ValidHostPort(std::string_view host) {
+  size_t end = 0;
+  if (!host.empty() && host.front() == '[') {
+    end = host.find(']');
+    if (end == std::string_view::npos || end == 1) return false;
+    for (char c : host.substr(1, end - 1)) {
+      if (!std::isxdigit(static_cast<unsigned char>(c)) && c != ':' && c != '.' && c != 'v' &&
+          c != 'V') {
+        return false;
+      }
+    }
+    ++end;
+  } else {
+    static constexpr std::string_view kRegName = "-._~%!$&'()*+,;=";
+    while (end < host.size() && (std::isalnum(static_cast<unsigned char>(host[end])) ||
+                                 kRegName.find(host[end]) != std::string_view::npos)) {
+      ++end;
+    }
+  }
+  if (end == host.size()) return true;
+  if (host[end] != ':') return false;
+  return std::all_of(host.begin() + static_cast<ptrdiff_t>(end) + 1, host.end(), IsDigit);
+}
+
+// The scheme of an absolute-form target hookbox serves ("http://" or "https://", any case),
+// or "" when the target is not in absolute form.
+std::string_view AbsoluteScheme(std::string_view target) {
+  for (std::string_view scheme : {std::string_view("http://"), std::string_view("https://")}) {
+    if (target.size() >= scheme.size() &&
+        strncasecmp(target.data(), scheme.data(), scheme.size()) == 0) {
+      return target.substr(0, scheme.size());
+    }
+  }
+  return {};
+}
+
+// RFC 9112 §3.2: origin-form ("/path?query"), absolute-form with an http(s) authority that
+// names a host and no user (RFC 9110 §4.2.1, §4.2.4), or asterisk-form for OPTIONS. Anything
+// else (authority-form, another scheme, a relative path) names nothing hookbox serves.
+bool ValidTarget(std::string_view method, std::string_view target) {
+  if (!target.empty() && target.front() == '/') return true;
+  if (target == "*") return method == "OPTIONS";
+  const std::string_view scheme = AbsoluteScheme(target);
+  if (scheme.empty()) return false;
+  const std::string_view rest = target.substr(scheme.size());
+  const std::string_view authority = rest.substr(0, rest.find_first_of("/?#"));
+  return !authority.empty() && authority.front() != ':' && ValidHostPort(authority);
+}
 
 // Whether a Connection header lists the `close` option.
 bool HasCloseOption(const std::vector<std::pair<std::string, std::string>>& headers) {
@@ -51,6 +109,34 @@ bool HasCloseOption(const std::vector<std::pair<std::string, std::string>>& head
     }
   }
   return false;
+}
+
+// The most a body can grow to: its Content-Length, or max_body when chunked.
+size_t BodyLimit(const HttpRequest& request, size_t max_body) {
+  return request.chunked ? max_body : std::min(request.content_length, max_body);
+}
+
+// The capacity a body of `size` bytes grows to when `n` more are appended: doubled, never
+// past what the body can grow to (BodyGrowth counts on it).
+size_t GrownCapacity(size_t capacity, size_t size, size_t n, size_t limit) {
+  const size_t need = size + n;
+  if (need <= capacity) return capacity;
+  return std::max(need, std::min(2 * capacity, limit));
+}
+
+// Appends to the body, growing its buffer to GrownCapacity exactly (std::string's reserve
+// would round a growth under twice the old capacity up to twice).
+void AppendBody(HttpRequest& request, std::string_view bytes, size_t max_body) {
+  std::string& body = request.body;
+  const size_t grown =
+      GrownCapacity(body.capacity(), body.size(), bytes.size(), BodyLimit(request, max_body));
+  if (grown > body.capacity()) {
+    std::string larger;
+    larger.reserve(grown);
+    larger.append(body);
+    body.swap(larger);
+  }
+  body.append(bytes);
 }
 
 }  // namespace
@@ -77,6 +163,9 @@ class RequestParser::Beast final : public http::basic_parser<true> {
   void on_request_impl(http::verb, string_view method, string_view target, int version,
                        error_code& ec) override {
     if (version != 10 && version != 11) return Fail(Ours::kVersion, ec);
+    if (!ValidTarget({method.data(), method.size()}, {target.data(), target.size()})) {
+      return Fail(Ours::kTarget, ec);
+    }
     request_.method.assign(method.data(), method.size());
     request_.target.assign(target.data(), target.size());
     request_.version = version;
@@ -95,8 +184,11 @@ class RequestParser::Beast final : public http::basic_parser<true> {
 
   void on_header_impl(error_code& ec) override {
     bool has_te = false, expect = false;
+    size_t hosts = 0;
     for (const auto& [name, value] : request_.headers) {
-      if (IEquals(name, "Transfer-Encoding")) {
+      if (IEquals(name, "Host")) {
+        if (++hosts > 1 || !ValidHostPort(value)) return Fail(Ours::kHost, ec);
+      } else if (IEquals(name, "Transfer-Encoding")) {
         has_te = true;
         // Beast marks the body chunked when `chunked` is the last coding; any other coding
         // (gzip, chunked twice, ...) is one hookbox cannot decode.
@@ -105,11 +197,16 @@ class RequestParser::Beast final : public http::basic_parser<true> {
         expect = true;
       }
     }
+    // RFC 9112 §3.2: an HTTP/1.1 request names its host.
+    if (hosts == 0 && request_.version == 11) return Fail(Ours::kHost, ec);
     request_.chunked = chunked();
     if (has_te && !request_.chunked) return Fail(Ours::kTransferCoding, ec);
     // RFC 9112 §9.3: `close` among the Connection options wins (Beast's keep_alive() lets
-    // `keep-alive` win in an HTTP/1.0 request that has both).
-    request_.keep_alive = keep_alive() && !HasCloseOption(request_.headers);
+    // `keep-alive` win in an HTTP/1.0 request that has both). And §6.1: an HTTP/1.0
+    // request's Transfer-Encoding is framing an HTTP/1.0 intermediary may not have read the
+    // same, so nothing after it on the connection is trusted: it is the last request.
+    request_.keep_alive =
+        keep_alive() && !HasCloseOption(request_.headers) && !(has_te && request_.version == 10);
     request_.expect_continue = expect && request_.version == 11;
     auto length = content_length();
     request_.content_length = length ? static_cast<size_t>(*length) : 0;
@@ -119,19 +216,19 @@ class RequestParser::Beast final : public http::basic_parser<true> {
     }
   }
 
-  void on_body_init_impl(const boost::optional<std::uint64_t>& length, error_code&) override {
-    if (length) request_.body.reserve(static_cast<size_t>(*length));
-  }
+  // Nothing is allocated for a body before its bytes arrive (a Content-Length is only a
+  // claim): the buffer grows as they do, see AppendBody.
+  void on_body_init_impl(const boost::optional<std::uint64_t>&, error_code&) override {}
 
   size_t on_body_impl(string_view body, error_code&) override {
-    request_.body.append(body.data(), body.size());
+    AppendBody(request_, {body.data(), body.size()}, limits_.max_body);
     return body.size();
   }
 
   void on_chunk_header_impl(std::uint64_t, string_view, error_code&) override {}
 
   size_t on_chunk_body_impl(std::uint64_t, string_view body, error_code&) override {
-    request_.body.append(body.data(), body.size());
+    AppendBody(request_, {body.data(), body.size()}, limits_.max_body);
     return body.size();
   }
 
@@ -145,6 +242,15 @@ RequestParser::RequestParser(ParserLimits limits)
     : beast_(std::make_unique<Beast>(request_, limits)), limits_(limits) {}
 
 RequestParser::~RequestParser() = default;
+
+size_t RequestParser::held() const { return head_taken_ + request_.body.capacity(); }
+
+size_t RequestParser::body_growth(size_t n) const {
+  const std::string& body = request_.body;
+  const size_t limit = head_done() ? BodyLimit(request_, limits_.max_body) : limits_.max_body;
+  n = std::min(n, limit > body.size() ? limit - body.size() : 0);
+  return GrownCapacity(body.capacity(), body.size(), n, limit) - body.capacity();
+}
 
 bool RequestParser::head_done() const { return !failed() && beast_->is_header_done(); }
 bool RequestParser::done() const { return !failed() && beast_->is_done(); }
@@ -201,6 +307,10 @@ HttpRefusal RefusalFor(const error_code& ec, int ours, const ParserLimits& limit
       return {411, "Content-Length or Transfer-Encoding: chunked required"};
     case Ours::kVersion:
       return {505, "only HTTP/1.0 and HTTP/1.1 are served"};
+    case Ours::kTarget:
+      return {400, "request target is neither /path nor http(s)://host/path"};
+    case Ours::kHost:
+      return {400, "one Host header with host[:port] required"};
     case Ours::kNone:
       break;
   }
@@ -280,12 +390,15 @@ size_t RequestParser::Feed(std::string_view bytes) {
 }
 
 std::string_view TargetPath(std::string_view target) {
-  if (target.size() > 7 && (strncasecmp(target.data(), "http://", 7) == 0 ||
-                            strncasecmp(target.data(), "https://", 8) == 0)) {
-    size_t slash = target.find('/', target.find("//") + 2);
-    target = slash == std::string_view::npos ? std::string_view("/") : target.substr(slash);
+  // Absolute form: the authority ends at the first '/', '?' or '#' (RFC 3986 §3.2), so a
+  // '/' inside the query is never taken for the path's start.
+  if (const std::string_view scheme = AbsoluteScheme(target); !scheme.empty()) {
+    target.remove_prefix(scheme.size());
+    const size_t path = target.find_first_of("/?#");
+    target = path == std::string_view::npos ? std::string_view() : target.substr(path);
   }
-  return target.substr(0, target.find('?'));
+  target = target.substr(0, target.find_first_of("?#"));
+  return target.empty() ? std::string_view("/") : target;
 }
 
 std::string_view TargetQuery(std::string_view target) {

@@ -11,6 +11,10 @@
 //   - a body over max_body, by Content-Length or as chunks arrive               -> 413
 //   - a POST, PUT or PATCH with neither Content-Length nor chunked              -> 411
 //   - a version other than HTTP/1.0 or HTTP/1.1                                 -> 505
+//   - a target other than /path, http(s)://host[:port]/path, or * for OPTIONS  -> 400
+//   - an HTTP/1.1 request without Host; Host twice; Host not host[:port]        -> 400
+//   - HTTP/1.0 with Transfer-Encoding: read and answered, then the connection
+//     closes (keep_alive false: RFC 9112 §6.1, the next bytes are not trusted)
 //
 // Header names and values are kept exactly as received (values without the optional white
 // space around them, RFC 9110 §5.5): nothing is percent-decoded or folded. Chunk extensions
@@ -67,6 +71,13 @@ class RequestParser final {
   // unless done() or failed().
   size_t Feed(std::string_view bytes);
 
+  // Memory the request holds: its head's bytes and its body's buffer (which grows as the
+  // body arrives, doubling, never past its Content-Length or max_body). For the listener's
+  // budget of buffered bytes.
+  size_t held() const;
+  // The most the body's buffer can grow by when `n` more bytes are fed.
+  size_t body_growth(size_t n) const;
+
   bool head_done() const;
   bool done() const;
   bool failed() const { return refusal_.status != 0; }
@@ -88,7 +99,8 @@ class RequestParser final {
 };
 
 // The request's path: the target without its query, and without scheme and authority when
-// the target is in absolute form (RFC 9112 §3.2.2). Not percent-decoded.
+// the target is in absolute form (RFC 9112 §3.2.2: the authority ends at the first '/', '?'
+// or '#', and an empty path is "/"). Not percent-decoded.
 std::string_view TargetPath(std::string_view target);
 // The target's query: what follows its first '?', byte for byte ("" when there is none).
 std::string_view TargetQuery(std::string_view target);

@@ -9,6 +9,20 @@
 // cookie), under one mutex that is held only to take, re-arm, sweep or close one; an event
 // for a connection that is gone (closed by the sweep) finds no entry and is ignored, so a
 // file descriptor number reused by a new connection is never mistaken for the old one.
+//
+// Room for new connections. While no thread has it, a connection is listed in one of two
+// queues (and in its peer's own pair), by deadline: `idle` (kept alive between requests) or
+// `waiting` (its request, or its first one, incomplete: the earliest deadline has waited the
+// longest). A new connection past max_connections, or past max_connections_per_peer for its
+// address, takes the place of the first idle one, else of the first waiting one (its
+// peer's own, at the per-peer cap): a client that opens connections and sends nothing
+// displaces its own oldest, and never keeps another's delivery out.
+//
+// Memory. `buffered` counts the bytes that requests hold (Held(): unparsed bytes, heads,
+// body buffers) against max_buffered. Before each read a thread reserves what the read can
+// add at most (Cost()); when the budget cannot take even a small read, the connection is
+// parked: not read, not armed in epoll, its deadline running, until bytes are freed (an
+// answer, a close) and it is woken. So past the budget nothing is read or allocated.
 #include "http/server.h"
 
 #include <fcntl.h>
@@ -27,8 +41,10 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -105,18 +121,48 @@ Answer ErrorAnswer(int status, const std::string& message) {
 constexpr uint64_t kListenId = 0;
 constexpr uint64_t kWakeId = 1;
 
+// A place in a queue of connections: the connection's deadline, then its id.
+using QueueKey = std::pair<Steady::time_point, uint64_t>;
+using Queue = std::set<QueueKey>;
+enum class Lane { kNone, kIdle, kWaiting };
+
 // A client connection, owned by the table; touched by one thread at a time (`busy`).
 struct Connection {
   uint64_t id = 0;
   int fd = -1;
   std::string remote;                     // "ip:port", read once at accept
+  std::string peer;                       // its IP address ("" for a unix socket)
   std::string in;                         // received, not yet taken by the parser
   std::unique_ptr<RequestParser> parser;  // the request being read; none between requests
   Steady::time_point deadline;
-  bool busy = false;       // a thread is serving it (the sweep leaves it alone)
-  bool continued = false;  // 100 Continue sent for the current request
-  size_t served = 0;       // requests answered (keep_alive_max)
+  bool busy = false;        // a thread is serving it (the sweep leaves it alone)
+  bool continued = false;   // 100 Continue sent for the current request
+  bool parked = false;      // waiting for room in max_buffered: not armed in epoll
+  size_t served = 0;        // requests answered (keep_alive_max)
+  size_t charged = 0;       // bytes counted in `buffered` for it (Held() when last settled)
+  Lane lane = Lane::kNone;  // its queue while no thread has it, under {deadline, id}
 };
+
+// One client address's connections: their number and their queues.
+struct Peer {
+  size_t open = 0;
+  Queue idle, waiting;
+};
+
+// What the buffers of c's request bytes hold (see the budget, above).
+size_t Held(const Connection& c) { return c.in.capacity() + (c.parser ? c.parser->held() : 0); }
+
+// The most Held(c) grows by when `n` bytes are read and fed: c.in's growth (bytes left over
+// are copied into it), the bytes themselves as head or body, and one growth of the body's
+// buffer. An over-estimate: what is not used is given back once the bytes are fed.
+size_t Cost(const Connection& c, size_t n) {
+  size_t in_growth = n;
+  if (!c.in.empty()) {
+    const size_t need = c.in.size() + n;
+    in_growth = need > c.in.capacity() ? std::max(2 * c.in.capacity(), need) - c.in.capacity() : 0;
+  }
+  return in_growth + 2 * n + (c.parser ? c.parser->body_growth(n) : 0);
+}
 
 std::string NumericHost(const sockaddr_storage& addr, socklen_t len, int& port) {
   char host[NI_MAXHOST] = "";
@@ -203,9 +249,11 @@ struct HttpServer::Impl {
   Connection* Take(uint64_t id) {
     std::lock_guard lock(mu);
     auto it = conns.find(id);
-    if (it == conns.end() || it->second->busy) return nullptr;
-    it->second->busy = true;
-    return it->second.get();
+    if (it == conns.end() || it->second->busy || it->second->parked) return nullptr;
+    Connection* c = it->second.get();
+    UnlistLocked(c);
+    c->busy = true;
+    return c;
   }
 
   // Back to epoll, waiting for more bytes until its deadline. The caller lets go of `c`.
@@ -213,10 +261,40 @@ struct HttpServer::Impl {
     std::lock_guard lock(mu);
     if (stopping) return CloseLocked(c);
     c->busy = false;
+    ListLocked(c);
+    ArmLocked(c);
+  }
+  void ArmLocked(Connection* c) {
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
     ev.data.u64 = c->id;
     ::epoll_ctl(epoll, EPOLL_CTL_MOD, c->fd, &ev);
+  }
+
+  // Not read until max_buffered has room (WakeParkedLocked); its deadline still runs. The
+  // caller lets go of `c`.
+  void Park(Connection* c) {
+    std::lock_guard lock(mu);
+    if (stopping) return CloseLocked(c);
+    c->busy = false;
+    c->parked = true;
+    ListLocked(c);
+    parked.push_back(c->id);
+    parked_count = parked.size();
+    ++parked_now;
+  }
+
+  // Arms up to `threads` parked connections again, first parked first.
+  void WakeParkedLocked() {
+    for (int woken = 0; woken < std::max(1, limits.threads) && !parked.empty();) {
+      auto it = conns.find(parked.front());
+      parked.pop_front();
+      if (it == conns.end() || !it->second->parked) continue;
+      it->second->parked = false;
+      ArmLocked(it->second.get());
+      ++woken;
+    }
+    parked_count = parked.size();
   }
 
   void Close(Connection* c) {
@@ -224,9 +302,66 @@ struct HttpServer::Impl {
     CloseLocked(c);
   }
   void CloseLocked(Connection* c) {
+    UnlistLocked(c);
+    if (auto peer = peers.find(c->peer); peer != peers.end() && --peer->second.open == 0) {
+      peers.erase(peer);
+    }
+    buffered -= c->charged;
     ::epoll_ctl(epoll, EPOLL_CTL_DEL, c->fd, nullptr);
     ::close(c->fd);
     conns.erase(c->id);
+    if (parked_count > 0) WakeParkedLocked();
+  }
+
+  // ---- the queues of connections no thread has (room for new ones)
+  void ListLocked(Connection* c) {
+    c->lane = !c->parser && c->served > 0 ? Lane::kIdle : Lane::kWaiting;
+    const QueueKey key{c->deadline, c->id};
+    Peer& peer = peers[c->peer];
+    (c->lane == Lane::kIdle ? idle : waiting).insert(key);
+    (c->lane == Lane::kIdle ? peer.idle : peer.waiting).insert(key);
+  }
+  void UnlistLocked(Connection* c) {
+    if (c->lane == Lane::kNone) return;
+    const QueueKey key{c->deadline, c->id};
+    (c->lane == Lane::kIdle ? idle : waiting).erase(key);
+    if (auto peer = peers.find(c->peer); peer != peers.end()) {
+      (c->lane == Lane::kIdle ? peer->second.idle : peer->second.waiting).erase(key);
+    }
+    c->lane = Lane::kNone;
+  }
+  // The connection a new one takes the place of: the first idle one, else the first
+  // waiting one; none when every one is being served.
+  Connection* VictimLocked(const Queue& idle_queue, const Queue& waiting_queue) {
+    const Queue& from = idle_queue.empty() ? waiting_queue : idle_queue;
+    if (from.empty()) return nullptr;
+    auto it = conns.find(from.begin()->second);
+    return it == conns.end() ? nullptr : it->second.get();
+  }
+
+  // ---- the budget of buffered bytes
+  // Counts `bytes` in `buffered` if max_buffered can take them.
+  bool Reserve(size_t bytes) {
+    size_t now = buffered.load();
+    do {
+      if (now + bytes > limits.max_buffered) return false;
+    } while (!buffered.compare_exchange_weak(now, now + bytes));
+    return true;
+  }
+  // Recounts what c holds after its bytes were fed or answered, and gives back `reserved`.
+  void Settle(Connection* c, size_t reserved) {
+    const size_t held = Held(*c), counted = c->charged + reserved;
+    const bool freed = held < counted;
+    if (freed) {
+      buffered -= counted - held;
+    } else {
+      buffered += held - counted;
+    }
+    c->charged = held;
+    if (freed && parked_count > 0) {
+      std::lock_guard lock(mu);
+      WakeParkedLocked();
+    }
   }
 
   // ---- accepting
@@ -264,15 +399,15 @@ struct HttpServer::Impl {
       c->fd = fd;
       if (addr.ss_family != AF_UNIX) {
         int port = 0;
-        std::string ip = NumericHost(addr, len, port);
-        c->remote = ip + ":" + std::to_string(port);
+        c->peer = NumericHost(addr, len, port);
+        c->remote = c->peer + ":" + std::to_string(port);
       } else {
         c->remote = ":0";
       }
       c->deadline = Steady::now() + limits.read_timeout;  // its first request
       std::lock_guard lock(mu);
-      if (conns.size() >= limits.max_connections) {
-        ++refused;  // a flood: bounded, and reported at the next sweep
+      if (!MakeRoomLocked(c->peer)) {
+        ++refused;  // every connection is being answered: reported at the next sweep
         ::close(fd);
         continue;
       }
@@ -281,10 +416,31 @@ struct HttpServer::Impl {
       ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
       ev.data.u64 = c->id;
       ::epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &ev);
+      ++peers[c->peer].open;
+      ListLocked(c.get());
       conns.emplace(c->id, std::move(c));
     }
     std::lock_guard lock(mu);
     if (!stopping && !accept_paused) ArmListener(EPOLL_CTL_MOD);
+  }
+
+  // Room for a new connection from `peer`: at max_connections_per_peer, the place of that
+  // peer's own idle or longest-waiting connection; else at max_connections, anyone's. False
+  // when there is none to take (every candidate is being served).
+  bool MakeRoomLocked(const std::string& peer) {
+    Connection* victim = nullptr;
+    if (auto it = peers.find(peer); limits.max_connections_per_peer > 0 && it != peers.end() &&
+                                    it->second.open >= limits.max_connections_per_peer) {
+      victim = VictimLocked(it->second.idle, it->second.waiting);
+    } else if (conns.size() >= limits.max_connections) {
+      victim = VictimLocked(idle, waiting);
+    } else {
+      return true;
+    }
+    if (victim == nullptr) return false;
+    ++displaced;
+    CloseLocked(victim);
+    return true;
   }
 
   // ---- serving one connection (the calling thread owns it)
@@ -305,27 +461,6 @@ struct HttpServer::Impl {
         if (left.count() > 0 && ::poll(&p, 1, static_cast<int>(left.count())) > 0) continue;
       }
       return false;
-    }
-    return true;
-  }
-
-  // Reads what has arrived. False when the client is gone (an error); `eof` when it has
-  // shut down its sending side (what it sent before is still served).
-  bool Receive(Connection* c, bool& eof) {
-    char chunk[16384];
-    const size_t cap = limits.max_request_head + limits.max_body + sizeof chunk;
-    while (c->in.size() < cap) {
-      ssize_t n = ::recv(c->fd, chunk, sizeof chunk, 0);
-      if (n > 0) {
-        c->in.append(chunk, static_cast<size_t>(n));
-        continue;
-      }
-      if (n == 0) {
-        eof = true;
-        return true;
-      }
-      if (errno == EINTR) continue;
-      return errno == EAGAIN || errno == EWOULDBLOCK;
     }
     return true;
   }
@@ -364,48 +499,96 @@ struct HttpServer::Impl {
     return Send(c, FormatAnswer(a, keep, limits.keep_alive_timeout_s, head_only)) && keep;
   }
 
-  // Serves what `c` has sent, then re-arms or closes it; `c` is not touched after.
-  void Serve(Connection* c) {
-    for (;;) {
-      bool eof = false;
-      if (!Receive(c, eof)) return Close(c);
-      bool answered = false;
-      while (!c->in.empty()) {
-        if (!c->parser) {  // a request's first byte: it has read_timeout to arrive whole
-          c->parser = std::make_unique<RequestParser>(ParserLimitsFor());
-          c->deadline = Steady::now() + limits.read_timeout;
-          c->continued = false;
-        }
-        RequestParser& p = *c->parser;
-        c->in.erase(0, p.Feed(c->in));
-        if (p.failed()) {
-          return Refuse(c, ErrorAnswer(p.refusal().status, p.refusal().message),
-                        "malformed or over a limit");
-        }
-        if (p.done()) {
-          if (!AnswerRequest(c, /*may_keep=*/!eof)) return Close(c);
-          answered = true;
-          continue;
-        }
-        if (p.head_done() && p.request().expect_continue && !c->continued) {
-          c->continued = true;
-          if (head_check) {
-            HttpRequest head = p.request();
-            head.body.clear();
-            if (auto refusal = head_check(ToDelivery(head, c->remote))) {
-              return Refuse(c, *refusal, "refused before its body (Expect: 100-continue)");
-            }
-          }
-          if (!Send(c, "HTTP/1.1 100 Continue\r\n\r\n")) return Close(c);
-        }
-        break;  // the rest of this request is still to come
+  // Feeds the bytes c holds and `fresh` ones just read to its parser, answering each request
+  // they complete; what is left (a head not yet whole) stays in c->in. False when `c` is
+  // closed (refused, or its answer ended the connection or could not be written).
+  bool Process(Connection* c, std::string_view fresh, bool eof) {
+    std::string_view data = fresh;
+    if (!c->in.empty()) {
+      c->in.append(fresh);
+      data = c->in;
+    }
+    while (!data.empty()) {
+      if (!c->parser) {  // a request's first byte: it has read_timeout to arrive whole
+        c->parser = std::make_unique<RequestParser>(ParserLimitsFor());
+        c->deadline = Steady::now() + limits.read_timeout;
+        c->continued = false;
       }
-      // A client that shut down its sending side in the middle of a request will not finish
-      // it; one that did so after whole requests got its answers above.
+      RequestParser& p = *c->parser;
+      data.remove_prefix(p.Feed(data));
+      if (p.failed()) {
+        Refuse(c, ErrorAnswer(p.refusal().status, p.refusal().message),
+               "malformed or over a limit");
+        return false;
+      }
+      if (p.done()) {
+        if (!AnswerRequest(c, /*may_keep=*/!eof)) {
+          Close(c);
+          return false;
+        }
+        continue;
+      }
+      if (p.head_done() && p.request().expect_continue && !c->continued) {
+        c->continued = true;
+        if (head_check) {
+          HttpRequest head = p.request();
+          head.body.clear();
+          if (auto refusal = head_check(ToDelivery(head, c->remote))) {
+            Refuse(c, *refusal, "refused before its body (Expect: 100-continue)");
+            return false;
+          }
+        }
+        if (!Send(c, "HTTP/1.1 100 Continue\r\n\r\n")) {
+          Close(c);
+          return false;
+        }
+      }
+      break;  // the rest of this request is still to come
+    }
+    // Body bytes pass from the read straight to the parser; only a head's beginning waits
+    // in c->in, whose buffer is let go once it is empty.
+    if (data.empty()) {
+      std::string().swap(c->in);
+    } else if (!c->in.empty()) {
+      c->in.erase(0, static_cast<size_t>(data.data() - c->in.data()));
+    } else {
+      c->in.assign(data);
+    }
+    return true;
+  }
+
+  // Reads and serves what `c` has sent, then re-arms, parks or closes it; `c` is not
+  // touched after.
+  void Serve(Connection* c) {
+    char chunk[16384];
+    // Bytes read at one wake, so that one client cannot hold a thread: when there are more,
+    // epoll (level-triggered) hands the connection out again.
+    size_t turn = limits.max_request_head + limits.max_body + sizeof chunk;
+    for (;;) {
+      size_t want = sizeof chunk, cost = 0;
+      for (; want >= 1024; want /= 4) {
+        cost = Cost(*c, want);
+        if (Reserve(cost)) break;
+      }
+      if (want < 1024) return Park(c);  // max_buffered is full: read nothing, allocate nothing
+      const ssize_t n = ::recv(c->fd, chunk, want, 0);
+      if (n < 0) {
+        buffered -= cost;
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        return Close(c);
+      }
+      // A client that shut down its sending side (n == 0) got answers to what it sent whole,
+      // and will not finish a request it left incomplete.
+      const bool eof = n == 0;
+      if (!Process(c, std::string_view(chunk, static_cast<size_t>(n)), eof)) {
+        buffered -= cost;
+        return;
+      }
+      Settle(c, cost);
       if (eof) return Close(c);
-      // After answering, the connection's next request may be here already: serve it on
-      // this thread rather than through another wait.
-      if (!answered) break;
+      if (static_cast<size_t>(n) >= turn) break;
+      turn -= static_cast<size_t>(n);
     }
     if (!c->parser) c->deadline = Steady::now() + std::chrono::seconds(limits.keep_alive_timeout_s);
     Rearm(c);
@@ -438,7 +621,7 @@ struct HttpServer::Impl {
       return;
     }
     size_t timed_out = 0, idle_closed = 0, refused_now = 0, accept_failures_now = 0;
-    size_t open = 0;
+    size_t displaced_now = 0, parked_now_count = 0, open = 0;
     {
       std::lock_guard lock(mu);
       for (auto it = conns.begin(); it != conns.end();) {
@@ -452,14 +635,21 @@ struct HttpServer::Impl {
         accept_paused = false;
         ArmListener(EPOLL_CTL_MOD);
       }
+      // A connection parked just as bytes were freed is woken here at the latest.
+      if (parked_count > 0 && buffered < limits.max_buffered) WakeParkedLocked();
       std::swap(refused_now, refused);
       std::swap(accept_failures_now, accept_failures);
+      std::swap(displaced_now, displaced);
+      std::swap(parked_now_count, parked_now);
       open = conns.size();
     }
-    if (timed_out > 0 || refused_now > 0 || accept_failures_now > 0) {
+    if (timed_out > 0 || refused_now > 0 || accept_failures_now > 0 || displaced_now > 0 ||
+        parked_now_count > 0) {
       LogWarn({{"msg", "connections closed at the edge"},
                {"request_timeouts", timed_out},
                {"refused_over_limit", refused_now},
+               {"displaced_over_limit", displaced_now},
+               {"paused_over_max_buffered", parked_now_count},
                {"accept_out_of_descriptors", accept_failures_now},
                {"open", open}});
     }
@@ -473,13 +663,17 @@ struct HttpServer::Impl {
       for (auto& [id, c] : conns) left.push_back(c.get());
     }
     for (Connection* c : left) {
-      bool eof = false;
-      if (Receive(c, eof) && !c->in.empty()) {
-        if (!c->parser) c->parser = std::make_unique<RequestParser>(ParserLimitsFor());
-        c->in.erase(0, c->parser->Feed(c->in));
-        if (c->parser->done()) AnswerRequest(c, /*may_keep=*/false);
+      char chunk[16384];
+      bool open = true;
+      // What has arrived, up to one whole request; stopping, Process closes the connection
+      // once it has answered one.
+      for (size_t turn = limits.max_request_head + limits.max_body; open && turn > 0;) {
+        const ssize_t n = ::recv(c->fd, chunk, sizeof chunk, 0);
+        if (n <= 0) break;
+        open = Process(c, std::string_view(chunk, static_cast<size_t>(n)), false);
+        turn -= std::min(turn, static_cast<size_t>(n));
       }
-      Close(c);
+      if (open) Close(c);
     }
   }
 
@@ -493,9 +687,17 @@ struct HttpServer::Impl {
   std::atomic<bool> ended{false};  // Run() returned
   std::atomic<Steady::time_point> last_sweep{Steady::now()};
 
+  std::atomic<size_t> buffered{0};      // Held() of every connection, and reservations
+  std::atomic<size_t> parked_count{0};  // parked.size(), read without the mutex
+
   std::mutex mu;  // guards everything below
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> conns;
+  Queue idle, waiting;                          // connections no thread has (see the top)
+  std::unordered_map<std::string, Peer> peers;  // by IP address
+  std::deque<uint64_t> parked;                  // ids, first parked first (some gone since)
   uint64_t next_id = 2;
+  size_t displaced = 0;   // connections closed to make room, since the last sweep
+  size_t parked_now = 0;  // parkings since the last sweep
   size_t refused = 0;
   size_t accept_failures = 0;
   bool accept_paused = false;

@@ -9,7 +9,12 @@
 // only when the parser says it is complete, so a slow or malicious client holds a buffer,
 // never a thread. A request must arrive whole within read_timeout of its first byte and an
 // idle keep-alive connection closes after keep_alive_timeout; a sweep closes those that do
-// not. More than max_connections connections: new ones are closed at once.
+// not. Past max_connections (or max_connections_per_peer for one address), a new connection
+// takes the place of an idle keep-alive one, else of the one whose request has been
+// incomplete the longest (the peer's own, at the per-peer cap); it is closed at accept only
+// when every connection is being answered. The bytes requests hold, all connections
+// together, stay under max_buffered: past it, connections are not read (nothing is
+// allocated) until bytes are freed, and their deadlines still run.
 //
 // Shutdown is prompt: Stop() stops accepting, idle and half-received connections close, and
 // requests already received are answered (with `Connection: close`) before Run() returns.
@@ -37,7 +42,9 @@ struct HttpLimits {
   int keep_alive_timeout_s = 5;
   int listen_backlog = 1024;
   size_t max_connections = 4096;
-  size_t max_request_head = 64 * 1024;  // request line + headers
+  size_t max_connections_per_peer = 1024;  // from one IP address; 0: no cap
+  size_t max_buffered = 64 << 20;          // request bytes held, all connections together
+  size_t max_request_head = 64 * 1024;     // request line + headers
 };
 
 // Called on a listener thread for every whole request the parser accepted.

@@ -156,6 +156,8 @@ TEST_CASE("defaults apply to keys left out", "[config]") {
   CHECK(c.listen == "127.0.0.1:8080");
   CHECK(c.durability == Durability::kFull);
   CHECK(c.limits.max_body == 1u << 20);
+  CHECK(c.limits.max_connections_per_peer == 1024);
+  CHECK(c.limits.max_buffered == 64u << 20);
   CHECK(c.workers == 4);
   CHECK(c.purge_at == "03:30");
   const Endpoint& e = c.endpoints[0];
@@ -163,6 +165,19 @@ TEST_CASE("defaults apply to keys left out", "[config]") {
   CHECK(e.hmac.algorithm == "sha256");
   CHECK(e.hmac.encoding == "hex");
   CHECK_FALSE(e.strict_body);
+}
+
+TEST_CASE("limits.max_buffered left out grows with max_body; set, it is kept", "[config]") {
+  LoadResult big =
+      Load("limits: {max_body: 100MiB}\nendpoints: [{name: a, path: /a, verify: none}]\n");
+  REQUIRE(big.config);
+  CHECK(big.config->limits.max_buffered == (100u << 20) + (128u << 10));
+  LoadResult set = Load(
+      "limits: {max_buffered: 8MiB, max_connections_per_peer: 0}\n"
+      "endpoints: [{name: a, path: /a, verify: none}]\n");
+  REQUIRE(set.config);
+  CHECK(set.config->limits.max_buffered == 8u << 20);
+  CHECK(set.config->limits.max_connections_per_peer == 0);
 }
 
 TEST_CASE("public_url is kept as written, for square and any other provider", "[config]") {
@@ -228,6 +243,9 @@ TEST_CASE("each kind of mistake is reported where it is", "[config]") {
       {"limits: {max_body: 1XB}\n" + std::string(kOpen),
        "limits.max_body: \"1XB\" is not a size (use e.g. 64KiB, 1MiB)"},
       {"limits: {max_body: 0}\n" + std::string(kOpen), "limits.max_body: must be greater than 0"},
+      {"limits: {max_body: 1MiB, max_buffered: 1MiB}\n" + std::string(kOpen),
+       "limits.max_buffered: must hold one whole request: at least max_body + 128KiB (1179648 "
+       "bytes)"},
       {"limits: {read_timeout: 10}\n" + std::string(kOpen),
        "limits.read_timeout: \"10\" is not a duration: add a unit"},
       {"limits: {read_timeout: 0s}\n" + std::string(kOpen),

@@ -510,12 +510,14 @@ bool IdenticalLengths(const Ours& ours, const Theirs& t) {
 }
 
 // Whether the connection persists after this request, by RFC 9112 §9.3, from the headers
-// http-parser read: `close` ends it; else HTTP/1.1 keeps it, HTTP/1.0 with `keep-alive`.
+// http-parser read: `close` ends it; else HTTP/1.1 keeps it, HTTP/1.0 with `keep-alive`;
+// and never after an HTTP/1.0 request with Transfer-Encoding (§6.1).
 // (http_should_keep_alive() is not used: http-parser 2.9.4 misses a Connection option after
 // an empty list element or a one-letter one, `,close` or `u,close`, and before an HTAB.)
 bool PersistsPerRfc(const Theirs& t) {
   bool close = false, keep_alive = false;
   for (const auto& [name, value] : t.headers) {
+    close |= t.version == 10 && IEquals(name, "Transfer-Encoding");
     if (!IEquals(name, "Connection")) continue;
     std::string_view rest = value;
     for (;;) {

@@ -182,11 +182,77 @@ TEST_CASE("Expect: 100-continue is seen once the head is in") {
 TEST_CASE("keep-alive follows the version and Connection") {
   CHECK_FALSE(Parse("GET / HTTP/1.0\r\n\r\n").request.keep_alive);
   CHECK(Parse("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").request.keep_alive);
-  CHECK_FALSE(Parse("GET / HTTP/1.1\r\nConnection: close\r\n\r\n").request.keep_alive);
-  CHECK(Parse("GET / HTTP/1.1\r\n\r\n").request.keep_alive);
+  CHECK_FALSE(Parse("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").request.keep_alive);
+  CHECK(Parse("GET / HTTP/1.1\r\nHost: x\r\n\r\n").request.keep_alive);
   // RFC 9112 §9.3: close wins over keep-alive.
   CHECK_FALSE(Parse("GET / HTTP/1.0\r\nConnection: keep-alive, close\r\n\r\n").request.keep_alive);
-  CHECK_FALSE(Parse("GET / HTTP/1.1\r\nConnection: x,Close\r\n\r\n").request.keep_alive);
+  CHECK_FALSE(Parse("GET / HTTP/1.1\r\nHost: x\r\nConnection: x,Close\r\n\r\n").request.keep_alive);
+}
+
+TEST_CASE("HTTP/1.0 with Transfer-Encoding: chunked is the connection's last request") {
+  // RFC 9112 §6.1: an HTTP/1.0 peer may have framed it otherwise, so what follows it on the
+  // connection is not read as a request; keep-alive asked for or not.
+  for (const std::string connection : {"", "Connection: keep-alive\r\n"}) {
+    const std::string bytes = "POST /h HTTP/1.0\r\n" + connection +
+                              "Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n";
+    for (size_t step : {0, 1}) {
+      Parsed r = Parse(bytes, step);
+      INFO(connection << "step " << step);
+      REQUIRE(r.done);
+      CHECK(r.request.body == "{}");
+      CHECK_FALSE(r.request.keep_alive);
+    }
+  }
+  // Without Transfer-Encoding, HTTP/1.0 keep-alive stays as asked.
+  CHECK(Parse("POST /h HTTP/1.0\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\n{}")
+            .request.keep_alive);
+}
+
+TEST_CASE("Host: one, of host[:port], in every HTTP/1.1 request") {
+  // RFC 9112 §3.2: 400 for an HTTP/1.1 request without Host, and for any with two.
+  const std::string get = "GET /h HTTP/1.1\r\n";
+  for (const std::string& head : {
+           get + "\r\n",
+           get + "Host: a\r\nHost: a\r\n\r\n",
+           get + "Host: a\r\nhost: b\r\n\r\n",
+           std::string("GET /h HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n"),
+           get + "Host: a b\r\n\r\n",
+           get + "Host: a/b\r\n\r\n",
+           get + "Host: user@a\r\n\r\n",
+           get + "Host: a:80x\r\n\r\n",
+           get + "Host: [::1\r\n\r\n",
+       }) {
+    for (size_t step : {0, 1}) {
+      Parsed r = Parse(head, step);
+      INFO(head << "step " << step);
+      CHECK(r.refused == 400);
+      CHECK(r.message.find("Host") != std::string::npos);
+    }
+  }
+  for (const std::string host :
+       {"a", "127.0.0.1:9464", "[::1]:8080", "hooks.example.com", "xn--bcher-kva.example", ""}) {
+    INFO(host);
+    CHECK(Parse(get + "Host: " + host + "\r\n\r\n").done);
+  }
+  CHECK(Parse("GET /h HTTP/1.0\r\n\r\n").done);  // HTTP/1.0 may leave it out
+}
+
+TEST_CASE("the target: origin or absolute form, or * for OPTIONS") {
+  const std::string tail = " HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (const std::string target :
+       {"hooks/a", "example.com:443", "ftp://example.com/hooks/a", "http:///hooks/a",
+        "http://user@evil.example/hooks/a", "http://:80/hooks/a", "http://[::1/hooks/a"}) {
+    Parsed r = Parse("GET " + target + tail);
+    INFO(target);
+    CHECK(r.refused == 400);
+  }
+  CHECK(Parse("GET *" + tail).refused == 400);
+  CHECK(Parse("OPTIONS *" + tail).done);
+  for (const std::string target :
+       {"/hooks/a", "http://evil.example?x=/hooks/github", "HTTPS://h.example:8443/hooks/a?x"}) {
+    INFO(target);
+    CHECK(Parse("GET " + target + tail).done);
+  }
 }
 
 TEST_CASE("a read that ends inside the head's last CRLF CRLF: the body is not the head") {
@@ -207,7 +273,7 @@ TEST_CASE("a read that ends inside the head's last CRLF CRLF: the body is not th
     CHECK(pending.empty());
   }
   // The same with no header at all after the request line.
-  const std::string bare = "GET / HTTP/1.1\r\n\r\nGET /next\n HTTP/1.1\r\n\r\n";
+  const std::string bare = "GET / HTTP/1.0\r\n\r\nGET /next\n HTTP/1.1\r\n\r\n";
   for (size_t cut = 14; cut <= 19; ++cut) {
     RequestParser p(Small());
     std::string pending = bare.substr(0, cut);
@@ -225,6 +291,11 @@ TEST_CASE("the path: no query, no scheme and authority, not decoded") {
   CHECK(TargetPath("http://example.com/hooks/a?x") == "/hooks/a");
   CHECK(TargetPath("https://example.com") == "/");
   CHECK(TargetPath("*") == "*");
+  // The authority ends at '?' or '#' as well as '/': a '/' in the query is not the path.
+  CHECK(TargetPath("http://evil.example?x=/hooks/github") == "/");
+  CHECK(TargetQuery("http://evil.example?x=/hooks/github") == "x=/hooks/github");
+  CHECK(TargetPath("http://evil.example#/hooks/github") == "/");
+  CHECK(TargetPath("HTTP://h.example:80/hooks/a?b=/c") == "/hooks/a");
 }
 
 TEST_CASE("the query: after the first '?', byte for byte") {
@@ -238,7 +309,7 @@ TEST_CASE("max_head counts the whole head, however its bytes arrive") {
   // A head of exactly max_head bytes (blank line included) is taken; one byte more is 431,
   // whole, byte by byte, or cut after its request line.
   auto head_of = [](size_t size) {
-    std::string head = "GET / HTTP/1.1\r\nX-Pad: ";
+    std::string head = "GET / HTTP/1.1\r\nHost: x\r\nX-Pad: ";
     head += std::string(size - head.size() - 4, 'a');
     return head + "\r\n\r\n";
   };
@@ -250,4 +321,25 @@ TEST_CASE("max_head counts the whole head, however its bytes arrive") {
     Parsed over = Parse(head_of(1025), step);
     CHECK(over.refused == 431);
   }
+}
+
+TEST_CASE("a body's buffer grows as its bytes arrive, never past its Content-Length") {
+  // A Content-Length is only a claim: nothing is allocated for bytes not yet sent.
+  ParserLimits limits = Small();
+  limits.max_body = 1 << 20;
+  RequestParser p(limits);
+  const std::string head = kPost + "Content-Length: 1000000\r\n\r\n";
+  CHECK(p.Feed(head + std::string(10, 'x')) == head.size() + 10);
+  CHECK(p.head_done());
+  CHECK(p.request().body.capacity() < 4096);
+  CHECK(p.held() < head.size() + 4096);
+  // Fed in pieces, it ends at exactly its length: doubling stops at the Content-Length.
+  for (size_t fed = 10; fed < 1000000; fed += 65536) {
+    const size_t n = std::min<size_t>(65536, 1000000 - fed);
+    CHECK(p.body_growth(n) + p.request().body.capacity() <= 1000000);
+    p.Feed(std::string(n, 'x'));
+  }
+  REQUIRE(p.done());
+  CHECK(p.request().body.size() == 1000000);
+  CHECK(p.request().body.capacity() == 1000000);
 }

@@ -257,7 +257,8 @@ endpoints:
 )");
   std::vector<int> flood;
   for (int i = 0; i < 60; ++i) flood.push_back(Connect(d.port()));
-  // Past the bound, connections are closed at once; the first 20 wait out the read timeout.
+  // Past the bound, each new connection takes the place of the oldest one waiting (closed at
+  // once); the last 20 wait out the read timeout.
   size_t closed_early = 0;
   for (int fd : flood) closed_early += ClosedByServer(fd, std::chrono::milliseconds(300)) ? 1 : 0;
   CHECK(closed_early >= 30);

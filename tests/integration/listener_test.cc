@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <sstream>
 #include <thread>
 
 #include "daemon.h"
@@ -319,4 +320,56 @@ TEST_CASE("every refusal is a well-formed answer", "[listener]") {
     CHECK(c.Closed());
   }
   CHECK(d.Rows().empty());
+}
+
+TEST_CASE("HTTP/1.0 chunked is the last request; Host once; absolute targets route by path",
+          "[listener]") {
+  TempDir dir;
+  Daemon d(dir, kConfig);
+  const std::string body = R"({"id":"evt-10"})";
+  SECTION("HTTP/1.0 with Transfer-Encoding: chunked: answered, then closed (RFC 9112 6.1)") {
+    Conn c(d.port());
+    std::ostringstream size;
+    size << std::hex << body.size();
+    REQUIRE(
+        c.Send("POST /hooks/open HTTP/1.0\r\nConnection: keep-alive\r\n"
+               "Transfer-Encoding: chunked\r\n\r\n" +
+               size.str() + "\r\n" + body + "\r\n0\r\n\r\n" + OpenPost("evt-smuggled")));
+    const std::string r = c.Response();
+    CHECK(StatusOf(r) == 200);
+    CHECK(r.find("Connection: close\r\n") != std::string::npos);
+    CHECK(c.Closed());
+    const json rows = d.Rows();
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0]["event_id"] == "evt-10");
+  }
+  SECTION("HTTP/1.1 without Host, or with two: 400 (RFC 9112 3.2)") {
+    for (const std::string& hosts : {std::string(), std::string("Host: x\r\nHost: y\r\n")}) {
+      Conn c(d.port());
+      REQUIRE(c.Send("POST /hooks/open HTTP/1.1\r\n" + hosts +
+                     "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body));
+      const std::string r = c.Response();
+      INFO(hosts);
+      CHECK(StatusOf(r) == 400);
+      CheckWellFormed(r);
+      CHECK(c.Closed());
+    }
+    CHECK(d.Rows().empty());
+  }
+  SECTION("an absolute-form target routes by its own path, never by its query") {
+    Conn c(d.port());
+    REQUIRE(
+        c.Send("POST http://evil.example?x=/hooks/open HTTP/1.1\r\nHost: x\r\n"
+               "Content-Length: " +
+               std::to_string(body.size()) + "\r\n\r\n" + body));
+    CHECK(StatusOf(c.Response()) == 404);
+    CHECK(d.Rows().empty());
+    Conn routed(d.port());
+    REQUIRE(
+        routed.Send("POST http://hooks.example/hooks/open?x=/y HTTP/1.1\r\nHost: x\r\n"
+                    "Content-Length: " +
+                    std::to_string(body.size()) + "\r\n\r\n" + body));
+    CHECK(StatusOf(routed.Response()) == 200);
+    CHECK(d.Rows().size() == 1);
+  }
 }
