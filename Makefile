@@ -19,6 +19,7 @@
 #   make bench-handlers  hookbox's exec/file/http handlers end to end, adnanh/webhook's
 #   make bench-scale accept latency at 10 k vs 1 M rows, RSS, the purge of 1 M rows
 #   make bench-console the console's pages with 1 M rows in the inbox, beside /healthz
+#   make bench-bulk  `inbox retry --dead` of 100,000 dead jobs beside signed accepts
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
@@ -39,7 +40,7 @@ FUZZ_TARGETS = verify identify config receive http
 
 .PHONY: all deps build run test lint interop-deps install clean test-asan test-tsan fuzz \
         fuzz-smoke fuzz-build crash-test soak bench bench-replicas bench-handlers bench-scale \
-        bench-console
+        bench-console bench-bulk
 
 all: build
 
@@ -137,6 +138,11 @@ bench-scale: deps
 
 bench-console: deps
 	@bench/bench.sh console
+
+# Standalone (bench/bulk.py): the build's hookbox; `BULK_JOBS=1000 make bench-bulk` to smoke it.
+BULK_JOBS ?= 100000
+bench-bulk: build
+	@python3 bench/bulk.py --hookbox $(BUILD)/hookbox --jobs $(BULK_JOBS)
 
 # The formatting of every C++ file (.clang-format) and the checks of .clang-tidy over every
 # file the build compiles (the fuzz harnesses and bench tools, built by other compilers and
