@@ -2,11 +2,14 @@
 // killed on purpose (a handler that fails permanently) are re-armed by `hookbox inbox retry
 // --dead` once the handler is fixed, and `hookbox inbox replay` runs 100 processed rows
 // again, the exec handler recording the idempotency key and generation it was given. The CLI
-// runs beside the daemon, as an operator would run it.
+// runs beside the daemon, as an operator would run it. On PostgreSQL ([postgres]), two
+// replicas, and two operators running the same bulk retry at once from both.
 #include <catch2/catch.hpp>
 #include <map>
+#include <thread>
 
 #include "daemon.h"
+#include "tests/pg/pg_testing.h"
 
 using hookbox::testing::Daemon;
 using hookbox::testing::Eventually;
@@ -137,4 +140,53 @@ TEST_CASE("replay of 100 rows: the handler sees new keys and generation 1, each 
   REQUIRE(job["attempts"].size() == 2);
   CHECK(job["attempts"][0]["generation"] == 0);
   CHECK(job["attempts"][1]["generation"] == 1);
+}
+
+TEST_CASE("replicas: two operators' bulk retries at once re-arm each job once; replay keys",
+          "[.postgres]") {
+  hookbox::pgtest::TestDatabase db;
+  TempDir shared, a_dir, b_dir;
+  std::string config = kConfig;
+  config.replace(config.find("admin_listen: \"\"\ndatabase: {DB}"),
+                 std::string("admin_listen: \"\"\ndatabase: {DB}").size(),
+                 "admin_listen: \"\"\ndatabase: \"{DB}\"");
+  for (auto at = config.find("{DIR}"); at != std::string::npos; at = config.find("{DIR}")) {
+    config.replace(at, 5, shared.path().string());
+  }
+  Daemon a(a_dir, config, db.url()), b(b_dir, config, db.url());
+  for (int i = 0; i < 50; ++i) {
+    const Daemon& d = i % 2 ? b : a;
+    auto r = d.Post("/hooks/ep", {}, R"({"id":"e)" + std::to_string(i) + R"("})");
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+  }
+  REQUIRE(Eventually(
+      [&] { return db.Count("SELECT count(*) FROM jobs WHERE status = 'dead'") == 50; }));
+
+  WriteFile(shared / "fixed", "");
+  hookbox::testing::CliResult ra, rb;
+  std::thread one([&] { ra = a.Cli({"inbox", "retry", "--dead", "--yes", "--json"}); });
+  std::thread two([&] { rb = b.Cli({"inbox", "retry", "--dead", "--yes", "--json"}); });
+  one.join();
+  two.join();
+  REQUIRE(ra.exit_code == 0);
+  REQUIRE(rb.exit_code == 0);
+  // Each job re-armed by exactly one of them (the second may find none left, or share them).
+  CHECK(json::parse(ra.out)["rearmed"].get<int>() + json::parse(rb.out)["rearmed"].get<int>() ==
+        50);
+  REQUIRE(Eventually(
+      [&] { return db.Count("SELECT count(*) FROM jobs WHERE status = 'done'") == 50; }));
+  auto keys = Keys(shared);
+  CHECK(keys.size() == 50);
+  for (const auto& [key, n] : keys) CHECK(n == 1);
+
+  auto replay = a.Cli({"inbox", "replay", "--handler", "record", "--yes", "--json"});
+  REQUIRE(replay.exit_code == 0);
+  CHECK(json::parse(replay.out)["rearmed"] == 50);
+  REQUIRE(Eventually([&] {
+    return Keys(shared).size() == 100 &&
+           db.Count("SELECT count(*) FROM jobs WHERE status = 'done' AND generation = 1") == 50;
+  }));
+  keys = Keys(shared);
+  for (int i = 0; i < 50; ++i) CHECK(keys["ep:e" + std::to_string(i) + ":replay-1 1"] == 1);
 }
