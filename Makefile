@@ -21,6 +21,7 @@
 #   make bench-console the console's pages with 1 M rows in the inbox, beside /healthz
 #   make bench-search  the first page of `inbox list --where` at SEARCH_ROWS (default 1 M)
 #   make bench-rate  a handler with rate: 100/s and a backlog, for a minute: the rate's error
+#   make bench-bulk  `inbox retry --dead` of 100,000 dead jobs beside signed accepts
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
@@ -41,7 +42,7 @@ FUZZ_TARGETS = verify identify config receive http
 
 .PHONY: all deps build run test lint interop-deps install clean test-asan test-tsan fuzz \
         fuzz-smoke fuzz-build crash-test soak bench bench-replicas bench-handlers bench-scale \
-        bench-console bench-search bench-rate
+        bench-console bench-search bench-rate bench-bulk
 
 all: build
 
@@ -147,6 +148,11 @@ bench-search: build
 
 bench-rate: all
 	@bench/rate.py --hookbox $(BUILD)/hookbox --seconds 60 --rate 100
+
+# Standalone (bench/bulk.py): the build's hookbox; `BULK_JOBS=1000 make bench-bulk` to smoke it.
+BULK_JOBS ?= 100000
+bench-bulk: build
+	@python3 bench/bulk.py --hookbox $(BUILD)/hookbox --jobs $(BULK_JOBS)
 
 # The formatting of every C++ file (.clang-format) and the checks of .clang-tidy over every
 # file the build compiles (the fuzz harnesses and bench tools, built by other compilers and

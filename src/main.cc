@@ -30,6 +30,8 @@ struct Args {
   ListArgs list;
   std::string endpoint, event_id;
   std::string handler, to_handler;  // inbox reassign / drop
+  BulkArgs bulk;                    // inbox retry --dead, inbox replay
+  bool bulk_dead = false;
   bool show_json = false, show_raw_body = false;
   SendArgs send;
   bool stats_json = false;
@@ -53,6 +55,51 @@ CLI::App* Verb(CLI::App* parent, const char* name, const char* about, Args& a,
 void AddRowArgs(CLI::App* cmd, Args& a) {
   cmd->add_option("ENDPOINT", a.endpoint)->required();
   cmd->add_option("EVENT_ID", a.event_id)->required();
+}
+
+// The filter (README, "Finding events"; checked by ParseFilter, not here) and the bulk
+// verbs' own options.
+void AddBulkOptions(CLI::App* cmd, Args& a) {
+  cmd->add_option("--endpoint", a.bulk.endpoint, "only this endpoint");
+  cmd->add_option("--status", a.bulk.status,
+                  "only this row status: pending processing processed stale dead ignored");
+  cmd->add_option("--type", a.bulk.type, "event type, a glob: * any run, ? one character");
+  cmd->add_option("--handler", a.bulk.handler,
+                  "only this handler's jobs (replay: the handler to run again)");
+  cmd->add_option("--since", a.bulk.since,
+                  "received at or after: RFC 3339 time, date, or age (90m, 2h, 7d)");
+  cmd->add_option("--until", a.bulk.until, "received before: as --since");
+  cmd->add_option("--where", a.bulk.where,
+                  "POINTER=VALUE or form:NAME=VALUE, an exact match on the body (repeatable)")
+      ->take_all()
+      ->expected(1);
+  cmd->add_option("--rate", a.bulk.rate,
+                  "spread the re-armed jobs' due times: N/s or N/min (default: all due now)");
+  cmd->add_flag("--dry-run", a.bulk.dry_run, "print the plan, change nothing");
+  cmd->add_flag("--yes", a.bulk.yes, "act on more than one row");
+  cmd->add_flag("--json", a.bulk.json, "the plan and result as JSON");
+}
+
+// `inbox retry ENDPOINT EVENT_ID` (one row), or `inbox retry --dead [FILTER]` (bulk).
+int RetryVerb(const Args& a) {
+  const BulkArgs& b = a.bulk;
+  const bool bulk_options = !b.endpoint.empty() || !b.status.empty() || !b.type.empty() ||
+                            !b.handler.empty() || !b.since.empty() || !b.until.empty() ||
+                            !b.where.empty() || !b.rate.empty() || b.dry_run || b.yes || b.json;
+  if (a.bulk_dead) {
+    if (!a.endpoint.empty()) {
+      std::cerr << "hookbox: inbox retry --dead takes a filter (--endpoint ...), not ENDPOINT "
+                   "EVENT_ID\n";
+      return kExitUsage;
+    }
+    return InboxBulk(a.config_path, BulkVerb::kRetryDead, b);
+  }
+  if (a.event_id.empty() || bulk_options) {
+    std::cerr << "hookbox: inbox retry takes ENDPOINT EVENT_ID (one row), or --dead with a "
+                 "filter (every matching row)\n";
+    return kExitUsage;
+  }
+  return InboxRetry(a.config_path, a.endpoint, a.event_id);
 }
 
 void AddDaemonVerbs(CLI::App& app, Args& a) {
@@ -105,9 +152,20 @@ void AddInboxVerbs(CLI::App& app, Args& a) {
   AddRowArgs(Verb(inbox, "clear", "forget a row: the next delivery runs anew", a,
                   [&a] { return InboxClear(a.config_path, a.endpoint, a.event_id); }),
              a);
-  AddRowArgs(Verb(inbox, "retry", "re-arm the dead jobs of a row", a,
-                  [&a] { return InboxRetry(a.config_path, a.endpoint, a.event_id); }),
-             a);
+  CLI::App* retry = Verb(inbox, "retry",
+                         "re-arm the dead jobs of a row, or with --dead of every row a filter "
+                         "matches",
+                         a, [&a] { return RetryVerb(a); });
+  retry->add_option("ENDPOINT", a.endpoint);
+  retry->add_option("EVENT_ID", a.event_id);
+  retry->add_flag("--dead", a.bulk_dead,
+                  "bulk: the dead jobs of every row the filter matches (plan first)");
+  AddBulkOptions(retry, a);
+
+  CLI::App* replay =
+      Verb(inbox, "replay", "run a handler again for the rows a filter matches (plan first)", a,
+           [&a] { return InboxBulk(a.config_path, BulkVerb::kReplay, a.bulk); });
+  AddBulkOptions(replay, a);
 
   CLI::App* reassign =
       Verb(inbox, "reassign", "give the jobs of a handler the config no longer has to another", a,

@@ -93,6 +93,15 @@ int InboxShow(const std::string& path, const std::string& endpoint, const std::s
               ShowAs as);
 int InboxClear(const std::string& path, const std::string& endpoint, const std::string& id);
 int InboxRetry(const std::string& path, const std::string& endpoint, const std::string& id);
+// bulk.cc: `inbox retry --dead [FILTER]` and `inbox replay [FILTER] --handler NAME`. The
+// filter's options as given (ParseFilter checks them), then the verb's own.
+struct BulkArgs {
+  std::string endpoint, status, type, handler, since, until;
+  std::vector<std::string> where;
+  std::string rate;  // "N/s" or "N/min"; "" = every job due at once
+  bool dry_run = false, yes = false, json = false;
+};
+int InboxBulk(const std::string& path, BulkVerb verb, const BulkArgs& args);
 // held.cc: the jobs of a handler the config no longer has.
 int InboxReassign(const std::string& path, const std::string& endpoint, const std::string& from,
                   const std::string& to);

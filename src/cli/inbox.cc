@@ -115,6 +115,7 @@ json DetailJson(const InboxDetail& detail, const Config& config) {
     json attempts = json::array();
     for (const AttemptRow& a : j.attempt_rows) {
       json attempt = {{"number", a.number},
+                      {"generation", a.generation},
                       {"started_at", a.started_at},
                       {"finished_at", a.finished_at},
                       {"outcome", a.outcome}};
@@ -125,6 +126,7 @@ json DetailJson(const InboxDetail& detail, const Config& config) {
     out["jobs"].push_back({{"id", j.id},
                            {"handler", j.handler},
                            {"status", j.status},
+                           {"generation", j.generation},
                            {"next_attempt_at", j.next_attempt_at},
                            {"lease_owner", j.lease_owner},
                            {"lease_until", j.lease_until},
@@ -152,9 +154,12 @@ void PrintDetailText(const json& out, const InboxDetail& detail) {
   std::printf("%-18s %s\n", "headers", TerminalSafeText(Dump(out["headers"])).c_str());
   std::printf("%-18s %zu bytes\n", "body", detail.row.body.size());
   for (const auto& j : out["jobs"]) {
-    std::printf("job %-14s %s (%zu attempts)%s\n",
+    // A replayed job says which run it is in (generation n: its n-th replay).
+    const int64_t generation = j["generation"].get<int64_t>();
+    std::printf("job %-14s %s (%zu attempts%s)%s\n",
                 TerminalSafe(j["handler"].get<std::string>()).c_str(),
                 TerminalSafe(j["status"].get<std::string>()).c_str(), j["attempts"].size(),
+                generation > 0 ? (", replay " + std::to_string(generation)).c_str() : "",
                 j["held"].get<bool>()
                     ? " held: its handler is not configured (hookbox inbox reassign / drop)"
                     : "");

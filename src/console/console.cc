@@ -237,6 +237,64 @@ json JobsView(const std::vector<JobRow>& jobs) {
   return out;
 }
 
+// The bulk page's filter fields: the filter's option names (filter.h, ParseFilter).
+constexpr std::array<const char*, 6> kFilterFields = {"endpoint", "status", "type",
+                                                      "handler",  "since",  "until"};
+
+// The bulk page's request from a query (GET) or form (POST): the filter, parsed as the CLI
+// parses it, the verb and the rate. The times, once parsed, are absolute: the form carries
+// them so, and the POST acts on the rows the page showed.
+struct BulkQuery {
+  BulkRequest request;
+  std::string rate_text;
+  std::vector<std::string> where;
+};
+
+StatusOr<BulkQuery> ParseBulkQuery(const FormFields& fields) {
+  BulkQuery q;
+  std::vector<FilterOption> options;
+  for (const auto& [name, value] : fields) {
+    if (value.empty()) continue;
+    if (name == "where") {
+      options.emplace_back(name, value);
+      q.where.push_back(value);
+    } else if (std::find_if(kFilterFields.begin(), kFilterFields.end(),
+                            [&](const char* f) { return name == f; }) != kFilterFields.end()) {
+      options.emplace_back(name, value);
+    }
+  }
+  auto filter = ParseFilter(options, std::chrono::system_clock::now());
+  if (!filter.ok()) return filter.status();
+  q.request.filter = *std::move(filter);
+  q.request.verb = Field(fields, "verb") == "replay" ? BulkVerb::kReplay : BulkVerb::kRetryDead;
+  q.rate_text = Field(fields, "rate");
+  if (!q.rate_text.empty()) {
+    auto rate = ParseBulkRate(q.rate_text);
+    if (!rate) return Status::InvalidArgument("bad rate", "the rate is N/s or N/min");
+    q.request.rate = *rate;
+  }
+  q.request.now = std::chrono::system_clock::now();
+  return q;
+}
+
+// The filter as the form carries it, every field in the order of kFilterFields.
+json BulkFormFields(const BulkQuery& q) {
+  const EventFilter& f = q.request.filter;
+  json fields = json::array();
+  auto add = [&](const char* name, const std::string& value) {
+    if (!value.empty()) fields.push_back({{"name", name}, {"value", value}});
+  };
+  add("endpoint", f.endpoint);
+  add("status", f.status);
+  add("type", f.type_glob);
+  add("handler", f.handler);
+  add("since", f.since);
+  add("until", f.until);
+  for (const std::string& w : q.where) add("where", w);
+  add("rate", q.rate_text);
+  return fields;
+}
+
 bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            return std::tolower(static_cast<unsigned char>(x)) ==
@@ -260,7 +318,8 @@ Console::Console(Inbox& inbox, ConsoleOptions options)
 std::optional<Answer> Console::Handle(const Delivery& d) {
   static const std::set<std::string_view> kPaths = {
       "/",         "/event",         "/dead",           "/event/retry", "/event/clear",
-      "/handlers", "/handler/pause", "/handler/resume", "/login",       "/style.css"};
+      "/handlers", "/handler/pause", "/handler/resume", "/bulk",        "/login",
+      "/style.css"};
   if (!kPaths.contains(d.path)) return std::nullopt;
   if (!HostAllowed(d)) {
     return Message(403, "Wrong address",
@@ -286,9 +345,11 @@ std::optional<Answer> Console::Handle(const Delivery& d) {
     if (d.method != "POST") return NotAllowed("POST");
     return HandlerAction(d);
   }
-  if (!get) return NotAllowed("GET, HEAD");
+  if (d.path == "/bulk" && d.method == "POST") return BulkAction(d);
+  if (!get) return NotAllowed(d.path == "/bulk" ? "GET, HEAD, POST" : "GET, HEAD");
   const FormFields query = ParseUrlEncoded(d.query);
   if (d.path == "/handlers") return HandlersPage(query);
+  if (d.path == "/bulk") return BulkPage(query);
   if (d.path == "/event") return EventPage(query);
   if (d.path == "/dead") return DeadPage(query);
   return ListPage(query);
@@ -366,10 +427,11 @@ std::optional<Answer> Console::RefusedPost(const Delivery& d, const FormFields& 
   }
   if (d.path == "/login") return std::nullopt;
   // A handler's forms carry its name as `id`; their tokens are bound apart from an
-  // event's of the same name (HandlerToken).
-  const std::string expected = d.path.starts_with("/handler/")
-                                   ? HandlerToken(Field(form, "endpoint"), Field(form, "id"))
-                                   : CsrfToken(Field(form, "endpoint"), Field(form, "id"));
+  // event's of the same name (HandlerToken). The bulk form's is tied to no event.
+  const std::string expected =
+      d.path == "/bulk"                ? BulkCsrfToken()
+      : d.path.starts_with("/handler/") ? HandlerToken(Field(form, "endpoint"), Field(form, "id"))
+                                        : CsrfToken(Field(form, "endpoint"), Field(form, "id"));
   if (!ConstantTimeEqual(Field(form, "csrf"), expected)) {
     return Message(403, "Refused",
                    "The form's token is missing or out of date (the daemon may have "
@@ -386,6 +448,10 @@ std::string Console::CsrfToken(const std::string& endpoint, const std::string& i
 
 std::string Console::HandlerToken(const std::string& endpoint, const std::string& handler) const {
   return CsrfToken(endpoint, std::string("\x1fhandler\x1f") + handler);
+}
+
+std::string Console::BulkCsrfToken() const {
+  return HexEncode(Hmac(HashAlgorithm::kSha256, csrf_key_, std::string("csrf-bulk")));
 }
 
 std::string Console::SessionCookieValue() const {
@@ -671,6 +737,93 @@ Answer Console::HandlerAction(const Delivery& d) {
   if (!pause && options_.wake) options_.wake();
   return Redirect(std::string("/handlers?done=") + (pause ? "paused" : "resumed") +
                   "&endpoint=" + UrlEncode(endpoint) + "&handler=" + UrlEncode(handler));
+}
+
+// The bulk page: the plan of a retry of the dead jobs, or a replay of one handler, over the
+// filter in the query (the same numbers as `hookbox inbox retry --dead --dry-run`), and the
+// form whose POST acts. GET changes nothing.
+Answer Console::BulkPage(const FormFields& query) {
+  json view = {{"title", "Bulk retry and replay"}};
+  view["endpoints"] = json::array();
+  const std::string endpoint = Field(query, "endpoint");
+  for (const std::string& name : options_.endpoints) {
+    view["endpoints"].push_back({{"name", name}, {"selected", name == endpoint}});
+  }
+  view["filter"] = {{"handler", Field(query, "handler")},
+                    {"type", Field(query, "type")},
+                    {"since", Field(query, "since")},
+                    {"until", Field(query, "until")}};
+  view["rate"] = Field(query, "rate");
+  view["replay"] = Field(query, "verb") == "replay";
+  if (auto n = Count(Field(query, "done"))) {
+    view["notice"] = "Re-armed " + std::to_string(*n) + " job(s): they run in the worker pool.";
+  }
+  if (FormValue(query, "verb")) {
+    auto q = ParseBulkQuery(query);
+    if (!q.ok()) {
+      view["error"] = "The filter cannot be used: " + q.status().ToString();
+      return Html(400, "bulk.html", view);
+    }
+    const bool replay = q->request.verb == BulkVerb::kReplay;
+    if (replay && q->request.filter.handler.empty()) {
+      view["error"] = "A replay runs one handler again: name it.";
+      return Html(200, "bulk.html", view);
+    }
+    auto plan = inbox_.PlanBulk(q->request);
+    if (!plan.ok()) return Unavailable(plan.status());
+    json by_handler = json::array();
+    for (const auto& [name, n] : plan->jobs_by_handler) {
+      by_handler.push_back({{"name", name}, {"count", n}});
+    }
+    view["plan"] = {
+        {"matched", plan->matched},
+        {"rows", plan->rows},
+        {"jobs", plan->jobs},
+        {"by_handler", by_handler},
+        {"oldest", plan->oldest},
+        {"newest", plan->newest},
+        {"skipped_stale", plan->skipped_stale},
+        {"skipped_ignored", plan->skipped_ignored},
+        {"skipped_no_job", plan->skipped_no_job},
+        {"skipped_what", replay ? "without a done job of the handler" : "without a dead job"},
+        {"what", replay ? "Each job runs again as a new run (a new idempotency key, "
+                          "<endpoint>:<event_id>:replay-<n>), with a fresh attempt budget; "
+                          "its earlier attempts stay in the history."
+                        : "The dead jobs are re-armed with a fresh attempt budget and run "
+                          "again in the worker pool, under their own idempotency keys."},
+        {"can_act", plan->jobs > 0},
+        {"verb", BulkVerbName(q->request.verb)},
+        {"fields", BulkFormFields(*q)},
+        {"csrf", BulkCsrfToken()},
+        {"label", (replay ? "Replay " : "Retry ") + std::to_string(plan->jobs) + " job(s)"}};
+  }
+  return Html(200, "bulk.html", view);
+}
+
+// The bulk page's POST: the confirmation of the plan the page showed. Guarded as Retry and
+// Clear (RefusedPost: Origin, Sec-Fetch-Site and the CSRF token); acts on the rows the
+// filter matches now (jobs that changed since the plan are left alone: inbox.h).
+Answer Console::BulkAction(const Delivery& d) {
+  const FormFields form = ParseUrlEncoded(d.body);
+  if (auto refused = RefusedPost(d, form)) return *refused;
+  auto q = ParseBulkQuery(form);
+  if (!q.ok()) return Message(400, "The filter cannot be used", q.status().ToString());
+  if (q->request.verb == BulkVerb::kReplay && q->request.filter.handler.empty()) {
+    return Message(400, "Which handler?", "A replay runs one handler again: name it.");
+  }
+  auto done = q->request.verb == BulkVerb::kReplay ? inbox_.Replay(q->request)
+                                                   : inbox_.RetryDead(q->request);
+  if (!done.ok()) return Unavailable(done.status());
+  Metrics()
+      .bulk_jobs_rearmed.With({BulkVerbName(q->request.verb)})
+      .Inc(static_cast<uint64_t>(*done));
+  if (options_.wake) options_.wake();
+  std::string href = "/bulk?verb=" + std::string(BulkVerbName(q->request.verb));
+  for (const json& field : BulkFormFields(*q)) {
+    href +=
+        "&" + field["name"].get<std::string>() + "=" + UrlEncode(field["value"].get<std::string>());
+  }
+  return Redirect(href + "&done=" + std::to_string(*done));
 }
 
 }  // namespace hookbox::console

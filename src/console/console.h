@@ -3,7 +3,9 @@
 //
 // Pages (GET): `/` the inbox, newest first, with filters and keyset paging, and the numbers
 // an on-call person looks at first; `/event?endpoint=E&id=I` one event with its headers,
-// body, jobs and attempts; `/dead` the dead letters. Actions (POST, each behind a
+// body, jobs and attempts; `/dead` the dead letters; `/bulk` the plan of a bulk retry or
+// replay over a filter (the numbers of `hookbox inbox retry --dead --dry-run`), whose POST
+// acts, guarded as the other actions. Actions (POST, each behind a
 // confirmation page): `/event/retry` re-arms the event's dead jobs and `/event/clear`
 // forgets the row so that the next delivery is processed as new, the same calls as `hookbox
 // inbox retry` and `inbox clear`. Nothing bypasses dedupe or marks an event done unrun.
@@ -65,6 +67,7 @@ class Console {
   std::optional<Answer> RefusedPost(const Delivery& d, const FormFields& form) const;
   std::string HandlerToken(const std::string& endpoint, const std::string& handler) const;
   std::string CsrfToken(const std::string& endpoint, const std::string& id) const;
+  std::string BulkCsrfToken() const;  // the bulk form's: not tied to one event
   std::string SessionCookieValue() const;
 
   StatusOr<std::vector<InboxRow>> Rows(const ListFilter& f);
@@ -75,6 +78,8 @@ class Console {
   Answer Action(const Delivery& d);
   Answer HandlersPage(const FormFields& query);
   Answer HandlerAction(const Delivery& d);
+  Answer BulkPage(const FormFields& query);
+  Answer BulkAction(const Delivery& d);
 
   Inbox& inbox_;
   const ConsoleOptions options_;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 
 #include "base/utf8.h"
@@ -168,6 +169,19 @@ std::string ListQueryTail(const ListFilter& f, SqlDialect dialect, std::vector<S
 }
 
 const char* BulkVerbName(BulkVerb verb) { return verb == BulkVerb::kReplay ? "replay" : "retry"; }
+
+std::optional<double> ParseBulkRate(std::string_view text) {
+  const size_t slash = text.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash > 20) return std::nullopt;
+  const std::string number(text.substr(0, slash));
+  const std::string_view unit = text.substr(slash + 1);
+  char* end = nullptr;
+  const double n = std::strtod(number.c_str(), &end);
+  if (end != number.c_str() + number.size() || !(n > 0) || n > 1e9) return std::nullopt;
+  if (unit == "s") return n;
+  if (unit == "min") return n / 60;
+  return std::nullopt;
+}
 
 Status CheckBulk(const BulkRequest& r) {
   if (r.verb == BulkVerb::kReplay && r.filter.handler.empty()) {

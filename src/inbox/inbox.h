@@ -224,6 +224,10 @@ struct BulkRequest {
   int batch = 500;  // jobs per write transaction, so accepts never wait long behind it
 };
 
+// `--rate` (the CLI, the console's bulk page): "N/s" or "N/min", N a positive number, as
+// jobs per second; nullopt when it is neither.
+std::optional<double> ParseBulkRate(std::string_view text);
+
 // What a bulk verb would do (PlanBulk) or did (the act's plan is taken just before it).
 struct BulkPlan {
   int64_t matched = 0;  // rows the filter matches

@@ -36,7 +36,12 @@ DaemonMetrics::DaemonMetrics()
           "handler.",
           {"endpoint", "handler"}, LatencyBuckets())),
       purged_rows(registry.AddCounter("hookbox_purged_rows_total",
-                                      "Rows removed by the daily purge, by kind.", {"kind"})) {}
+                                      "Rows removed by the daily purge, by kind.", {"kind"})),
+      bulk_jobs_rearmed(registry.AddCounter(
+          "hookbox_bulk_jobs_rearmed_total",
+          "Jobs re-armed by the console's bulk retry and replay, by verb (the CLI's are not "
+          "counted: they run in a process of their own).",
+          {"verb"})) {}
 
 DaemonMetrics& Metrics() {
   static DaemonMetrics* metrics = new DaemonMetrics();  // never destroyed: threads may outlive main

@@ -34,6 +34,9 @@ struct DaemonMetrics {
   HistogramFamily& rate_wait;
   // {kind}: processed, stale, ignored, dead, sequences.
   CounterFamily& purged_rows;
+  // {verb}: retry, replay. Jobs the console's bulk page re-armed (the CLI's bulk verbs run in
+  // a process of their own: they print what they did, and are not counted here).
+  CounterFamily& bulk_jobs_rearmed;
   // Deliveries of the last hour by the outcome `deliveries` counts them under (the
   // console's summary).
   RecentCounts recent_deliveries;

@@ -284,3 +284,47 @@ test('Handlers: Pause and Resume each after a confirmation, with a reason', asyn
   assert.equal(handlerState().state, 'running');
   await page.close();
 });
+
+test('the bulk page shows the plan of a retry; its button re-arms every dead job', async () => {
+  rmSync(join(dir, 'ok'), { force: true });  // the handler fails again: these jobs die
+  for (const id of ['bulk-1', 'bulk-2']) await deliver(id, 'push', { ref: 'refs/heads/main', id });
+  for (const id of ['bulk-1', 'bulk-2']) await until(`${id} dead`, () => show(id)?.status === 'dead');
+  const page = await newPage();
+  await page.goto(admin('/'));
+  await clickText(page, 'nav a', 'Bulk');
+  await page.select('select[name=endpoint]', 'github');
+  await clickText(page, 'button', 'Plan');
+  assert.match(page.url(), /\/bulk\?verb=retry&endpoint=github/);
+  // The plan: the same numbers as the CLI's --dry-run, and nothing changed yet.
+  assert.equal(await page.$eval('#plan-rows', (e) => e.textContent), '2');
+  assert.equal(await page.$eval('#plan-jobs', (e) => e.textContent), '2');
+  const dry = JSON.parse(execFileSync(HOOKBOX_BIN, ['inbox', 'retry', '--dead', '--endpoint', 'github',
+    '--dry-run', '--json', '-c', config], { encoding: 'utf8' }));
+  assert.equal(dry.plan.jobs, 2);
+  assert.equal(show('bulk-1').status, 'dead');
+
+  // Another site's page posting the same form (with the token, even) is refused.
+  const csrf = await page.$eval('input[name=csrf]', (e) => e.value);
+  const evil = await newPage();
+  await evil.setContent(`<form method="post" action="${admin('/bulk')}">
+    <input name="verb" value="retry"><input name="endpoint" value="github">
+    <input name="csrf" value="${csrf}"><button>go</button></form>`);
+  const [refused] = await Promise.all([evil.waitForNavigation(), evil.click('button')]);
+  assert.equal(refused.status(), 403);
+  await evil.close();
+  const noToken = await fetch(admin('/bulk'), {
+    method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'verb=retry&endpoint=github',
+  });
+  assert.equal(noToken.status, 403);
+  assert.equal(show('bulk-1').status, 'dead');
+
+  writeFileSync(join(dir, 'ok'), '');  // the downstream is back
+  await clickText(page, 'button#bulk-confirm', 'Retry 2 job(s)');
+  assert.match(await page.$eval('.notice', (e) => e.textContent), /Re-armed 2 job\(s\)/);
+  for (const id of ['bulk-1', 'bulk-2']) {
+    await until(`${id} processed`, () => show(id)?.status === 'processed');
+  }
+  assert.equal(show('bulk-2').jobs[0].attempts.length, 2);
+  await page.close();
+});

@@ -131,6 +131,17 @@ TEST_CASE("exec: the child sees the HOOKBOX_* variables and none of the daemon's
   CHECK(env.find("whsec_do_not_leak") == std::string::npos);
 }
 
+TEST_CASE("exec: a replay's run sees its generation and its own idempotency key") {
+  HandlerEvent event = Event("evt_42");
+  CHECK(RunCommand({"/usr/bin/env"}, event).detail.find("HOOKBOX_REPLAY_GENERATION=0") !=
+        std::string::npos);
+  event.generation = 2;
+  HandlerResult r = RunCommand({"/usr/bin/env"}, event);
+  REQUIRE(r.outcome == Outcome::kOk);
+  CHECK(r.detail.find("HOOKBOX_REPLAY_GENERATION=2") != std::string::npos);
+  CHECK(r.detail.find("HOOKBOX_IDEMPOTENCY_KEY=ep:evt_42:replay-2\n") != std::string::npos);
+}
+
 TEST_CASE("exec: argv is passed literally, never to a shell") {
   HandlerResult r = RunCommand({"/bin/echo", "$(id); rm -rf / `x` | && > y"});
   CHECK(r.outcome == Outcome::kOk);

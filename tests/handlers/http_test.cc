@@ -423,6 +423,21 @@ TEST_CASE("http: https works through the client's own TLS stream, and its head i
   CHECK(untrusted.detail.starts_with("POST failed: TLS certificate verification failed"));
 }
 
+TEST_CASE("http: a replay's POST has its own Idempotency-Key and says X-Hookbox-Replay") {
+  Downstream downstream(Reply(200));
+  auto handler = HttpHandlerFor(downstream.Url(), "");
+  HandlerEvent event = Event("evt_r", "{}");
+  CHECK(handler->Run(event).outcome == Outcome::kOk);
+  event.generation = 1;
+  CHECK(handler->Run(event).outcome == Outcome::kOk);
+  auto seen = downstream.seen();
+  REQUIRE(seen.size() == 2);
+  CHECK(First(seen[0].headers, "Idempotency-Key") == "ep:evt_r");
+  CHECK(First(seen[0].headers, "X-Hookbox-Replay") == "<absent>");
+  CHECK(First(seen[1].headers, "Idempotency-Key") == "ep:evt_r:replay-1");
+  CHECK(First(seen[1].headers, "X-Hookbox-Replay") == "1");
+}
+
 TEST_CASE("http: every POST names the event's type, id and endpoint in X-Hookbox-* headers") {
   // Issue 29, 9: the type and id reached the downstream only inside the body.
   Downstream downstream(Reply(200));

@@ -475,3 +475,85 @@ TEST_CASE("console: the handlers page pauses and resumes behind a confirmation, 
                  {{"endpoint", "open"}, {"id", "nope"}, {"csrf", csrf}, {"confirm", "yes"}})
             ->status == 403);  // its token is not this one's
 }
+
+TEST_CASE("console: the bulk page plans a retry of dead jobs; its POST re-arms them") {
+  TempDir dir;
+  Daemon d = Start(dir);
+  for (const char* id : {"b1", "b2", "b3"}) Deliver(d, {{"id", id}});
+  for (const char* id : {"b1", "b2", "b3"}) WaitForStatus(d, id, "dead");
+  auto c = Admin(d);
+
+  // The plan: the same numbers as the CLI's --dry-run; nothing changed.
+  auto page = c.Get("/bulk?verb=retry&endpoint=open");
+  REQUIRE(page);
+  CHECK(page->status == 200);
+  CHECK(page->body.find("id=\"plan-rows\">3<") != std::string::npos);
+  CHECK(page->body.find("id=\"plan-jobs\">3<") != std::string::npos);
+  auto dry = d.Cli({"inbox", "retry", "--dead", "--endpoint", "open", "--dry-run", "--json"});
+  REQUIRE(dry.exit_code == 0);
+  CHECK(json::parse(dry.out)["plan"]["jobs"] == 3);
+  CHECK(Status(d, "b1") == "dead");
+  const std::string csrf = Hidden(page->body, "csrf");
+  CHECK(Hidden(page->body, "endpoint") == "open");
+  // A bad filter names its bad part.
+  auto bad = c.Get("/bulk?verb=retry&status=sleeping");
+  REQUIRE(bad);
+  CHECK(bad->status == 400);
+  CHECK(bad->body.find("sleeping") != std::string::npos);
+
+  // Refused: no token, another page's token, another origin, another site. Nothing changes.
+  const std::string event_csrf = Hidden(c.Get("/event?endpoint=open&id=b1")->body, "csrf");
+  auto post = [&](const std::string& token, const httplib::Headers& headers = {}) {
+    return PostForm(c, "/bulk", {{"verb", "retry"}, {"endpoint", "open"}, {"csrf", token}},
+                    headers);
+  };
+  CHECK(PostForm(c, "/bulk", {{"verb", "retry"}, {"endpoint", "open"}})->status == 403);
+  CHECK(post("")->status == 403);
+  CHECK(post(event_csrf)->status == 403);
+  CHECK(post(csrf, {{"Origin", "http://evil.example"}})->status == 403);
+  CHECK(post(csrf, {{"Sec-Fetch-Site", "cross-site"}})->status == 403);
+  CHECK(post(csrf, {{"Host", "evil.example:" + std::to_string(d.admin_port())}})->status == 403);
+  for (const char* id : {"b1", "b2", "b3"}) CHECK(Status(d, id) == "dead");
+
+  hookbox::testing::WriteFile(dir / "ok", "");  // the handler now succeeds
+  auto done = post(csrf, {{"Origin", "http://" + Host(d)}, {"Sec-Fetch-Site", "same-origin"}});
+  REQUIRE(done);
+  CHECK(done->status == 303);
+  const std::string location = done->get_header_value("Location");
+  CHECK(location.find("done=3") != std::string::npos);
+  for (const char* id : {"b1", "b2", "b3"}) WaitForStatus(d, id, "processed");
+  auto after = c.Get(location);
+  CHECK(after->body.find("Re-armed 3 job(s)") != std::string::npos);
+  CHECK(after->body.find("id=\"plan-jobs\">0<") != std::string::npos);
+  // Counted where the daemon's /metrics shows it.
+  auto metrics = c.Get("/metrics");
+  REQUIRE(metrics);
+  CHECK(metrics->body.find("hookbox_bulk_jobs_rearmed_total{verb=\"retry\"} 3") !=
+        std::string::npos);
+}
+
+TEST_CASE("console: the bulk page's replay runs a handler again under a new key") {
+  TempDir dir;
+  hookbox::testing::WriteFile(dir / "ok", "");
+  Daemon d = Start(dir);
+  Deliver(d, {{"id", "r1"}});
+  WaitForStatus(d, "r1", "processed");
+  const std::string handler = Show(d, "r1")["jobs"][0]["handler"];
+  auto c = Admin(d);
+  auto none = c.Get("/bulk?verb=replay&endpoint=open");
+  REQUIRE(none);
+  CHECK(none->body.find("name it") != std::string::npos);  // which handler?
+  auto page = c.Get("/bulk?verb=replay&endpoint=open&handler=" + hookbox::UrlEncode(handler));
+  REQUIRE(page);
+  CHECK(page->body.find("id=\"plan-jobs\">1<") != std::string::npos);
+  auto done = PostForm(c, "/bulk",
+                       {{"verb", "replay"},
+                        {"endpoint", "open"},
+                        {"handler", handler},
+                        {"csrf", Hidden(page->body, "csrf")}});
+  REQUIRE(done);
+  CHECK(done->status == 303);
+  REQUIRE(Eventually([&] { return Show(d, "r1")["jobs"][0]["attempts"].size() == 2; }));
+  WaitForStatus(d, "r1", "processed");
+  CHECK(Show(d, "r1")["jobs"][0]["generation"] == 1);
+}

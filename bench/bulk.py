@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""Benchmark of a bulk retry under load (issue 25): `hookbox inbox retry --dead --yes` over
+N dead jobs (100,000 by default) in a SQLite inbox, run from a second process beside the
+running daemon while signed deliveries keep arriving. It reports the retry's seconds and the
+accepts' latency (p50/p99/max, measured by the clients, and the daemon's own accept latency
+from its delivery log lines) during the retry, against a window of the same load without it.
+
+  build/hookbox must exist (cmake --build build --target hookbox).
+  python3 bench/bulk.py                 # 100,000 dead jobs: the lead runs it alone
+  python3 bench/bulk.py --jobs 1000     # a smoke run, a few seconds
+
+The inbox is filled directly with sqlite3 after `hookbox migrate` (rows as hookbox writes
+them: one dead job each, with its failed attempt). The daemon runs with `workers: 0`, so the
+re-armed jobs wait in the inbox and the run measures the retry's writes against the accepts,
+not the handler. The load: --clients threads, each with one keep-alive connection, sending
+GitHub-signed deliveries (X-Hub-Signature-256) back to back. Standard library only.
+"""
+import argparse
+import hashlib
+import hmac
+import http.client
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+SECRET = "bench-bulk-secret"
+
+CONFIG = """\
+# Written by bench/bulk.py.
+listen: 127.0.0.1:{port}
+admin_listen: ""
+database: "{db}"
+durability: full
+workers: 0
+endpoints:
+  - name: github
+    path: /hooks/github
+    provider: github
+    secrets: [{{value: "{secret}"}}]
+    routes:
+      - events: ["*"]
+        handlers:
+          - name: sink
+            exec: {{command: ["/bin/true"]}}
+"""
+
+FILL_SQL = """\
+PRAGMA journal_mode=WAL;
+PRAGMA synchronous=OFF;
+BEGIN;
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {jobs})
+INSERT INTO inbox (id, endpoint, event_id, id_source, event_type, body_sha256, headers, body,
+                   status, received_at)
+SELECT i, 'github', 'dead-' || i, 'header:X-GitHub-Delivery', 'push',
+       lower(hex(randomblob(32))), '{{"X-GitHub-Event":"push"}}',
+       CAST('{{"ref":"refs/heads/main","n":' || i || ',"pad":"' || lower(hex(randomblob(500)))
+            || '"}}' AS BLOB),
+       'dead',
+       strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-1 hours', '+' || (i * 3600 / {jobs}) || ' seconds')
+FROM n;
+INSERT INTO jobs (id, inbox_id, handler, status, attempts, next_attempt_at, last_error)
+SELECT id, id, 'sink', 'dead', 12, received_at, 'exit 1' FROM inbox;
+INSERT INTO attempts (id, job, number, started_at, finished_at, outcome, detail)
+SELECT id, id, 1, received_at, received_at, 'failed', 'exit 1' FROM inbox;
+COMMIT;
+PRAGMA wal_checkpoint(TRUNCATE);
+"""
+
+
+def log(msg):
+    print("[bulk] " + msg, file=sys.stderr, flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, proc, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit("hookbox exited at start (see its log)")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit("hookbox did not listen within %d s" % timeout)
+
+
+class Load:
+    """--clients threads sending signed deliveries; each latency is (start time, seconds)."""
+
+    def __init__(self, port, clients):
+        self.port, self.clients = port, clients
+        self.samples, self.errors = [], 0
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.threads = []
+        self.counter = 0
+
+    def next_id(self):
+        with self.lock:
+            self.counter += 1
+            return "load-%d" % self.counter
+
+    def client(self):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        local = []
+        while not self.stop.is_set():
+            delivery = self.next_id()
+            body = json.dumps({"ref": "refs/heads/main", "id": delivery,
+                               "pad": "x" * 1500}).encode()
+            sig = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+            headers = {"Content-Type": "application/json", "X-GitHub-Event": "push",
+                       "X-GitHub-Delivery": delivery, "X-Hub-Signature-256": sig}
+            t0 = time.time()
+            try:
+                conn.request("POST", "/hooks/github", body, headers)
+                r = conn.getresponse()
+                r.read()
+                ok = r.status == 200
+            except (OSError, http.client.HTTPException):
+                ok = False
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+            local.append((t0, time.time() - t0, ok))
+        with self.lock:
+            self.samples.extend(local)
+
+    def start(self):
+        for _ in range(self.clients):
+            t = threading.Thread(target=self.client, daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    def finish(self):
+        self.stop.set()
+        for t in self.threads:
+            t.join()
+
+
+def summary(samples, start, end):
+    lat = sorted(s[1] * 1000 for s in samples if start <= s[0] <= end)
+    errors = sum(1 for s in samples if start <= s[0] <= end and not s[2])
+    n = len(lat)
+    pick = lambda q: lat[min(n - 1, int(n * q))] if n else 0.0
+    secs = max(end - start, 1e-9)
+    return {"requests": n, "rps": n / secs, "p50_ms": pick(0.5), "p99_ms": pick(0.99),
+            "max_ms": lat[-1] if n else 0.0, "errors": errors}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--jobs", type=int, default=100_000, help="dead jobs to retry")
+    ap.add_argument("--clients", type=int, default=8, help="concurrent delivery connections")
+    ap.add_argument("--baseline", type=float, default=5, help="seconds of load without retry")
+    ap.add_argument("--hookbox", default=os.path.join(os.path.dirname(__file__), "..", "build",
+                                                      "hookbox"))
+    ap.add_argument("--out", default="", help="work directory (default: a temporary one)")
+    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = ap.parse_args()
+    binary = os.path.abspath(args.hookbox)
+    work = args.out or tempfile.mkdtemp(prefix="hookbox-bench-bulk-")
+    os.makedirs(work, exist_ok=True)
+    db = os.path.join(work, "inbox.db")
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(db + suffix):
+            os.remove(db + suffix)
+    port = free_port()
+    config = os.path.join(work, "config.yaml")
+    with open(config, "w") as f:
+        f.write(CONFIG.format(port=port, db=db, secret=SECRET))
+
+    subprocess.run([binary, "migrate", "-c", config], check=True, stdout=subprocess.DEVNULL)
+    t = time.time()
+    subprocess.run(["sqlite3", db], input=FILL_SQL.format(jobs=args.jobs), text=True, check=True,
+                   stdout=subprocess.DEVNULL)
+    log("filled %d dead jobs in %.1f s" % (args.jobs, time.time() - t))
+
+    daemon_log = open(os.path.join(work, "hookbox.log"), "w")
+    daemon = subprocess.Popen([binary, "serve", "-c", config], stdout=daemon_log,
+                              stderr=subprocess.STDOUT)
+    try:
+        wait_port(port, daemon)
+        load = Load(port, args.clients)
+        load.start()
+        time.sleep(1)  # warm-up, not measured
+        b0 = time.time()
+        time.sleep(args.baseline)
+        b1 = r0 = time.time()
+        retry = subprocess.run([binary, "inbox", "retry", "--dead", "--yes", "--json", "-c",
+                                config], capture_output=True, text=True)
+        r1 = time.time()
+        load.finish()
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=30)
+    if retry.returncode != 0:
+        raise SystemExit("inbox retry failed (%d): %s" % (retry.returncode, retry.stderr))
+    result = json.loads(retry.stdout)
+    left = subprocess.run(["sqlite3", db, "SELECT count(*) FROM jobs WHERE status = 'dead'"],
+                          capture_output=True, text=True).stdout.strip()
+    out = {"jobs": args.jobs, "rearmed": result["rearmed"], "retry_seconds": r1 - r0,
+           "retry_seconds_inbox": result.get("seconds"), "dead_left": int(left or 0),
+           "clients": args.clients, "baseline": summary(load.samples, b0, b1),
+           "during_retry": summary(load.samples, r0, r1), "work": work}
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print("bulk retry of %d dead jobs: re-armed %d in %.2f s (process %.2f s); %d left dead"
+              % (args.jobs, out["rearmed"], out["retry_seconds_inbox"] or 0, out["retry_seconds"],
+                 out["dead_left"]))
+        for what in ("baseline", "during_retry"):
+            s = out[what]
+            print("  accepts %-13s %6d requests %7.0f req/s  p50 %6.1f ms  p99 %6.1f ms  "
+                  "max %6.1f ms  errors %d" % (what, s["requests"], s["rps"], s["p50_ms"],
+                                               s["p99_ms"], s["max_ms"], s["errors"]))
+    if not args.out:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

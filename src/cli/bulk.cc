@@ -1,0 +1,173 @@
+// `hookbox inbox retry --dead [FILTER]` and `hookbox inbox replay [FILTER] --handler NAME`:
+// the bulk verbs over the one inbox filter (inbox/filter.h). Each prints its plan first (the
+// numbers of Inbox::PlanBulk, the same the console's bulk page shows), changes nothing with
+// --dry-run, and acts on more than one row only with --yes. Safe beside the running daemon
+// and other replicas: the inbox changes each job by a compare-and-swap (inbox.h).
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+
+#include "cli/cli.h"
+#include "inbox/filter.h"
+#include "ops/terminal.h"
+#include "work/held.h"
+
+namespace hookbox::cli {
+namespace {
+
+using nlohmann::json;
+
+// Issue 25's usage status for a filter that cannot be evaluated, and for a bulk verb refused
+// for want of --yes (kExitBadFilter of the filter's change, cli.h: 2, the usual usage status
+// of Unix tools, although hookbox's other usage errors are 1).
+constexpr int kExitBulkUsage = 2;
+
+std::optional<EventFilter> FilterOrReport(const BulkArgs& args) {
+  std::vector<FilterOption> options;
+  auto add = [&](const char* name, const std::string& value) {
+    if (!value.empty()) options.emplace_back(name, value);
+  };
+  add("endpoint", args.endpoint);
+  add("status", args.status);
+  add("type", args.type);
+  add("handler", args.handler);
+  add("since", args.since);
+  add("until", args.until);
+  for (const std::string& w : args.where) options.emplace_back("where", w);
+  auto filter = ParseFilter(options, std::chrono::system_clock::now());
+  if (!filter.ok()) {
+    std::cerr << "hookbox: " << TerminalSafe(filter.status().ToString()) << "\n";
+    return std::nullopt;
+  }
+  return *std::move(filter);
+}
+
+json PlanJson(const BulkPlan& p) {
+  return {
+      {"matched", p.matched},
+      {"rows", p.rows},
+      {"jobs", p.jobs},
+      {"jobs_by_handler", p.jobs_by_handler},
+      {"oldest", p.oldest.empty() ? json(nullptr) : json(p.oldest)},
+      {"newest", p.newest.empty() ? json(nullptr) : json(p.newest)},
+      {"skipped",
+       {{"stale", p.skipped_stale}, {"ignored", p.skipped_ignored}, {"no_job", p.skipped_no_job}}}};
+}
+
+void PrintPlan(BulkVerb verb, const BulkPlan& p, const std::string& handler) {
+  const bool replay = verb == BulkVerb::kReplay;
+  std::cout << "plan: " << (replay ? "replay handler " + TerminalSafe(handler) : "retry dead jobs")
+            << "\n"
+            << "  rows matched       " << p.matched << "\n"
+            << "  rows to " << (replay ? "replay    " : "retry     ") << p.rows << "\n"
+            << "  jobs               " << p.jobs << "\n";
+  for (const auto& [name, n] : p.jobs_by_handler) {
+    std::cout << "    " << TerminalSafe(name) << "  " << n << "\n";
+  }
+  if (p.rows > 0) {
+    std::cout << "  oldest event       " << TerminalSafe(p.oldest) << "\n"
+              << "  newest event       " << TerminalSafe(p.newest) << "\n";
+  }
+  std::cout << "  skipped            " << p.skipped_stale << " stale, " << p.skipped_ignored
+            << " ignored, " << p.skipped_no_job
+            << (replay ? " without a done job of the handler" : " without a dead job") << "\n";
+}
+
+// Replay names a handler the config must have (on the filter's endpoint, if any): a job of
+// a handler it lacks would only be held (work/held.h).
+bool HandlerConfigured(const Config& config, const std::string& endpoint,
+                       const std::string& handler) {
+  for (const HandlerRef& h : ConfiguredHandlers(config)) {
+    if (h.handler == handler && (endpoint.empty() || h.endpoint == endpoint)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int InboxBulk(const std::string& path, BulkVerb verb, const BulkArgs& args) {
+  const char* name = verb == BulkVerb::kReplay ? "replay" : "retry --dead";
+  BulkRequest request;
+  request.verb = verb;
+  if (auto filter = FilterOrReport(args)) {
+    request.filter = *std::move(filter);
+  } else {
+    return kExitBulkUsage;
+  }
+  if (verb == BulkVerb::kReplay && request.filter.handler.empty()) {
+    std::cerr << "hookbox: inbox replay needs --handler NAME: the handler to run again\n";
+    return kExitBulkUsage;
+  }
+  if (!args.rate.empty()) {
+    auto rate = ParseBulkRate(args.rate);
+    if (!rate) {
+      std::cerr << "hookbox: --rate takes N/s or N/min, N a positive number: "
+                << TerminalSafe(args.rate) << "\n";
+      return kExitBulkUsage;
+    }
+    request.rate = *rate;
+  }
+  Opened opened = LoadAndOpen(
+      path, {.endpoint = request.filter.endpoint, .check = [&](Config& c) {
+               if (verb != BulkVerb::kReplay ||
+                   HandlerConfigured(c, request.filter.endpoint, request.filter.handler)) {
+                 return true;
+               }
+               std::cerr << "hookbox: no handler " << TerminalSafe(request.filter.handler)
+                         << " in the config"
+                         << (request.filter.endpoint.empty()
+                                 ? ""
+                                 : " for endpoint " + TerminalSafe(request.filter.endpoint))
+                         << "\n";
+               return false;
+             }});
+  if (!opened.inbox) return opened.exit_code;
+
+  request.now = std::chrono::system_clock::now();
+  auto plan = opened.inbox->PlanBulk(request);
+  if (!plan.ok()) return ReportFailure(plan.status());
+  json out = {{"verb", BulkVerbName(verb)}, {"dry_run", args.dry_run}, {"plan", PlanJson(*plan)}};
+  if (!args.json) PrintPlan(verb, *plan, request.filter.handler);
+
+  std::string refused;
+  if (args.dry_run) {
+    refused = "";
+  } else if (plan->rows > 1 && !args.yes) {
+    refused = std::to_string(plan->rows) + " rows match: add --yes to " +
+              (verb == BulkVerb::kReplay ? "replay them" : "re-arm their dead jobs") +
+              " (nothing changed)";
+  }
+  if (args.dry_run || !refused.empty() || plan->rows == 0) {
+    if (args.json) {
+      out["rearmed"] = 0;
+      if (!refused.empty()) out["refused"] = refused;
+      std::cout << Dump(out, 2) << "\n";
+    } else if (args.dry_run) {
+      std::cout << "dry run: nothing changed\n";
+    } else if (plan->rows == 0) {
+      std::cout << "nothing to do\n";
+    }
+    if (refused.empty()) return kExitOk;
+    std::cerr << "hookbox: " << refused << "\n";
+    return kExitBulkUsage;
+  }
+
+  request.now = std::chrono::system_clock::now();
+  const auto started = std::chrono::steady_clock::now();
+  auto done =
+      verb == BulkVerb::kReplay ? opened.inbox->Replay(request) : opened.inbox->RetryDead(request);
+  if (!done.ok()) return ReportFailure(done.status());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (args.json) {
+    out["rearmed"] = *done;
+    out["seconds"] = seconds;
+    std::cout << Dump(out, 2) << "\n";
+  } else {
+    std::cout << name << ": re-armed " << *done << " job(s) in " << seconds << " s"
+              << (request.rate > 0 ? ", due times spread by --rate" : "") << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace hookbox::cli
