@@ -57,22 +57,28 @@ void AddRowArgs(CLI::App* cmd, Args& a) {
   cmd->add_option("EVENT_ID", a.event_id)->required();
 }
 
-// The filter (README, "Finding events"; checked by ParseFilter, not here) and the bulk
-// verbs' own options.
-void AddBulkOptions(CLI::App* cmd, Args& a) {
-  cmd->add_option("--endpoint", a.bulk.endpoint, "only this endpoint");
-  cmd->add_option("--status", a.bulk.status,
+// The filter's options (README, "Finding events"): checked by ParseFilter, not here, so that
+// a bad part is named the same way by every verb and by the console.
+void AddFilterOptions(CLI::App* cmd, FilterArgs& f, const char* handler_help) {
+  cmd->add_option("--endpoint", f.endpoint, "only this endpoint");
+  cmd->add_option("--status", f.status,
                   "only this row status: pending processing processed stale dead ignored");
-  cmd->add_option("--type", a.bulk.type, "event type, a glob: * any run, ? one character");
-  cmd->add_option("--handler", a.bulk.handler,
-                  "only this handler's jobs (replay: the handler to run again)");
-  cmd->add_option("--since", a.bulk.since,
+  cmd->add_option("--type", f.type, "event type, a glob: * any run, ? one character");
+  cmd->add_option("--handler", f.handler, handler_help);
+  cmd->add_option("--since", f.since,
                   "received at or after: RFC 3339 time, date, or age (90m, 2h, 7d)");
-  cmd->add_option("--until", a.bulk.until, "received before: as --since");
-  cmd->add_option("--where", a.bulk.where,
-                  "POINTER=VALUE or form:NAME=VALUE, an exact match on the body (repeatable)")
+  cmd->add_option("--until", f.until, "received before: as --since");
+  cmd->add_option("--where", f.where,
+                  "POINTER=VALUE (a JSON body field, /data/object/customer=cus_123) or "
+                  "form:NAME=VALUE; repeatable, all must match")
       ->take_all()
       ->expected(1);
+}
+
+// The bulk verbs' options: the filter, then their own.
+void AddBulkOptions(CLI::App* cmd, Args& a) {
+  AddFilterOptions(cmd, a.bulk.filter,
+                   "only this handler's jobs (replay: the handler to run again)");
   cmd->add_option("--rate", a.bulk.rate,
                   "spread the re-armed jobs' due times: N/s or N/min (default: all due now)");
   cmd->add_flag("--dry-run", a.bulk.dry_run, "print the plan, change nothing");
@@ -83,9 +89,10 @@ void AddBulkOptions(CLI::App* cmd, Args& a) {
 // `inbox retry ENDPOINT EVENT_ID` (one row), or `inbox retry --dead [FILTER]` (bulk).
 int RetryVerb(const Args& a) {
   const BulkArgs& b = a.bulk;
-  const bool bulk_options = !b.endpoint.empty() || !b.status.empty() || !b.type.empty() ||
-                            !b.handler.empty() || !b.since.empty() || !b.until.empty() ||
-                            !b.where.empty() || !b.rate.empty() || b.dry_run || b.yes || b.json;
+  const FilterArgs& f = b.filter;
+  const bool bulk_options = !f.endpoint.empty() || !f.status.empty() || !f.type.empty() ||
+                            !f.handler.empty() || !f.since.empty() || !f.until.empty() ||
+                            !f.where.empty() || !b.rate.empty() || b.dry_run || b.yes || b.json;
   if (a.bulk_dead) {
     if (!a.endpoint.empty()) {
       std::cerr << "hookbox: inbox retry --dead takes a filter (--endpoint ...), not ENDPOINT "
@@ -117,22 +124,7 @@ void AddInboxVerbs(CLI::App& app, Args& a) {
   inbox->require_subcommand(1);
   CLI::App* list = Verb(inbox, "list", "list rows, newest first", a,
                         [&a] { return InboxList(a.config_path, a.list); });
-  // The filter (README, "Finding events"): checked by ParseFilter, not here, so that a
-  // bad part is named the same way as in the console and the bulk verbs.
-  list->add_option("--endpoint", a.list.endpoint, "only this endpoint");
-  list->add_option("--status", a.list.status,
-                   "only this status: pending processing processed stale dead ignored");
-  list->add_option("--type", a.list.type, "event type, a glob: * any run, ? one character");
-  list->add_option("--handler", a.list.handler, "only rows with a job of this handler");
-  list->add_option("--since", a.list.since,
-                   "received at or after: RFC 3339 time, date, or age (90m, 2h, 7d)");
-  list->add_option("--until", a.list.until,
-                   "received before: RFC 3339 time, date, or age (90m, 2h, 7d)");
-  list->add_option("--where", a.list.where,
-                   "POINTER=VALUE (a JSON body field, /data/object/customer=cus_123) or "
-                   "form:NAME=VALUE; repeatable, all must match")
-      ->take_all()
-      ->allow_extra_args(false);
+  AddFilterOptions(list, a.list.filter, "only rows with a job of this handler");
   list->add_option("--limit", a.list.limit, "at most N rows (default 100)")
       ->check(CLI::Range(1, 1000000));
   list->add_flag("--json", a.list.json, "JSON array for scripts");

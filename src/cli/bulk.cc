@@ -17,31 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-// Issue 25's usage status for a filter that cannot be evaluated, and for a bulk verb refused
-// for want of --yes (kExitBadFilter of the filter's change, cli.h: 2, the usual usage status
-// of Unix tools, although hookbox's other usage errors are 1).
-constexpr int kExitBulkUsage = 2;
-
-std::optional<EventFilter> FilterOrReport(const BulkArgs& args) {
-  std::vector<FilterOption> options;
-  auto add = [&](const char* name, const std::string& value) {
-    if (!value.empty()) options.emplace_back(name, value);
-  };
-  add("endpoint", args.endpoint);
-  add("status", args.status);
-  add("type", args.type);
-  add("handler", args.handler);
-  add("since", args.since);
-  add("until", args.until);
-  for (const std::string& w : args.where) options.emplace_back("where", w);
-  auto filter = ParseFilter(options, std::chrono::system_clock::now());
-  if (!filter.ok()) {
-    std::cerr << "hookbox: " << TerminalSafe(filter.status().ToString()) << "\n";
-    return std::nullopt;
-  }
-  return *std::move(filter);
-}
-
 json PlanJson(const BulkPlan& p) {
   return {
       {"matched", p.matched},
@@ -89,21 +64,21 @@ int InboxBulk(const std::string& path, BulkVerb verb, const BulkArgs& args) {
   const char* name = verb == BulkVerb::kReplay ? "replay" : "retry --dead";
   BulkRequest request;
   request.verb = verb;
-  if (auto filter = FilterOrReport(args)) {
+  if (auto filter = FilterOrReport(args.filter)) {
     request.filter = *std::move(filter);
   } else {
-    return kExitBulkUsage;
+    return kExitBadFilter;
   }
   if (verb == BulkVerb::kReplay && request.filter.handler.empty()) {
     std::cerr << "hookbox: inbox replay needs --handler NAME: the handler to run again\n";
-    return kExitBulkUsage;
+    return kExitBadFilter;
   }
   if (!args.rate.empty()) {
     auto rate = ParseBulkRate(args.rate);
     if (!rate) {
       std::cerr << "hookbox: --rate takes N/s or N/min, N a positive number: "
                 << TerminalSafe(args.rate) << "\n";
-      return kExitBulkUsage;
+      return kExitBadFilter;
     }
     request.rate = *rate;
   }
@@ -149,7 +124,7 @@ int InboxBulk(const std::string& path, BulkVerb verb, const BulkArgs& args) {
     }
     if (refused.empty()) return kExitOk;
     std::cerr << "hookbox: " << refused << "\n";
-    return kExitBulkUsage;
+    return kExitBadFilter;
   }
 
   request.now = std::chrono::system_clock::now();

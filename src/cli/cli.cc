@@ -2,6 +2,7 @@
 // of a failure, and the one path from a config file to an open inbox.
 #include "cli/cli.h"
 
+#include <chrono>
 #include <iostream>
 
 #include "ops/terminal.h"
@@ -65,6 +66,26 @@ Opened LoadAndOpen(const std::string& path, const OpenRequest& request) {
   }
   out.inbox = std::move(*inbox);
   return out;
+}
+
+std::optional<EventFilter> FilterOrReport(const FilterArgs& args) {
+  std::vector<FilterOption> options;
+  auto add = [&](const char* name, const std::string& value) {
+    if (!value.empty()) options.emplace_back(name, value);
+  };
+  add("endpoint", args.endpoint);
+  add("status", args.status);
+  add("type", args.type);
+  add("handler", args.handler);
+  add("since", args.since);
+  add("until", args.until);
+  for (const std::string& w : args.where) options.emplace_back("where", w);
+  auto filter = ParseFilter(options, std::chrono::system_clock::now());
+  if (!filter.ok()) {
+    std::cerr << "hookbox: " << TerminalSafe(filter.status().ToString()) << "\n";
+    return std::nullopt;
+  }
+  return *std::move(filter);
 }
 
 }  // namespace hookbox::cli

@@ -81,9 +81,17 @@ int CheckConfig(const std::string& path, bool read_secrets);  // config.cc
 int Migrate(const std::string& path);                         // config.cc
 
 // `inbox list`: the filter's options as given (ParseFilter checks them), the page size.
-struct ListArgs {
+// The filter's options as given (README, "Finding events"): ParseFilter checks them, so a bad
+// part is named the same way by every verb and by the console.
+struct FilterArgs {
   std::string endpoint, status, type, handler, since, until;
   std::vector<std::string> where;
+};
+// The filter parsed; a bad part is reported on stderr (the caller exits kExitBadFilter).
+std::optional<EventFilter> FilterOrReport(const FilterArgs& args);
+
+struct ListArgs {
+  FilterArgs filter;
   int limit = 100;
   bool json = false;
 };
@@ -96,8 +104,7 @@ int InboxRetry(const std::string& path, const std::string& endpoint, const std::
 // bulk.cc: `inbox retry --dead [FILTER]` and `inbox replay [FILTER] --handler NAME`. The
 // filter's options as given (ParseFilter checks them), then the verb's own.
 struct BulkArgs {
-  std::string endpoint, status, type, handler, since, until;
-  std::vector<std::string> where;
+  FilterArgs filter;
   std::string rate;  // "N/s" or "N/min"; "" = every job due at once
   bool dry_run = false, yes = false, json = false;
 };

@@ -55,28 +55,6 @@ json RowJson(const InboxRow& r) {
   return out;
 }
 
-// The filter of `inbox list` (and, through it, of every verb that takes one) from the
-// options given; a bad part is reported and is exit 2.
-std::optional<EventFilter> FilterOrReport(const ListArgs& args) {
-  std::vector<FilterOption> options;
-  auto add = [&](const char* name, const std::string& value) {
-    if (!value.empty()) options.emplace_back(name, value);
-  };
-  add("endpoint", args.endpoint);
-  add("status", args.status);
-  add("type", args.type);
-  add("handler", args.handler);
-  add("since", args.since);
-  add("until", args.until);
-  for (const std::string& w : args.where) options.emplace_back("where", w);
-  auto filter = ParseFilter(options, std::chrono::system_clock::now());
-  if (!filter.ok()) {
-    std::cerr << "hookbox: " << TerminalSafe(filter.status().ToString()) << "\n";
-    return std::nullopt;
-  }
-  return *std::move(filter);
-}
-
 // A failed lookup of a row the operator named: its message escaped for the terminal.
 int ReportLookupFailure(const Status& s) {
   std::cerr << "hookbox: " << TerminalSafe(s.ToString()) << "\n";
@@ -171,7 +149,7 @@ void PrintDetailText(const json& out, const InboxDetail& detail) {
 
 int InboxList(const std::string& path, const ListArgs& args) {
   ListFilter list{.limit = args.limit};
-  if (auto filter = FilterOrReport(args)) {
+  if (auto filter = FilterOrReport(args.filter)) {
     list.filter = *std::move(filter);
   } else {
     return kExitBadFilter;

@@ -428,10 +428,10 @@ std::optional<Answer> Console::RefusedPost(const Delivery& d, const FormFields& 
   if (d.path == "/login") return std::nullopt;
   // A handler's forms carry its name as `id`; their tokens are bound apart from an
   // event's of the same name (HandlerToken). The bulk form's is tied to no event.
-  const std::string expected =
-      d.path == "/bulk"                ? BulkCsrfToken()
-      : d.path.starts_with("/handler/") ? HandlerToken(Field(form, "endpoint"), Field(form, "id"))
-                                        : CsrfToken(Field(form, "endpoint"), Field(form, "id"));
+  const std::string expected = d.path == "/bulk" ? BulkCsrfToken()
+                               : d.path.starts_with("/handler/")
+                                   ? HandlerToken(Field(form, "endpoint"), Field(form, "id"))
+                                   : CsrfToken(Field(form, "endpoint"), Field(form, "id"));
   if (!ConstantTimeEqual(Field(form, "csrf"), expected)) {
     return Message(403, "Refused",
                    "The form's token is missing or out of date (the daemon may have "
