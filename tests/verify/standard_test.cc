@@ -84,7 +84,8 @@ TEST_CASE("standard: the signed family alone; the other family's headers change 
 }
 
 TEST_CASE("standard: secret forms", "[standard]") {
-  CHECK(Check(Delivery(V1()), At(kT), Base64Encode(kKey)) == "ok");            // no whsec_ prefix
+  // No whsec_ prefix: not a key (the loader refuses it; a bare public key must not sign v1).
+  CHECK(Check(Delivery(V1()), At(kT), Base64Encode(kKey)) == reason::kMismatch);
   CHECK(Check(Delivery(V1()), At(kT), "whsec_" + kKey) == reason::kMismatch);  // not base64
   CHECK(Check(Delivery(V1()), At(kT), "whsec_not base64!") == reason::kMismatch);
   CHECK(Check(Delivery(V1()), At(kT), "whsec_") == reason::kMismatch);
@@ -117,11 +118,11 @@ TEST_CASE("standard: padding is not part of the key (issue 13)", "[standard]") {
     CHECK(testing::First(headers, "webhook-signature") == V1(key));
     CHECK(Check(headers, At(kT), config) == "ok");
   }
-  // Two '=' (a 31-byte key), and no prefix.
+  // Two '=' (a 31-byte key).
   const std::string key2 = kKey.substr(1);
   std::string b64 = Base64Encode(key2);
   REQUIRE(b64.ends_with("=="));
-  CHECK(Check(Delivery(V1(key2)), At(kT), b64.substr(0, b64.size() - 2)) == "ok");
+  CHECK(Check(Delivery(V1(key2)), At(kT), "whsec_" + b64.substr(0, b64.size() - 2)) == "ok");
   CHECK(Check(Delivery(V1(key2)), At(kT), "whsec_" + b64.substr(0, b64.size() - 1)) ==
         reason::kMismatch);  // half the padding is not base64
 }
