@@ -250,6 +250,16 @@ TEST_CASE("standard v1a: one endpoint with whsec_ and whpk_ verifies v1 and v1a 
   CHECK(CheckWith(both, Delivery(V1a())) == "ok");
   // A key only verifies its own kind of signature.
   CHECK(CheckWith({kPublic}, Delivery(V1())) == reason::kMismatch);
+  // What row 75 claims: a v1 HMAC keyed with the public key's own bytes (what anyone holding
+  // the public key could compute, had it been taken for an HMAC key), with its base64, or
+  // with the whpk_ text itself, does not verify against that whpk_ key (issue 26, 10).
+  CHECK(CheckWith({kPublic}, Delivery(V1(testing::kEd25519Public))) == reason::kMismatch);
+  CHECK(CheckWith({kPublic}, Delivery(V1(Base64Encode(testing::kEd25519Public)))) ==
+        reason::kMismatch);
+  CHECK(CheckWith({kPublic}, Delivery(V1(kPublic))) == reason::kMismatch);
+  // Nor against the same bytes pasted without whpk_ (refused at load; no key here either).
+  CHECK(CheckWith({Base64Encode(testing::kEd25519Public)}, Delivery(V1(testing::kEd25519Public))) ==
+        reason::kMismatch);
   CHECK(CheckWith({kSecret}, Delivery(V1a())) == reason::kMismatch);
 }
 
