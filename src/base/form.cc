@@ -47,6 +47,18 @@ FormFields ParseUrlEncoded(std::string_view text) {
   return fields;
 }
 
+size_t CountFormFields(std::string_view text) {
+  size_t count = 0;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t amp = text.find('&', start);
+    if (amp == std::string_view::npos) amp = text.size();
+    count += amp > start;  // empty pieces are skipped, as ParseUrlEncoded skips them
+    start = amp + 1;
+  }
+  return count;
+}
+
 std::optional<std::string> FormValue(const FormFields& fields, std::string_view name) {
   for (const auto& [n, v] : fields) {
     if (n == name) return v;

@@ -98,9 +98,18 @@ struct Liveness {
   }
 };
 
-// The admin port: probes (open to all: they tell nothing), /metrics (behind admin_token
-// when one is set), and the console (console/console.h).
+// The admin port: probes (open to all clients that name the listener: they tell little),
+// /metrics (behind admin_token when one is set), and the console (console/console.h). Every
+// path answers only to a Host that names this listener (Console::HostAllowed): a
+// DNS-rebinding page could otherwise read /metrics' endpoint and handler names (issue 26).
 Answer AdminAnswer(const Delivery& d, const Liveness& liveness, console::Console& console) {
+  if (!console.HostAllowed(d)) {
+    if (auto page = console.Handle(d)) return std::move(*page);  // its own 403 page
+    return {403,
+            R"({"error":"wrong Host: the admin listener answers only to its own address or )"
+            R"(a name in admin_hosts"})",
+            {}};
+  }
   if (d.path == "/healthz") return {200, R"({"status":"ok"})", {}};
   if (d.path == "/readyz") {
     std::string problem = liveness.Problem();
@@ -352,7 +361,7 @@ bool Daemon::Listen(const std::vector<int>& activated) {
   auto bound = admin_.Bind(admin_addr->host, admin_addr->port);
   if (!bound.ok()) return cannot_listen(bound.status());
   admin_port_ = *bound;
-  console_.SetPort(*bound);
+  console_.SetListener(admin_addr->host, *bound);
   return true;
 }
 

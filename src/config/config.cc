@@ -736,6 +736,14 @@ void Loader::ReadSecrets(const YAML::Node& node, const std::string& where, Endpo
                       named);
         return;
       }
+    } else if (standard && !secret->value.starts_with("whsec_")) {
+      // Without its prefix a public key would load as an HMAC key, and anyone holding the
+      // public key could sign v1 with it (issue 26): the kind of key must be said.
+      Error(iw, from +
+                    " has no prefix: add whsec_ if it is the signing secret, or whpk_ if it is "
+                    "the public key (a Standard Webhooks key starts with one of them)" +
+                    named);
+      return;
     } else if (standard && !config_internal::IsStandardWebhooksSecret(secret->value)) {
       Error(iw, from + " is not a Standard Webhooks key (whsec_ followed by base64)" + named);
       return;

@@ -106,7 +106,8 @@ bool IsStandardWebhooksSecret(std::string_view secret) {
   // Exactly what verification decodes (KeyOf in src/verify/standard.cc;
   // tests/verify/standard_test.cc checks the two agree), so that a secret that loads always
   // verifies: base64 of at least one byte, padding complete or absent.
-  if (secret.starts_with("whsec_")) secret.remove_prefix(6);
+  if (!secret.starts_with("whsec_")) return false;
+  secret.remove_prefix(6);
   const std::optional<std::string> key = Base64DecodeOptionalPadding(secret);
   return key && !key->empty();
 }

@@ -26,7 +26,7 @@ StatusOr<std::string> ReadFile(const std::string& path, size_t limit);
 // `arg` is the variable name, the path or the inline text.
 StatusOr<Secret> ResolveSecret(SecretSource source, const std::string& arg);
 
-// True when `secret` is a Standard Webhooks key: optional "whsec_" then non-empty standard
+// True when `secret` is a Standard Webhooks key: "whsec_" then non-empty standard
 // base64 (padding optional; the unused bits of the last character zero), i.e. exactly the
 // secrets verification can decode into a key.
 bool IsStandardWebhooksSecret(std::string_view secret);

@@ -3,6 +3,8 @@
 #include "console/console.h"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <openssl/rand.h>
 
 #include <algorithm>
@@ -323,8 +325,8 @@ std::optional<Answer> Console::Handle(const Delivery& d) {
   if (!kPaths.contains(d.path)) return std::nullopt;
   if (!HostAllowed(d)) {
     return Message(403, "Wrong address",
-                   "This console answers only to its own address (the listener's IP address "
-                   "or localhost, or a name listed in admin_hosts).");
+                   "This console answers only to its own address (the listener's IP address, "
+                   "localhost when it listens on loopback, or a name listed in admin_hosts).");
   }
   const bool get = d.method == "GET" || d.method == "HEAD";
   if (d.path == "/style.css") {
@@ -355,25 +357,69 @@ std::optional<Answer> Console::Handle(const Delivery& d) {
   return ListPage(query);
 }
 
+namespace {
+
+// An IP address in one comparable form: v4 as its 4 bytes, v6 as its 16 (a v4-mapped v6
+// address as the v4 one). nullopt for anything that is not an IP literal.
+std::optional<std::string> IpBytes(const std::string& text) {
+  in_addr a4{};
+  if (inet_pton(AF_INET, text.c_str(), &a4) == 1) {
+    return std::string(reinterpret_cast<const char*>(&a4), sizeof a4);
+  }
+  in6_addr a6{};
+  if (inet_pton(AF_INET6, text.c_str(), &a6) != 1) return std::nullopt;
+  if (IN6_IS_ADDR_V4MAPPED(&a6)) return std::string(reinterpret_cast<const char*>(&a6) + 12, 4);
+  return std::string(reinterpret_cast<const char*>(&a6), sizeof a6);
+}
+
+bool IsLoopback(const std::string& bytes) {
+  static const std::string kV6Loopback = *IpBytes("::1");
+  return (bytes.size() == 4 && bytes[0] == 127) || bytes == kV6Loopback;
+}
+
+bool IsWildcard(const std::string& bytes) {
+  return bytes.find_first_not_of('\0') == std::string::npos;
+}
+
+// Whether `ip` is an address of one of this machine's interfaces: what a listener bound to
+// 0.0.0.0 or [::] answers on. Asked at each request, as interfaces come and go.
+bool IsLocalAddress(const std::string& ip) {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return false;
+  bool found = false;
+  for (const ifaddrs* i = list; i != nullptr && !found; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr) continue;
+    if (i->ifa_addr->sa_family == AF_INET) {
+      const auto* a = reinterpret_cast<const sockaddr_in*>(i->ifa_addr);
+      found = ip == std::string(reinterpret_cast<const char*>(&a->sin_addr), 4);
+    } else if (i->ifa_addr->sa_family == AF_INET6) {
+      const auto* a = reinterpret_cast<const sockaddr_in6*>(i->ifa_addr);
+      found = ip == std::string(reinterpret_cast<const char*>(&a->sin6_addr), 16);
+    }
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+}  // namespace
+
 bool Console::HostAllowed(const Delivery& d) const {
   if (HeaderCount(d.headers, "Host") != 1) return false;
   std::string_view host = *HeaderValue(d.headers, "Host");
   std::string name;
   std::string_view rest;
-  bool ip = false;
   if (host.starts_with('[')) {
     const size_t close = host.find(']');
     if (close == std::string_view::npos) return false;
     name = std::string(host.substr(1, close - 1));
     rest = host.substr(close + 1);
+    // Only a v6 literal goes in brackets.
     in6_addr a6{};
-    ip = inet_pton(AF_INET6, name.c_str(), &a6) == 1;
+    if (inet_pton(AF_INET6, name.c_str(), &a6) != 1) return false;
   } else {
     const size_t colon = host.rfind(':');
     name = std::string(host.substr(0, colon));
     rest = colon == std::string_view::npos ? std::string_view() : host.substr(colon);
-    in_addr a4{};
-    ip = inet_pton(AF_INET, name.c_str(), &a4) == 1;
   }
   int64_t port = 80;
   if (!rest.empty()) {
@@ -382,9 +428,23 @@ bool Console::HostAllowed(const Delivery& d) const {
     port = *n;
   }
   if (port != port_) return false;
-  if (ip || EqualsIgnoringCase(name, "localhost")) return true;
-  return std::any_of(options_.hosts.begin(), options_.hosts.end(),
-                     [&](const std::string& h) { return EqualsIgnoringCase(h, name); });
+  if (std::any_of(options_.hosts.begin(), options_.hosts.end(),
+                  [&](const std::string& h) { return EqualsIgnoringCase(h, name); })) {
+    return true;
+  }
+  // The listener's own address: the name admin_listen gives, or the bytes its IP stands for.
+  const std::optional<std::string> bound = IpBytes(listen_host_);
+  if (!bound && EqualsIgnoringCase(name, listen_host_)) return true;
+  const bool bound_loopback =
+      EqualsIgnoringCase(listen_host_, "localhost") || (bound && IsLoopback(*bound));
+  const bool bound_wildcard = bound && IsWildcard(*bound);
+  if (EqualsIgnoringCase(name, "localhost")) return bound_loopback || bound_wildcard;
+  const std::optional<std::string> ip = IpBytes(name);
+  // A name not listed in admin_hosts, or 0.0.0.0 (which a browser may send to a local port).
+  if (!ip || IsWildcard(*ip)) return false;
+  if (bound && *ip == *bound) return true;
+  if (bound_loopback) return IsLoopback(*ip) && (ip->size() == 16 || *ip == *IpBytes("127.0.0.1"));
+  return bound_wildcard && !IsWildcard(*ip) && IsLocalAddress(*ip);
 }
 
 bool Console::Authorized(const Delivery& d) const {

@@ -14,8 +14,8 @@
 // - escaping happens in one place, the renderer (render.h);
 // - every answer carries a strict Content-Security-Policy (no script at all, styles from
 //   /style.css only, no framing), nosniff, a same-origin referrer and no-store, as HTTP headers;
-// - a Host that is not the listener's IP address, `localhost` or an `admin_hosts` name, with
-//   the listener's port, gets 403 (DNS rebinding);
+// - a Host that does not name the listener with its port gets 403 (DNS rebinding), on every
+//   path of the admin listener (serve.cc asks HostAllowed first): see HostAllowed;
 // - actions need a CSRF token tied to the event (an HMAC, under a key made at start, of the
 //   endpoint and id) and, when the browser sends one, an Origin equal to the listener's;
 //   otherwise 403 and nothing changes;
@@ -53,8 +53,12 @@ class Console {
  public:
   Console(Inbox& inbox, ConsoleOptions options);
 
-  // The admin listener's bound port, which Host must name.
-  void SetPort(int port) { port_ = port; }
+  // The admin listener's address as configured (`admin_listen`'s host) and its bound port,
+  // which Host must name.
+  void SetListener(std::string host, int port) {
+    listen_host_ = std::move(host);
+    port_ = port;
+  }
 
   // The console's answer, or nullopt when the path is not the console's.
   std::optional<Answer> Handle(const Delivery& d);
@@ -62,8 +66,14 @@ class Console {
   // True when no token is set, or d carries it (Bearer) or the login cookie.
   bool Authorized(const Delivery& d) const;
 
- private:
+  // True when d has one Host and it names this listener, with the bound port (absent: 80):
+  // an `admin_hosts` name; the listener's own IP address; when it is bound to loopback (or
+  // `localhost`), also `localhost`, 127.0.0.1 and [::1]; when bound to 0.0.0.0 or [::], an
+  // address of one of this machine's interfaces (`localhost` then too). Any other IP literal
+  // or name is refused: a DNS-rebinding page's requests carry its own name (issue 26).
   bool HostAllowed(const Delivery& d) const;
+
+ private:
   std::optional<Answer> RefusedPost(const Delivery& d, const FormFields& form) const;
   std::string HandlerToken(const std::string& endpoint, const std::string& handler) const;
   std::string CsrfToken(const std::string& endpoint, const std::string& id) const;
@@ -85,6 +95,7 @@ class Console {
   const ConsoleOptions options_;
   const std::string csrf_key_;
   std::atomic<int> port_{0};
+  std::string listen_host_;  // set by SetListener before the admin listener's threads start
 };
 
 }  // namespace hookbox::console

@@ -2,7 +2,7 @@
 // verified delivery from the provider's defaults or the endpoint's `header:NAME` /
 // `body:/json/pointer` settings. The body is read with simdjson's on-demand parser (no DOM);
 // a body that is not JSON is fine: body fields are then absent. A missing or empty id falls
-// back to "sha256:<hex of the raw body>".
+// back to "sha256:<hex of the raw body>" (of the signed message for twilio and square).
 #pragma once
 
 #include <optional>
@@ -29,9 +29,12 @@ struct Identity {
   std::string body_sha256;              // hex
 };
 
-// InvalidArgument when a field breaks the bounds above.
-StatusOr<Identity> Identify(const Endpoint& endpoint, const Headers& headers,
-                            std::string_view body);
+// InvalidArgument when a field breaks the bounds above, or for a square delivery (under its
+// default id) whose body has no /event_id. `signed_message` is what Verify set (twilio,
+// square): when not empty, body_sha256 and the "sha256:" fallback id hash it rather than the
+// body, so that every request carrying one signed message is one event (issue 26).
+StatusOr<Identity> Identify(const Endpoint& endpoint, const Headers& headers, std::string_view body,
+                            std::string_view signed_message = {});
 
 // The provider's default id and type sources (docs/DESIGN.md, "Providers"). Several id sources
 // are tried in order (shopify: X-Shopify-Event-Id, then X-Shopify-Webhook-Id). Standard

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/form.h"
 #include "ops/daemon_metrics.h"
 #include "ops/log.h"
 #include "receive/identify.h"
@@ -354,8 +355,18 @@ Answer Receiver::Receive(const Delivery& d) const {
     return record.Finish(Error(413, "body larger than limits.max_body"), "too_large");
   }
 
+  // Twilio's signature covers the form's parsed, sorted fields: bound that work before the
+  // signature is checked (issue 26). A JSON body (bodySHA256 in the query) is not parsed.
+  if (ep->provider == Provider::kTwilio && !FormValue(ParseUrlEncoded(d.query), "bodySHA256") &&
+      CountFormFields(d.body) > kMaxFormFields) {
+    return record.Finish(
+        Error(413, "form body has more than " + std::to_string(kMaxFormFields) + " fields"),
+        "too_large");
+  }
+
   // 2. verify: before anything reads the body or the inbox.
-  if (Status s = Verify(*ep, d.headers, d.body, clock_.Now(), d.query); !s.ok()) {
+  std::string signed_message;  // twilio, square: what identity hashes instead of the body
+  if (Status s = Verify(*ep, d.headers, d.body, clock_.Now(), d.query, &signed_message); !s.ok()) {
     record.log["reason"] = s.what();
     Metrics().signature_failures.With({ep->name, FailureReason(s.what())}).Inc();
     return record.Finish(Error(401, s.what()), "unauthenticated");
@@ -373,7 +384,7 @@ Answer Receiver::Receive(const Delivery& d) const {
   }
 
   // 3. identify
-  StatusOr<Identity> id = Identify(*ep, d.headers, d.body);
+  StatusOr<Identity> id = Identify(*ep, d.headers, d.body, signed_message);
   if (!id.ok()) {
     return record.Finish(Error(HttpStatusFor(id.status()), id.status().what()), "bad_identity");
   }

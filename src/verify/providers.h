@@ -46,6 +46,10 @@ struct Scheme {
   // nullptr for public-key-only schemes.
   Headers (*sign)(const Endpoint& endpoint, const Secret& secret, std::string_view body,
                   TimePoint now, std::string_view event_id, std::string_view event_type);
+  // True when the signature covers a message built from the request (parsed fields, URL and
+  // body run together) rather than the body's raw bytes: identity then hashes Claim::message
+  // (Verify's signed_message), which every request that verifies alike shares.
+  bool signs_parsed_body = false;
 };
 
 extern const Scheme kStripe;

@@ -2,7 +2,9 @@
 // subscription's signature key over the notification URL followed by the body. The URL is
 // the endpoint's public_url (what Square's dashboard shows: behind a proxy hookbox cannot
 // know it) followed by "?" and the query the request arrived with, byte for byte, when it
-// has one. No signed timestamp: replays are caught by dedupe on the body's event_id.
+// has one. No signed timestamp: replays are caught by dedupe on the body's event_id (and
+// the hash of the signed message, not of the body, for `dedupe: [id, body]`: bytes moved
+// across the `?` sign alike). A body whose /event_id cannot be read is refused (identify.cc).
 #include <string>
 
 #include "verify/providers.h"
@@ -29,6 +31,6 @@ Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view bo
 
 }  // namespace
 
-const Scheme kSquare = {&Parse, &HmacWithSecret, &Sign};
+const Scheme kSquare = {&Parse, &HmacWithSecret, &Sign, /*signs_parsed_body=*/true};
 
 }  // namespace hookbox::verify_internal

@@ -15,12 +15,15 @@
 namespace hookbox::verify_internal {
 namespace {
 
-// The HMAC key a secret stands for; nullopt when it is not base64 (it then never verifies;
-// the config loader refuses such a secret, config_internal::IsStandardWebhooksSecret).
+// The HMAC key a secret stands for; nullopt unless it is `whsec_` then base64 (it then never
+// verifies; the config loader refuses such a secret, config_internal::IsStandardWebhooksSecret).
+// The prefix is required (issue 26): a public key pasted without its `whpk_` would otherwise
+// be an HMAC key that anyone holding the public key could sign with.
 // Padding is not significant: "whsec_c2VjcmV0Cg" and "whsec_c2VjcmV0Cg==" are one key.
 std::optional<std::string> KeyOf(const Secret& secret) {
   std::string_view text = secret.value;
-  if (text.starts_with("whsec_")) text.remove_prefix(6);
+  if (!text.starts_with("whsec_")) return std::nullopt;
+  text.remove_prefix(6);
   std::optional<std::string> key = Base64DecodeOptionalPadding(text);
   if (!key || key->empty()) return std::nullopt;
   return key;

@@ -12,7 +12,7 @@
 // Twilio has signed the URL both with and without its port, and its SDK accepts either: so
 // does hookbox (public_url without a port and with its port, or the scheme's default).
 // No signed timestamp: replays are caught by dedupe (I-Twilio-Idempotency-Token, else the
-// body hash).
+// hash of the signed message, not of the body: a reordered or re-encoded form signs alike).
 #include <strings.h>
 
 #include <algorithm>
@@ -125,6 +125,6 @@ Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view bo
 
 }  // namespace
 
-const Scheme kTwilio = {&Parse, &HmacWithSecret, &Sign};
+const Scheme kTwilio = {&Parse, &HmacWithSecret, &Sign, /*signs_parsed_body=*/true};
 
 }  // namespace hookbox::verify_internal

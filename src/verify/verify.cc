@@ -185,17 +185,21 @@ bool AnySecretMatches(const Scheme& scheme, const Endpoint& endpoint,
 }  // namespace
 
 Status Verify(const Endpoint& endpoint, const Headers& headers, std::string_view body,
-              TimePoint now, std::string_view query) {
+              TimePoint now, std::string_view query, std::string* signed_message) {
   const Scheme* scheme = SchemeFor(endpoint.provider);
   if (scheme == nullptr) return Status::Ok();
   StatusOr<verify_internal::Claim> claim = scheme->parse(endpoint, headers, body, now, query);
   if (!claim.ok()) return claim.status();
+  // The first message is the canonical one (public_url as configured); the others are
+  // spellings of the same URL (twilio's port), so identity does not depend on which matched.
+  std::string canonical = scheme->signs_parsed_body ? claim->message : std::string();
   bool matched = AnySecretMatches(*scheme, endpoint, *claim);
   for (std::string& other : claim->other_messages) {
     claim->message = std::move(other);
     matched |= AnySecretMatches(*scheme, endpoint, *claim);
   }
   if (!matched) return verify_internal::Fail(endpoint, reason::kMismatch);
+  if (signed_message != nullptr) *signed_message = std::move(canonical);
   return Status::Ok();
 }
 

@@ -32,8 +32,15 @@ inline constexpr const char* kTimestamp = "timestamp outside tolerance";
 // Status::Unauthenticated(reason::..., endpoint.name). provider kNone always passes.
 // `query` is the request's query string, byte for byte (Delivery::query): the schemes that
 // sign the URL (square) sign endpoint.public_url followed by "?" and it, when it is there.
+//
+// `signed_message`, when given, is set on success for the schemes whose signature does not
+// cover the body's raw bytes (twilio: URL and sorted decoded fields; square: URL, query and
+// body): the message they sign, spelled canonically (public_url as configured). Many
+// requests verify with one message (fields reordered or re-encoded, bytes moved across
+// square's `?`), so identity hashes it instead of the body (issue 26). Left empty for the
+// other schemes, whose signatures cover the raw body.
 Status Verify(const Endpoint& endpoint, const Headers& headers, std::string_view body,
-              TimePoint now, std::string_view query = {});
+              TimePoint now, std::string_view query = {}, std::string* signed_message = nullptr);
 
 // Standard Webhooks: the one header family ("webhook-" or "svix-") a delivery's id,
 // timestamp and signature are read from. The signature header picks it: webhook-signature

@@ -25,3 +25,21 @@ TEST_CASE("UrlEncode keeps unreserved bytes and round-trips everything else") {
   const std::string bytes("\x00\x01\xff\"'<>#?", 9);
   CHECK(FormValue(ParseUrlEncoded("v=" + UrlEncode(bytes)), "v") == bytes);
 }
+
+TEST_CASE("CountFormFields counts what ParseUrlEncoded returns, without parsing") {
+  for (const char* text :
+       {"", "a", "a=1&b=2", "&&a&&", "a=1&b=x+y%20z&&c&d=%zz%4&e=&a=2", "&", "=v", "a&b&c&"}) {
+    INFO(text);
+    CHECK(CountFormFields(text) == ParseUrlEncoded(text).size());
+  }
+  // At the limit and one over it (issue 26: twilio refuses more before verifying).
+  std::string form = "f=1";
+  for (size_t i = 1; i < kMaxFormFields; ++i) form += "&f=1";
+  CHECK(CountFormFields(form) == kMaxFormFields);
+  CHECK(CountFormFields(form + "&") == kMaxFormFields);
+  CHECK(CountFormFields(form + "&g") == kMaxFormFields + 1);
+  // A MiB of one-byte fields: counted in one pass.
+  std::string huge;
+  for (int i = 0; i < 512 * 1024; ++i) huge += "a&";
+  CHECK(CountFormFields(huge) == 512u * 1024u);
+}

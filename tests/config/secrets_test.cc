@@ -131,9 +131,8 @@ TEST_CASE("several secrets are kept in order for rotation", "[config][secrets]")
 }
 
 TEST_CASE("provider standard needs a base64 secret", "[config][secrets]") {
-  for (const char* good :
-       {"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
-        "whsec_c2VjcmV0", "whsec_c2VjcmV0Cg==", "whsec_c2VjcmV0Cg"}) {
+  for (const char* good : {"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_c2VjcmV0",
+                           "whsec_c2VjcmV0Cg==", "whsec_c2VjcmV0Cg"}) {
     INFO(good);
     LoadResult r = Load(Endpoint("standard", std::string("[{value: \"") + good + "\"}]"));
     INFO(Dump(r));
@@ -221,7 +220,7 @@ TEST_CASE("a whsec_ secret that is not base64 is refused at load, naming its end
           "[config][secrets]") {
   // Padding is optional; anything verification could not decode is refused (issue 13).
   for (const char* bad : {"whsec_QR", "whsec_QR==", "whsec_QUJ", "whsec_c2VjcmV0C", "whsec_ ",
-                          "whsec_c2VjcmV0Cg= ", " whsec_c2VjcmV0Cg"}) {
+                          "whsec_c2VjcmV0Cg= "}) {
     INFO(bad);
     LoadResult r = Load(Endpoint("standard", std::string("[{value: \"") + bad + "\"}]"));
     CHECK_FALSE(r.config);
@@ -229,10 +228,47 @@ TEST_CASE("a whsec_ secret that is not base64 is refused at load, naming its end
                   "endpoints[0].secrets[0]: the secret from value is not a Standard "
                   "Webhooks key (whsec_ followed by base64) (endpoint \"e\")"));
   }
+  // A leading space hides the prefix: refused as a key without one.
+  CHECK(HasLine(Load(Endpoint("standard", "[{value: \" whsec_c2VjcmV0Cg\"}]")).errors,
+                "the secret from value has no prefix"));
   for (const char* good : {"whsec_QQ", "whsec_QQ==", "whsec_QUI", "whsec_QUI="}) {
     INFO(good);
     CHECK(Load(Endpoint("standard", std::string("[{value: \"") + good + "\"}]")).config);
   }
+}
+
+TEST_CASE("a standard key without its whsec_ or whpk_ prefix is refused, naming the prefixes",
+          "[config][secrets]") {
+  // A public key pasted without whpk_ used to load as an HMAC secret, and then anyone
+  // holding the public key could sign v1 (issue 26). Bare base64 is refused whatever its
+  // length: the 32 bytes of a public key, a svix-style 24-byte secret, a short one.
+  for (const char* bare :
+       {"11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=",
+        "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        "c2VjcmV0Cg==", "WHSEC_c2VjcmV0Cg=="}) {
+    INFO(bare);
+    LoadResult r = Load(Endpoint("standard", std::string("[{value: \"") + bare + "\"}]"));
+    CHECK_FALSE(r.config);
+    CHECK(r.errors == std::vector<std::string>{
+                          "endpoints[0].secrets[0]: the secret from value has no prefix: add "
+                          "whsec_ if it is the signing secret, or whpk_ if it is the public key "
+                          "(a Standard Webhooks key starts with one of them) (endpoint \"e\")"});
+  }
+  // From a file too, and the message never holds the value.
+  TempFile file("11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=\n");
+  LoadResult r = Load(Endpoint("standard", "[{file: \"" + file.path() + "\"}]"));
+  INFO(Dump(r));
+  CHECK(HasLine(r.errors, "the secret from file:" + file.path() + " has no prefix: add whsec_"));
+  CHECK_FALSE(HasLine(r.errors, "11qYAY"));
+  // With either prefix the same bytes load, each as its own kind.
+  LoadResult both =
+      Load(Endpoint("standard",
+                    "[{value: \"whsec_11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=\"}, "
+                    "{value: \"whpk_11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=\"}]"));
+  INFO(Dump(both));
+  REQUIRE(both.config);
+  CHECK_FALSE(both.config->endpoints[0].secrets[0].public_key);
+  CHECK(both.config->endpoints[0].secrets[1].public_key);
 }
 
 TEST_CASE("the secret itself never appears in errors or warnings", "[config][secrets]") {
@@ -273,7 +309,7 @@ TEST_CASE("the secret itself never appears in errors or warnings", "[config][sec
   LoadResult r = Load(yaml);
   INFO(Dump(r));
   CHECK(r.errors.size() >= 7);
-  CHECK(HasLine(r.errors, "the secret from env:HOOKBOX_TEST_SECRET_LEAK is not a Standard"));
+  CHECK(HasLine(r.errors, "the secret from env:HOOKBOX_TEST_SECRET_LEAK has no prefix"));
   CHECK(HasLine(r.errors, "the secret from file:" + file.path()));
   CHECK_FALSE(r.warnings.empty());
   CHECK_FALSE(HasLine(r.errors, kSecret));
@@ -284,10 +320,12 @@ TEST_CASE("the secret itself never appears in errors or warnings", "[config][sec
 TEST_CASE("IsStandardWebhooksSecret", "[config][secrets]") {
   using config_internal::IsStandardWebhooksSecret;
   CHECK(IsStandardWebhooksSecret("whsec_AAAA"));
-  CHECK(IsStandardWebhooksSecret("AA=="));
-  CHECK(IsStandardWebhooksSecret("AAA="));
-  CHECK_FALSE(IsStandardWebhooksSecret("A"));
-  CHECK_FALSE(IsStandardWebhooksSecret("AA="));
+  CHECK(IsStandardWebhooksSecret("whsec_AA=="));
+  CHECK(IsStandardWebhooksSecret("whsec_AAA="));
+  CHECK_FALSE(IsStandardWebhooksSecret("AA=="));  // the prefix is required (issue 26)
+  CHECK_FALSE(IsStandardWebhooksSecret("AAAA"));
+  CHECK_FALSE(IsStandardWebhooksSecret("whsec_A"));
+  CHECK_FALSE(IsStandardWebhooksSecret("whsec_AA="));
   CHECK_FALSE(IsStandardWebhooksSecret("whsec_AA-_"));  // base64url is not the standard alphabet
   CHECK_FALSE(IsStandardWebhooksSecret(""));
 }

@@ -84,7 +84,8 @@ TEST_CASE("standard: the signed family alone; the other family's headers change 
 }
 
 TEST_CASE("standard: secret forms", "[standard]") {
-  CHECK(Check(Delivery(V1()), At(kT), Base64Encode(kKey)) == "ok");            // no whsec_ prefix
+  // No whsec_ prefix: not a key (the loader refuses it; a bare public key must not sign v1).
+  CHECK(Check(Delivery(V1()), At(kT), Base64Encode(kKey)) == reason::kMismatch);
   CHECK(Check(Delivery(V1()), At(kT), "whsec_" + kKey) == reason::kMismatch);  // not base64
   CHECK(Check(Delivery(V1()), At(kT), "whsec_not base64!") == reason::kMismatch);
   CHECK(Check(Delivery(V1()), At(kT), "whsec_") == reason::kMismatch);
@@ -117,11 +118,11 @@ TEST_CASE("standard: padding is not part of the key (issue 13)", "[standard]") {
     CHECK(testing::First(headers, "webhook-signature") == V1(key));
     CHECK(Check(headers, At(kT), config) == "ok");
   }
-  // Two '=' (a 31-byte key), and no prefix.
+  // Two '=' (a 31-byte key).
   const std::string key2 = kKey.substr(1);
   std::string b64 = Base64Encode(key2);
   REQUIRE(b64.ends_with("=="));
-  CHECK(Check(Delivery(V1(key2)), At(kT), b64.substr(0, b64.size() - 2)) == "ok");
+  CHECK(Check(Delivery(V1(key2)), At(kT), "whsec_" + b64.substr(0, b64.size() - 2)) == "ok");
   CHECK(Check(Delivery(V1(key2)), At(kT), "whsec_" + b64.substr(0, b64.size() - 1)) ==
         reason::kMismatch);  // half the padding is not base64
 }
@@ -249,6 +250,16 @@ TEST_CASE("standard v1a: one endpoint with whsec_ and whpk_ verifies v1 and v1a 
   CHECK(CheckWith(both, Delivery(V1a())) == "ok");
   // A key only verifies its own kind of signature.
   CHECK(CheckWith({kPublic}, Delivery(V1())) == reason::kMismatch);
+  // What row 75 claims: a v1 HMAC keyed with the public key's own bytes (what anyone holding
+  // the public key could compute, had it been taken for an HMAC key), with its base64, or
+  // with the whpk_ text itself, does not verify against that whpk_ key (issue 26, 10).
+  CHECK(CheckWith({kPublic}, Delivery(V1(testing::kEd25519Public))) == reason::kMismatch);
+  CHECK(CheckWith({kPublic}, Delivery(V1(Base64Encode(testing::kEd25519Public)))) ==
+        reason::kMismatch);
+  CHECK(CheckWith({kPublic}, Delivery(V1(kPublic))) == reason::kMismatch);
+  // Nor against the same bytes pasted without whpk_ (refused at load; no key here either).
+  CHECK(CheckWith({Base64Encode(testing::kEd25519Public)}, Delivery(V1(testing::kEd25519Public))) ==
+        reason::kMismatch);
   CHECK(CheckWith({kSecret}, Delivery(V1a())) == reason::kMismatch);
 }
 

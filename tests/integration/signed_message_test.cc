@@ -1,0 +1,198 @@
+// Replays in another spelling (issue 26, defect 1), through the real daemon with real
+// signatures: Twilio signs its URL and the form's *decoded, sorted* fields; Square signs
+// public_url, the query and the body run together. So a captured delivery can be re-sent
+// reordered, re-encoded, with an empty field, or with bytes moved across Square's `?`, and
+// still verify. Each such variant must be a `duplicate` under the provider's defaults (the
+// body-hash identity hashes the signed message, not the raw bytes), and the handler runs once.
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <string>
+
+#include "base/crypto.h"
+#include "daemon.h"
+#include "verify/verify.h"
+
+using hookbox::testing::AnswerLine;
+using hookbox::testing::Daemon;
+using hookbox::testing::Eventually;
+using hookbox::testing::TempDir;
+
+namespace {
+
+const std::string kTwilioToken = "twilio-auth-token-for-tests";
+const std::string kSquareKey = "square-signature-key-for-tests";
+const std::string kTwilioUrl = "https://example.com/hooks/twilio";
+const std::string kSquareUrl = "https://example.com/hooks/square";
+
+Daemon Start(const TempDir& dir, const std::string& dedupe) {
+  return Daemon(dir, R"(
+listen: 127.0.0.1:0
+admin_listen: ""
+database: {DB}
+workers: 2
+endpoints:
+  - name: twilio
+    path: /hooks/twilio
+    provider: twilio
+    public_url: ")" + kTwilioUrl +
+                         R"("
+    secrets: [{value: )" +
+                         kTwilioToken + R"(}]
+)" + dedupe + R"(
+    routes:
+      - events: ["*"]
+        handlers:
+          - exec: {command: [/bin/sh, -c, 'echo run >> {DIR}/twilio-runs']}
+  - name: square
+    path: /hooks/square
+    provider: square
+    public_url: ")" + kSquareUrl +
+                         R"("
+    secrets: [{value: )" +
+                         kSquareKey + R"(}]
+)" + dedupe + R"(
+    routes:
+      - events: ["*"]
+        handlers:
+          - exec: {command: [/bin/sh, -c, 'echo run >> {DIR}/square-runs']}
+)");
+}
+
+// Twilio's signature of a form body posted to public_url (hookbox send's signer).
+httplib::Headers TwilioSigned(const std::string& body) {
+  hookbox::Endpoint twilio;
+  twilio.provider = hookbox::Provider::kTwilio;
+  twilio.public_url = kTwilioUrl;
+  return hookbox::testing::HttplibHeaders(
+      hookbox::Sign(twilio, {"value", kTwilioToken}, body, std::chrono::system_clock::now()));
+}
+
+// Square's signature of public_url?query followed by the body.
+httplib::Headers SquareSigned(const std::string& query, const std::string& body) {
+  const std::string url = query.empty() ? kSquareUrl : kSquareUrl + "?" + query;
+  return {{"x-square-hmacsha256-signature",
+           hookbox::Base64Encode(
+               hookbox::Hmac(hookbox::HashAlgorithm::kSha256, kSquareKey, url + body))}};
+}
+
+int Lines(const std::string& path) {
+  std::ifstream in(path);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+
+// The handler's runs once the inbox has nothing left to do.
+int RunsWhenIdle(const Daemon& d, const std::string& runs) {
+  REQUIRE(Eventually([&] {
+    for (const auto& row : d.Rows()) {
+      if (row["status"] != "processed") return false;
+    }
+    return true;
+  }));
+  return Lines(runs);
+}
+
+void TwilioVariantsAreDuplicates(const std::string& dedupe) {
+  TempDir dir;
+  Daemon d = Start(dir, dedupe);
+  const std::string original = "MessageSid=SM1&MessageStatus=delivered&AccountSid=AC1";
+  const httplib::Headers signature = TwilioSigned(original);
+  const auto form = "application/x-www-form-urlencoded";
+  CHECK(AnswerLine(d.Post("/hooks/twilio", signature, original, form)) == "200 accepted");
+  for (const std::string variant : {
+           "MessageStatus=delivered&MessageSid=SM1&AccountSid=AC1",       // reordered
+           "MessageSid=%53M1&MessageStatus=delivered&AccountSid=AC1",     // re-encoded
+           "MessageSid=SM1&&MessageStatus=delivered&AccountSid=AC1",      // an empty field
+           "MessageSid=SM1&MessageStatus=deliver%65d&AccountSid=AC%31&",  // both, and a '&'
+           "AccountSid=AC1&MessageSid=SM1&MessageStatus=delivered&MessageSid=SM1",  // repeated
+       }) {
+    INFO(variant);
+    auto r = d.Post("/hooks/twilio", signature, variant, form);
+    CHECK(AnswerLine(r) == "200 duplicate");  // each was "200 accepted" before the fix
+  }
+  // A different message is a new event.
+  const std::string other = "MessageSid=SM2&MessageStatus=delivered&AccountSid=AC1";
+  CHECK(AnswerLine(d.Post("/hooks/twilio", TwilioSigned(other), other, form)) == "200 accepted");
+  CHECK(RunsWhenIdle(d, dir.path().string() + "/twilio-runs") == 2);
+  CHECK(d.Rows().size() == 2);
+}
+
+// A POST with the target's bytes exactly as given (httplib would percent-encode a '{').
+std::string RawPost(const Daemon& d, const std::string& target, const httplib::Headers& headers,
+                    const std::string& body) {
+  std::string request = "POST " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  for (const auto& [name, value] : headers) request += name + ": " + value + "\r\n";
+  request += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+             "\r\nConnection: close\r\n\r\n" + body;
+  return d.Raw(request);
+}
+
+void SquareVariantsAreNotNewEvents(const std::string& dedupe) {
+  TempDir dir;
+  Daemon d = Start(dir, dedupe);
+  const std::string body = R"({"event_id":"sq-1","type":"payment.created"})";
+  const httplib::Headers signature = SquareSigned("token=abc", body);
+  CHECK(RawPost(d, "/hooks/square?token=abc", signature, body).find("\"accepted\"") !=
+        std::string::npos);
+  // The body's first byte moved into the query, or the query's last byte into the body: the
+  // same signed string, and a body that is no longer Square's JSON. Refused (400), never a
+  // new event (both were "200 accepted" before the fix).
+  for (const auto& [target, moved] :
+       {std::pair{std::string("/hooks/square?token=abc{"), body.substr(1)},
+        std::pair{std::string("/hooks/square?token=ab"), "c" + body}}) {
+    INFO(target << " " << moved);
+    const std::string answer = RawPost(d, target, signature, moved);
+    CHECK(answer.starts_with("HTTP/1.1 400 "));
+    CHECK(answer.find("square delivery without a body /event_id") != std::string::npos);
+  }
+  // The original again: a duplicate.
+  CHECK(RawPost(d, "/hooks/square?token=abc", signature, body).find("\"duplicate\"") !=
+        std::string::npos);
+  CHECK(RunsWhenIdle(d, dir.path().string() + "/square-runs") == 1);
+  CHECK(d.Rows().size() == 1);
+}
+
+}  // namespace
+
+TEST_CASE("twilio: a signed form replayed in another spelling is a duplicate (defaults)",
+          "[replay]") {
+  TwilioVariantsAreDuplicates("");
+}
+
+TEST_CASE("twilio: a signed form replayed in another spelling is a duplicate (dedupe id, body)",
+          "[replay]") {
+  TwilioVariantsAreDuplicates("    dedupe: [id, body]");
+}
+
+TEST_CASE("square: bytes moved across the ? of a signed delivery make no new event", "[replay]") {
+  SquareVariantsAreNotNewEvents("");
+  SquareVariantsAreNotNewEvents("    dedupe: [id, body]");
+}
+
+TEST_CASE("twilio: a form body over 1,000 fields is refused before its signature is checked",
+          "[replay]") {
+  TempDir dir;
+  Daemon d = Start(dir, "");
+  const auto form = "application/x-www-form-urlencoded";
+  std::string at_limit = "MessageSid=SM9";
+  for (int i = 1; i < 1000; ++i) at_limit += "&F" + std::to_string(i) + "=v";
+  // 1,000 fields, signed: an event.
+  CHECK(AnswerLine(d.Post("/hooks/twilio", TwilioSigned(at_limit), at_limit, form)) ==
+        "200 accepted");
+  // 1,001, signed or not: 413 with the reason, before any MAC is computed.
+  const std::string over = at_limit + "&F1000=v";
+  for (const httplib::Headers& headers :
+       {TwilioSigned(over), httplib::Headers{{"X-Twilio-Signature", "AAAA"}}, httplib::Headers{}}) {
+    auto r = d.Post("/hooks/twilio", headers, over, form);
+    REQUIRE(r);
+    CHECK(r->status == 413);
+    CHECK(r->body.find("form body has more than 1000 fields") != std::string::npos);
+  }
+  // Half a MiB of one-byte fields, unsigned (issue 26: a MiB cost 52 ms of CPU): 413 too.
+  std::string flood;
+  for (int i = 0; i < 256 * 1024; ++i) flood += "a&";
+  auto r = d.Post("/hooks/twilio", {{"X-Twilio-Signature", "AAAA"}}, flood, form);
+  REQUIRE(r);
+  CHECK(r->status == 413);
+}
