@@ -93,8 +93,8 @@ endpoints:
     routes:
       - events: ["*"]
         handlers:
-          - http:
-              name: orders
+          - name: orders
+            http:
               url: http://127.0.0.1:)" +
          std::to_string(downstream_port) + R"(/orders
               timeout: 5s
