@@ -5,7 +5,7 @@
 // Signatures here come from the SDK's own getExpectedTwilioSignature, and its
 // validateRequest / validateRequestWithBody agree before hookbox is asked. A
 // `provider: twilio` endpoint must accept them, store the form byte for byte, take the id
-// from I-Twilio-Idempotency-Token (else the body hash) and a type from a `form:` field;
+// from I-Twilio-Idempotency-Token (else the signed message's hash) and a type from a `form:` field;
 // one byte changed in a form value, the URL, the signature or the token, and both refuse.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -75,9 +75,12 @@ test('a form the SDK validates is accepted, identified by its idempotency token,
   // Twilio retries with the same token: a duplicate, stored once.
   const again = await send('/hooks/twilio', body, signature, { 'I-Twilio-Idempotency-Token': token });
   assert.deepEqual(again.json, { status: 'duplicate', event_id: token });
-  // Without the token the id is the body hash.
+  // Without the token the id is the hash of the signed message (issue 26, 1): public_url
+  // and the fields sorted by name, each name then value, as the SDK signs them; so the same
+  // form spelled another way (reordered, re-encoded) is the same event.
   const bare = await send('/hooks/twilio', body, signature);
-  const hash = `sha256:${createHash('sha256').update(body).digest('hex')}`;
+  const signed = PUBLIC_URL + Object.keys(params).sort().map((k) => k + params[k]).join('');
+  const hash = `sha256:${createHash('sha256').update(signed).digest('hex')}`;
   assert.deepEqual(bare.json, { status: 'accepted', event_id: hash });
 });
 
