@@ -58,30 +58,62 @@ bool HandlerConfigured(const Config& config, const std::string& endpoint,
   return false;
 }
 
-}  // namespace
-
-int InboxBulk(const std::string& path, BulkVerb verb, const BulkArgs& args) {
-  const char* name = verb == BulkVerb::kReplay ? "replay" : "retry --dead";
+// The request the options describe; a bad part is reported (exit kExitBadFilter).
+std::optional<BulkRequest> RequestOrReport(BulkVerb verb, const BulkArgs& args) {
   BulkRequest request;
   request.verb = verb;
   if (auto filter = FilterOrReport(args.filter)) {
     request.filter = *std::move(filter);
   } else {
-    return kExitBadFilter;
+    return std::nullopt;
   }
   if (verb == BulkVerb::kReplay && request.filter.handler.empty()) {
     std::cerr << "hookbox: inbox replay needs --handler NAME: the handler to run again\n";
-    return kExitBadFilter;
+    return std::nullopt;
   }
   if (!args.rate.empty()) {
     auto rate = ParseBulkRate(args.rate);
     if (!rate) {
       std::cerr << "hookbox: --rate takes N/s or N/min, N a positive number: "
                 << TerminalSafe(args.rate) << "\n";
-      return kExitBadFilter;
+      return std::nullopt;
     }
     request.rate = *rate;
   }
+  return request;
+}
+
+// A dry run, a refusal for want of --yes, or nothing to do: the answer without acting, as
+// an exit code; nullopt when the verb is to act.
+std::optional<int> AnswerWithoutActing(BulkVerb verb, const BulkPlan& plan, const BulkArgs& args,
+                                       json& out) {
+  std::string refused;
+  if (!args.dry_run && plan.rows > 1 && !args.yes) {
+    refused = std::to_string(plan.rows) + " rows match: add --yes to " +
+              (verb == BulkVerb::kReplay ? "replay them" : "re-arm their dead jobs") +
+              " (nothing changed)";
+  }
+  if (!args.dry_run && refused.empty() && plan.rows != 0) return std::nullopt;
+  if (args.json) {
+    out["rearmed"] = 0;
+    if (!refused.empty()) out["refused"] = refused;
+    std::cout << Dump(out, 2) << "\n";
+  } else if (args.dry_run) {
+    std::cout << "dry run: nothing changed\n";
+  } else if (plan.rows == 0) {
+    std::cout << "nothing to do\n";
+  }
+  if (refused.empty()) return kExitOk;
+  std::cerr << "hookbox: " << refused << "\n";
+  return kExitBadFilter;
+}
+
+}  // namespace
+
+int InboxBulk(const std::string& path, BulkVerb verb, const BulkArgs& args) {
+  std::optional<BulkRequest> parsed = RequestOrReport(verb, args);
+  if (!parsed) return kExitBadFilter;
+  BulkRequest& request = *parsed;
   Opened opened = LoadAndOpen(
       path, {.endpoint = request.filter.endpoint, .check = [&](Config& c) {
                if (verb != BulkVerb::kReplay ||
@@ -104,29 +136,7 @@ int InboxBulk(const std::string& path, BulkVerb verb, const BulkArgs& args) {
   json out = {{"verb", BulkVerbName(verb)}, {"dry_run", args.dry_run}, {"plan", PlanJson(*plan)}};
   if (!args.json) PrintPlan(verb, *plan, request.filter.handler);
 
-  std::string refused;
-  if (args.dry_run) {
-    refused = "";
-  } else if (plan->rows > 1 && !args.yes) {
-    refused = std::to_string(plan->rows) + " rows match: add --yes to " +
-              (verb == BulkVerb::kReplay ? "replay them" : "re-arm their dead jobs") +
-              " (nothing changed)";
-  }
-  if (args.dry_run || !refused.empty() || plan->rows == 0) {
-    if (args.json) {
-      out["rearmed"] = 0;
-      if (!refused.empty()) out["refused"] = refused;
-      std::cout << Dump(out, 2) << "\n";
-    } else if (args.dry_run) {
-      std::cout << "dry run: nothing changed\n";
-    } else if (plan->rows == 0) {
-      std::cout << "nothing to do\n";
-    }
-    if (refused.empty()) return kExitOk;
-    std::cerr << "hookbox: " << refused << "\n";
-    return kExitBadFilter;
-  }
-
+  if (auto code = AnswerWithoutActing(verb, *plan, args, out)) return *code;
   request.now = std::chrono::system_clock::now();
   const auto started = std::chrono::steady_clock::now();
   auto done =
@@ -139,7 +149,8 @@ int InboxBulk(const std::string& path, BulkVerb verb, const BulkArgs& args) {
     out["seconds"] = seconds;
     std::cout << Dump(out, 2) << "\n";
   } else {
-    std::cout << name << ": re-armed " << *done << " job(s) in " << seconds << " s"
+    std::cout << (verb == BulkVerb::kReplay ? "replay" : "retry --dead") << ": re-armed " << *done
+              << " job(s) in " << seconds << " s"
               << (request.rate > 0 ? ", due times spread by --rate" : "") << "\n";
   }
   return kExitOk;

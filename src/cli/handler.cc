@@ -82,26 +82,22 @@ std::vector<HandlerRef> Targets(const Config& config, const std::string& target,
   return refs;
 }
 
-}  // namespace
+// One row of `handler list`: a configured handler, or one the config lacks that still has
+// jobs or state (its jobs are held).
+struct Line {
+  HandlerStatus status;
+  bool configured = false;
+  std::string rate, circuit;
+  int concurrency = 0;
+};
 
-int HandlerList(const std::string& path, bool as_json) {
-  Opened opened = LoadAndOpen(path, {});
-  if (!opened.inbox) return opened.exit_code;
-  const Config& config = *opened.config;
-  auto all = opened.inbox->Handlers(std::chrono::system_clock::now());
-  if (!all.ok()) return ReportFailure(all.status());
+std::vector<Line> CollectLines(const Config& config, std::vector<HandlerStatus> all) {
   std::map<std::pair<std::string, std::string>, HandlerStatus> by;
-  for (HandlerStatus& h : *all) by[{h.state.endpoint, h.state.handler}] = std::move(h);
+  for (HandlerStatus& h : all) by[{h.state.endpoint, h.state.handler}] = std::move(h);
   // Concurrency is each kind's setting, read by its factory.
   std::vector<std::string> build_errors;
   const HandlerSet built = BuildHandlers(config, &build_errors);
 
-  struct Line {
-    HandlerStatus status;
-    bool configured = false;
-    std::string rate, circuit;
-    int concurrency = 0;
-  };
   std::vector<Line> lines;
   for (const HandlerRef& ref : ConfiguredHandlers(config)) {
     Line line;
@@ -130,6 +126,19 @@ int HandlerList(const std::string& path, bool as_json) {
     }
     lines.push_back(Line{std::move(status), false, "", "", 0});
   }
+
+  return lines;
+}
+
+}  // namespace
+
+int HandlerList(const std::string& path, bool as_json) {
+  Opened opened = LoadAndOpen(path, {});
+  if (!opened.inbox) return opened.exit_code;
+  const Config& config = *opened.config;
+  auto all = opened.inbox->Handlers(std::chrono::system_clock::now());
+  if (!all.ok()) return ReportFailure(all.status());
+  const std::vector<Line> lines = CollectLines(config, std::move(*all));
 
   if (as_json) {
     json out = json::array();

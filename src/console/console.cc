@@ -260,8 +260,8 @@ StatusOr<BulkQuery> ParseBulkQuery(const FormFields& fields) {
     if (name == "where") {
       options.emplace_back(name, value);
       q.where.push_back(value);
-    } else if (std::find_if(kFilterFields.begin(), kFilterFields.end(),
-                            [&](const char* f) { return name == f; }) != kFilterFields.end()) {
+    } else if (std::find(kFilterFields.begin(), kFilterFields.end(), std::string_view(name)) !=
+               kFilterFields.end()) {
       options.emplace_back(name, value);
     }
   }

@@ -133,9 +133,84 @@ std::string_view TrimJsonSpace(std::string_view raw) {
   return raw;
 }
 
-// The walk of JsonPointerValue over an on-demand value. Forward-only: of an object's
-// members every one named `tokens[0]` is followed, and the last one's answer stands (a
-// later duplicate replaces an earlier match, or an earlier miss).
+std::optional<std::string> Resolve(simdjson::ondemand::value v, std::span<const std::string> tokens,
+                                   bool* failed);
+
+// The value the pointer ends at: a string's text, a number's or literal's JSON text; null,
+// objects and arrays are no value.
+std::optional<std::string> Leaf(simdjson::ondemand::value v, simdjson::ondemand::json_type type,
+                                bool* failed) {
+  switch (type) {
+    case simdjson::ondemand::json_type::string: {
+      std::string_view s;
+      if (v.get_string().get(s) != simdjson::SUCCESS) {
+        *failed = true;
+        return std::nullopt;
+      }
+      return std::string(s);
+    }
+    case simdjson::ondemand::json_type::number:
+    case simdjson::ondemand::json_type::boolean:
+      return std::string(TrimJsonSpace(v.raw_json_token()));
+    default:
+      return std::nullopt;
+  }
+}
+
+// Of an object's members every one named `tokens[0]` is followed, and the last one's answer
+// stands (a later duplicate replaces an earlier match, or an earlier miss).
+std::optional<std::string> InObject(simdjson::ondemand::value v,
+                                    std::span<const std::string> tokens, bool* failed) {
+  simdjson::ondemand::object object;
+  if (v.get_object().get(object) != simdjson::SUCCESS) {
+    *failed = true;
+    return std::nullopt;
+  }
+  std::optional<std::string> found;
+  for (auto field : object) {
+    std::string_view key;
+    if (field.unescaped_key().get(key) != simdjson::SUCCESS) {
+      *failed = true;
+      return std::nullopt;
+    }
+    if (key != tokens.front()) continue;
+    simdjson::ondemand::value member;
+    if (field.value().get(member) != simdjson::SUCCESS) {
+      *failed = true;
+      return std::nullopt;
+    }
+    found = Resolve(member, tokens.subspan(1), failed);
+    if (*failed) return std::nullopt;
+  }
+  return found;
+}
+
+// A decimal index without leading zeros (RFC 6901), as the PostgreSQL twin reads it.
+std::optional<std::string> InArray(simdjson::ondemand::value v, std::span<const std::string> tokens,
+                                   bool* failed) {
+  const std::string& token = tokens.front();
+  if (!AllDigits(token) || (token.size() > 1 && token[0] == '0') || token.size() > 9) {
+    return std::nullopt;
+  }
+  const size_t index = std::stoul(token);
+  simdjson::ondemand::array array;
+  if (v.get_array().get(array) != simdjson::SUCCESS) {
+    *failed = true;
+    return std::nullopt;
+  }
+  size_t i = 0;
+  for (auto element : array) {
+    simdjson::ondemand::value item;
+    if (element.get(item) != simdjson::SUCCESS) {
+      *failed = true;
+      return std::nullopt;
+    }
+    if (i++ == index) return Resolve(item, tokens.subspan(1), failed);
+  }
+  return std::nullopt;
+}
+
+// The walk of JsonPointerValue over an on-demand value; forward-only.
 std::optional<std::string> Resolve(simdjson::ondemand::value v, std::span<const std::string> tokens,
                                    bool* failed) {
   simdjson::ondemand::json_type type;
@@ -143,70 +218,9 @@ std::optional<std::string> Resolve(simdjson::ondemand::value v, std::span<const 
     *failed = true;
     return std::nullopt;
   }
-  if (tokens.empty()) {
-    switch (type) {
-      case simdjson::ondemand::json_type::string: {
-        std::string_view s;
-        if (v.get_string().get(s) != simdjson::SUCCESS) {
-          *failed = true;
-          return std::nullopt;
-        }
-        return std::string(s);
-      }
-      case simdjson::ondemand::json_type::number:
-      case simdjson::ondemand::json_type::boolean:
-        return std::string(TrimJsonSpace(v.raw_json_token()));
-      default:
-        return std::nullopt;
-    }
-  }
-  const std::string& token = tokens.front();
-  if (type == simdjson::ondemand::json_type::object) {
-    simdjson::ondemand::object object;
-    if (v.get_object().get(object) != simdjson::SUCCESS) {
-      *failed = true;
-      return std::nullopt;
-    }
-    std::optional<std::string> found;
-    for (auto field : object) {
-      std::string_view key;
-      if (field.unescaped_key().get(key) != simdjson::SUCCESS) {
-        *failed = true;
-        return std::nullopt;
-      }
-      if (key != token) continue;
-      simdjson::ondemand::value member;
-      if (field.value().get(member) != simdjson::SUCCESS) {
-        *failed = true;
-        return std::nullopt;
-      }
-      found = Resolve(member, tokens.subspan(1), failed);
-      if (*failed) return std::nullopt;
-    }
-    return found;
-  }
-  if (type == simdjson::ondemand::json_type::array) {
-    // A decimal index without leading zeros (RFC 6901), as the PostgreSQL twin reads it.
-    if (!AllDigits(token) || (token.size() > 1 && token[0] == '0') || token.size() > 9) {
-      return std::nullopt;
-    }
-    const size_t index = std::stoul(token);
-    simdjson::ondemand::array array;
-    if (v.get_array().get(array) != simdjson::SUCCESS) {
-      *failed = true;
-      return std::nullopt;
-    }
-    size_t i = 0;
-    for (auto element : array) {
-      simdjson::ondemand::value item;
-      if (element.get(item) != simdjson::SUCCESS) {
-        *failed = true;
-        return std::nullopt;
-      }
-      if (i++ == index) return Resolve(item, tokens.subspan(1), failed);
-    }
-    return std::nullopt;
-  }
+  if (tokens.empty()) return Leaf(v, type, failed);
+  if (type == simdjson::ondemand::json_type::object) return InObject(v, tokens, failed);
+  if (type == simdjson::ondemand::json_type::array) return InArray(v, tokens, failed);
   return std::nullopt;
 }
 

@@ -337,6 +337,39 @@ Event EventFor(const ReceiverSetup& setup, const Endpoint& ep, const Delivery& d
   return e;
 }
 
+// A body too large to read: past limits.max_body, or (Twilio, whose signature covers the
+// form's parsed, sorted fields) more fields than kMaxFormFields, so that work is bounded
+// before the signature is checked (issue 26). A JSON body (bodySHA256 in the query) is not
+// parsed.
+std::optional<std::pair<Answer, const char*>> SizeRefusal(const Endpoint& ep, const Delivery& d,
+                                                          size_t max_body) {
+  if (d.body.size() > max_body) {
+    return std::make_pair(Error(413, "body larger than limits.max_body"), "too_large");
+  }
+  if (ep.provider == Provider::kTwilio && !FormValue(ParseUrlEncoded(d.query), "bodySHA256") &&
+      CountFormFields(d.body) > kMaxFormFields) {
+    return std::make_pair(
+        Error(413, "form body has more than " + std::to_string(kMaxFormFields) + " fields"),
+        "too_large");
+  }
+  return std::nullopt;
+}
+
+// A verified request that is not an event, answered and not stored: Slack proves an endpoint
+// with a one-off challenge; Discord checks one with a signed PING (type 0), answered 204.
+std::optional<std::pair<Answer, const char*>> AnswerBeforeAccept(const Endpoint& ep,
+                                                                 const Delivery& d) {
+  if (ep.provider == Provider::kSlack &&
+      BodyField(d.body, "/type").value_or("") == "url_verification") {
+    json answer = {{"challenge", BodyField(d.body, "/challenge").value_or("")}};
+    return std::make_pair(Answer{200, Dump(answer), {}}, "challenge");
+  }
+  if (ep.provider == Provider::kDiscord && BodyField(d.body, "/type").value_or("") == "0") {
+    return std::make_pair(Answer{204, "", {}}, "ping");
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Answer Receiver::Receive(const Delivery& d) const {
@@ -351,17 +384,8 @@ Answer Receiver::Receive(const Delivery& d) const {
   }
   record.log["endpoint"] = ep->name;
   record.endpoint_label = ep->name;
-  if (d.body.size() > config->limits.max_body) {
-    return record.Finish(Error(413, "body larger than limits.max_body"), "too_large");
-  }
-
-  // Twilio's signature covers the form's parsed, sorted fields: bound that work before the
-  // signature is checked (issue 26). A JSON body (bodySHA256 in the query) is not parsed.
-  if (ep->provider == Provider::kTwilio && !FormValue(ParseUrlEncoded(d.query), "bodySHA256") &&
-      CountFormFields(d.body) > kMaxFormFields) {
-    return record.Finish(
-        Error(413, "form body has more than " + std::to_string(kMaxFormFields) + " fields"),
-        "too_large");
+  if (auto refused = SizeRefusal(*ep, d, config->limits.max_body)) {
+    return record.Finish(std::move(refused->first), refused->second);
   }
 
   // 2. verify: before anything reads the body or the inbox.
@@ -372,15 +396,8 @@ Answer Receiver::Receive(const Delivery& d) const {
     return record.Finish(Error(401, s.what()), "unauthenticated");
   }
 
-  // Slack proves an endpoint with a one-off challenge that is not an event.
-  if (ep->provider == Provider::kSlack &&
-      BodyField(d.body, "/type").value_or("") == "url_verification") {
-    json answer = {{"challenge", BodyField(d.body, "/challenge").value_or("")}};
-    return record.Finish(Answer{200, Dump(answer), {}}, "challenge");
-  }
-  // Discord checks an endpoint with a signed PING (type 0), answered 204 and not stored.
-  if (ep->provider == Provider::kDiscord && BodyField(d.body, "/type").value_or("") == "0") {
-    return record.Finish(Answer{204, "", {}}, "ping");
+  if (auto answered = AnswerBeforeAccept(*ep, d)) {
+    return record.Finish(std::move(answered->first), answered->second);
   }
 
   // 3. identify

@@ -1960,31 +1960,39 @@ class PostgresInbox final : public Inbox {
   // no claim may decide on the old state, as in Retry), the jobs rows, the inbox rows in
   // ascending id order. Each job by a compare-and-swap on the status it was read in: a job
   // another replica or operator changed since is left alone.
+  // A job a bulk verb acts on, with its row and the claim lock key of its resource.
+  struct BulkTarget {
+    int64_t job, row;
+    std::string resource_key;  // "" = no resource
+  };
+
+  // The jobs a bulk verb acts on, in received order.
+  StatusOr<std::vector<BulkTarget>> BulkTargets(const BulkRequest& r) {
+    std::vector<BulkTarget> targets;
+    std::vector<SqlValue> values;
+    const std::string sql = "SELECT j.id, j.inbox_id, i.endpoint, i.resource_id" +
+                            BulkJobsTail(r, SqlDialect::kPostgres, &values) +
+                            " ORDER BY i.id, j.id";
+    const Params params = ParamsOf(values);
+    Status s = Read([&](Conn& c) -> Status {
+      targets.clear();
+      HOOKBOX_EXEC(q, c.Exec(sql, params));
+      for (int i = 0; i < q.rows(); ++i) {
+        const std::string resource = q.Text(i, 3);
+        targets.push_back({q.Int(i, 0), q.Int(i, 1),
+                           resource.empty() ? "" : ResourceKey(q.Text(i, 2), resource)});
+      }
+      return Status::Ok();
+    });
+    if (!s.ok()) return s;
+    return targets;
+  }
+
   StatusOr<int64_t> ActBulk(const BulkRequest& r) {
     if (Status s = CheckBulk(r); !s.ok()) return s;
-    struct Target {
-      int64_t job, row;
-      std::string resource_key;  // "" = no resource
-    };
-    std::vector<Target> targets;
-    {
-      std::vector<SqlValue> values;
-      const std::string sql = "SELECT j.id, j.inbox_id, i.endpoint, i.resource_id" +
-                              BulkJobsTail(r, SqlDialect::kPostgres, &values) +
-                              " ORDER BY i.id, j.id";
-      const Params params = ParamsOf(values);
-      Status s = Read([&](Conn& c) -> Status {
-        targets.clear();
-        HOOKBOX_EXEC(q, c.Exec(sql, params));
-        for (int i = 0; i < q.rows(); ++i) {
-          const std::string resource = q.Text(i, 3);
-          targets.push_back({q.Int(i, 0), q.Int(i, 1),
-                             resource.empty() ? "" : ResourceKey(q.Text(i, 2), resource)});
-        }
-        return Status::Ok();
-      });
-      if (!s.ok()) return s;
-    }
+    auto found = BulkTargets(r);
+    if (!found.ok()) return found.status();
+    const std::vector<BulkTarget>& targets = *found;
     const bool replay = r.verb == BulkVerb::kReplay;
     const char* from_status = replay ? "done" : "dead";
     const std::string update =

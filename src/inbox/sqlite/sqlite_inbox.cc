@@ -1345,20 +1345,26 @@ class SqliteInbox final : public Inbox {
   // in (a job that changed since is left alone). Between batches the verb pauses as long as
   // the batch took, as the purge does (PurgeRows): run as `hookbox inbox retry` beside the
   // daemon, it must leave the write lock to the daemon's accepts half of the time.
+  // The jobs a bulk verb acts on, as (job id, inbox id), in received order.
+  StatusOr<std::vector<std::pair<int64_t, int64_t>>> BulkTargets(const BulkRequest& r) {
+    std::vector<std::pair<int64_t, int64_t>> targets;
+    std::lock_guard lock(read_mu_);
+    std::vector<SqlValue> params;
+    HOOKBOX_PREPARE(q, *reader_,
+                    "SELECT j.id, j.inbox_id" + BulkJobsTail(r, SqlDialect::kSqlite, &params) +
+                        " ORDER BY i.id, j.id");
+    BindAll(q, params);
+    Status s;
+    while (q.Step(&s)) targets.emplace_back(q.Int(0), q.Int(1));
+    if (!s.ok()) return s;
+    return targets;
+  }
+
   StatusOr<int64_t> ActBulk(const BulkRequest& r) {
     if (Status s = CheckBulk(r); !s.ok()) return s;
-    std::vector<std::pair<int64_t, int64_t>> targets;  // (job id, inbox id)
-    {
-      std::lock_guard lock(read_mu_);
-      std::vector<SqlValue> params;
-      HOOKBOX_PREPARE(q, *reader_,
-                      "SELECT j.id, j.inbox_id" + BulkJobsTail(r, SqlDialect::kSqlite, &params) +
-                          " ORDER BY i.id, j.id");
-      BindAll(q, params);
-      Status s;
-      while (q.Step(&s)) targets.emplace_back(q.Int(0), q.Int(1));
-      if (!s.ok()) return s;
-    }
+    auto found = BulkTargets(r);
+    if (!found.ok()) return found.status();
+    const std::vector<std::pair<int64_t, int64_t>>& targets = *found;
     const bool replay = r.verb == BulkVerb::kReplay;
     const std::string job_sql =
         replay ? "UPDATE jobs SET status = 'pending', attempts = 0, next_attempt_at = ?1,"
