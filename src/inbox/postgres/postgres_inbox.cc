@@ -108,6 +108,17 @@ Status Exec(Conn& c, const std::string& sql, const Params& p = {}) {
   return r.ok() ? Status::Ok() : r.status();
 }
 
+// A bulk verb's change of its jobs: $1 their ids, $2 their due times, $3 the status each
+// must still have (the compare-and-swap); returns the rows of the jobs it changed.
+std::string BulkUpdateSql(bool replay) {
+  return std::string(
+             "UPDATE jobs j SET status = 'pending', attempts = 0,"
+             " next_attempt_at = u.at::timestamptz, sync = false") +
+         (replay ? ", generation = j.generation + 1, last_error = NULL" : "") +
+         " FROM unnest($1::bigint[], $2::text[]) AS u(id, at)"
+         " WHERE j.id = u.id AND j.status = $3 RETURNING j.inbox_id";
+}
+
 // A `sql` handler statement in positional form, and how its parameters are typed.
 struct UserStatement {
   std::string sql;
@@ -1988,6 +1999,30 @@ class PostgresInbox final : public Inbox {
     return targets;
   }
 
+  // The rows whose jobs a bulk verb re-armed, locked in id order, pending again unless
+  // another job of the row stays dead (a retry of one handler).
+  Status ReopenBulkRows(Conn& c, const std::set<int64_t>& rows) {
+    if (rows.empty()) return Status::Ok();
+    std::string row_ids = "{";
+    for (int64_t id : rows) {
+      if (row_ids.size() > 1) row_ids += ',';
+      row_ids += std::to_string(id);
+    }
+    row_ids += '}';
+    if (Status st = Exec(c,
+                         "SELECT id FROM inbox WHERE id = ANY($1::bigint[]) ORDER BY id"
+                         " FOR UPDATE",
+                         Params().Add(row_ids));
+        !st.ok()) {
+      return st;
+    }
+    return Exec(c,
+                "UPDATE inbox SET status = CASE WHEN EXISTS (SELECT 1 FROM jobs"
+                " WHERE jobs.inbox_id = inbox.id AND jobs.status = 'dead') THEN 'dead'"
+                " ELSE 'pending' END, processed_at = NULL WHERE id = ANY($1::bigint[])",
+                Params().Add(row_ids));
+  }
+
   StatusOr<int64_t> ActBulk(const BulkRequest& r) {
     if (Status s = CheckBulk(r); !s.ok()) return s;
     auto found = BulkTargets(r);
@@ -1995,13 +2030,7 @@ class PostgresInbox final : public Inbox {
     const std::vector<BulkTarget>& targets = *found;
     const bool replay = r.verb == BulkVerb::kReplay;
     const char* from_status = replay ? "done" : "dead";
-    const std::string update =
-        std::string(
-            "UPDATE jobs j SET status = 'pending', attempts = 0,"
-            " next_attempt_at = u.at::timestamptz, sync = false") +
-        (replay ? ", generation = j.generation + 1, last_error = NULL" : "") +
-        " FROM unnest($1::bigint[], $2::text[]) AS u(id, at)"
-        " WHERE j.id = u.id AND j.status = $3 RETURNING j.inbox_id";
+    const std::string update = BulkUpdateSql(replay);
     const size_t batch = static_cast<size_t>(std::max(1, r.batch));
     int64_t rearmed = 0;
     for (size_t from = 0; from < targets.size(); from += batch) {
@@ -2042,26 +2071,7 @@ class PostgresInbox final : public Inbox {
         changed = up.rows();
         std::set<int64_t> rows;
         for (int i = 0; i < up.rows(); ++i) rows.insert(up.Int(i, 0));
-        if (rows.empty()) return Status::Ok();
-        std::string row_ids = "{";
-        for (int64_t id : rows) {
-          if (row_ids.size() > 1) row_ids += ',';
-          row_ids += std::to_string(id);
-        }
-        row_ids += '}';
-        if (Status st = Exec(c,
-                             "SELECT id FROM inbox WHERE id = ANY($1::bigint[]) ORDER BY id"
-                             " FOR UPDATE",
-                             Params().Add(row_ids));
-            !st.ok()) {
-          return st;
-        }
-        // Pending again, unless another job of the row stays dead (a retry of one handler).
-        return Exec(c,
-                    "UPDATE inbox SET status = CASE WHEN EXISTS (SELECT 1 FROM jobs"
-                    " WHERE jobs.inbox_id = inbox.id AND jobs.status = 'dead') THEN 'dead'"
-                    " ELSE 'pending' END, processed_at = NULL WHERE id = ANY($1::bigint[])",
-                    Params().Add(row_ids));
+        return ReopenBulkRows(c, rows);
       });
       if (!s.ok()) return s;
       rearmed += changed;
