@@ -96,10 +96,12 @@ export class Daemon {
   url(path) { return `http://127.0.0.1:${this.port}${path}`; }
 
   // POSTs the exact bytes of `body` (string or Buffer). Returns {status, json, text}.
-  // A keep-alive connection the daemon closed while it sat idle in fetch's pool fails the
-  // next request before any answer ('fetch failed'); that request is sent once more on a new
-  // connection, as a producer would. (Seen under ASan only, where the CLI calls between
-  // requests are slow; why the daemon closed that connection is not yet known.)
+  // The daemon closes a keep-alive connection idle for its Keep-Alive timeout (5 s), and
+  // fetch drops pooled connections a second before that, on a timer of the event loop. The
+  // CLI calls here (execFileSync) block that loop: after a few seconds of them (ASan builds),
+  // the next fetch takes a pooled connection the daemon has already closed, before the loop
+  // has seen the close, and fails with UND_ERR_SOCKET "other side closed" before sending a
+  // byte the daemon read. Only that failure is sent again, on a new connection.
   async post(path, headers, body) {
     const init = {
       method: 'POST',
@@ -110,7 +112,7 @@ export class Daemon {
     try {
       res = await fetch(this.url(path), init);
     } catch (e) {
-      if (!(e instanceof TypeError)) throw e;
+      if (e?.cause?.code !== 'UND_ERR_SOCKET') throw e;
       res = await fetch(this.url(path), init);
     }
     const text = await res.text();
