@@ -105,4 +105,12 @@ std::optional<CircuitTransition> ApplyOutcome(HandlerState& state, Outcome outco
   return CircuitTransition{state.endpoint, state.handler, from, state.circuit, state.failures};
 }
 
+bool ApplyPause(HandlerState& state, bool paused, const std::string& reason, TimePoint now) {
+  if (state.paused == paused && (!paused || state.paused_reason == reason)) return false;
+  state.paused = paused;
+  state.paused_reason = paused ? reason : "";
+  state.paused_at = paused ? FormatTime(now) : "";
+  return true;
+}
+
 }  // namespace hookbox

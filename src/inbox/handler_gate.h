@@ -37,6 +37,10 @@ std::optional<CircuitTransition> AfterClaim(HandlerState& state, const HandlerRa
                                             TimePoint now, std::chrono::milliseconds lease);
 
 // A finished attempt's effect on the circuit (Inbox::RecordCircuit's rules).
+// An operator's pause or resume (Inbox::SetPaused): false when the state already is so
+// (paused with that reason, or running), and nothing is to be written.
+bool ApplyPause(HandlerState& state, bool paused, const std::string& reason, TimePoint now);
+
 std::optional<CircuitTransition> ApplyOutcome(HandlerState& state, Outcome outcome,
                                               const CircuitLimit& limit, TimePoint now);
 

@@ -10,46 +10,12 @@
 
 #include "inbox/handler_gate.h"
 #include "inbox/inbox.h"
-#include "tests/pg/pg_testing.h"
+#include "tests/inbox/test_inbox.h"
 
 namespace {
 
 using namespace hookbox;
 using namespace std::chrono_literals;
-
-bool OnPostgres() {
-  const char* backend = std::getenv("HOOKBOX_TEST_BACKEND");
-  return backend && std::string(backend) == "postgres";
-}
-
-// A fresh database per test (see inbox_test.cc's TestInbox).
-struct StateInbox {
-  StateInbox() {
-    if (OnPostgres()) {
-      pg = std::make_unique<pgtest::TestDatabase>();
-      database = pg->url();
-    } else {
-      std::string tmpl = (std::filesystem::temp_directory_path() / "hookbox-state-XXXXXX").string();
-      dir = mkdtemp(tmpl.data());
-      database = dir + "/inbox.db";
-    }
-    inbox = Open();
-  }
-  ~StateInbox() {
-    inbox.reset();
-    pg.reset();
-    if (!dir.empty()) std::filesystem::remove_all(dir);
-  }
-  Inbox* operator->() { return inbox.get(); }
-  std::unique_ptr<Inbox> Open() const {
-    auto opened = OpenInbox({database, true, true});
-    REQUIRE(opened.ok());
-    return std::move(*opened);
-  }
-  std::string dir, database;
-  std::unique_ptr<pgtest::TestDatabase> pg;
-  std::unique_ptr<Inbox> inbox;
-};
 
 const TimePoint kT0 = TimePoint(std::chrono::seconds(1'800'000'000));
 
@@ -74,7 +40,7 @@ Event Ev(const std::string& id, std::vector<std::string> handlers,
   return e;
 }
 
-void AcceptAll(StateInbox& t, int n, const std::vector<std::string>& handlers,
+void AcceptAll(TestInbox& t, int n, const std::vector<std::string>& handlers,
                const std::string& prefix = "e") {
   for (int i = 0; i < n; ++i) {
     auto r = t->Accept(Ev(prefix + std::to_string(i), handlers));
@@ -110,7 +76,7 @@ const HandlerStatus* Find(const std::vector<HandlerStatus>& all, const std::stri
 }  // namespace
 
 TEST_CASE("handler state: a paused handler's jobs stay pending, unclaimed; resume restores") {
-  StateInbox t;
+  TestInbox t;
   AcceptAll(t, 3, {"a", "b"});
   auto paused = t->SetPaused({{"ep", "a"}}, true, "downstream down", kT0);
   REQUIRE(paused.ok());
@@ -150,11 +116,11 @@ TEST_CASE("handler state: a paused handler's jobs stay pending, unclaimed; resum
 }
 
 TEST_CASE("handler state: a pause survives reopening the database") {
-  StateInbox t;
+  TestInbox t;
   AcceptAll(t, 2, {"a"});
   REQUIRE(t->SetPaused({{"ep", "a"}}, true, "maintenance", kT0).ok());
   t.inbox.reset();
-  t.inbox = t.Open();
+  t.inbox = t.OpenAnother();
   CHECK(Claim(*t.inbox, kT0 + 1h).empty());
   auto list = t->Handlers(kT0);
   REQUIRE(list.ok());
@@ -163,7 +129,7 @@ TEST_CASE("handler state: a pause survives reopening the database") {
 }
 
 TEST_CASE("handler state: a paused job still holds back the later jobs of its resource") {
-  StateInbox t;
+  TestInbox t;
   REQUIRE(t->Accept(Ev("r1", {"a"}, "cus_1")).ok());
   REQUIRE(t->Accept(Ev("r2", {"b"}, "cus_1")).ok());
   REQUIRE(t->SetPaused({{"ep", "a"}}, true, "", kT0).ok());
@@ -175,8 +141,8 @@ TEST_CASE("handler state: a paused job still holds back the later jobs of its re
 }
 
 TEST_CASE("handler state: another replica honours a pause at its next claim") {
-  StateInbox t;
-  auto other = t.Open();
+  TestInbox t;
+  auto other = t.OpenAnother();
   AcceptAll(t, 2, {"a"});
   REQUIRE(t->SetPaused({{"ep", "a"}}, true, "", kT0).ok());
   CHECK(Claim(*other, kT0).empty());
@@ -185,7 +151,7 @@ TEST_CASE("handler state: another replica honours a pause at its next claim") {
 }
 
 TEST_CASE("handler state: the token bucket limits claims of a rated handler only") {
-  StateInbox t;
+  TestInbox t;
   AcceptAll(t, 30, {"a", "b"});
   ClaimLimits limits;
   limits.rates.push_back({"ep", "a", 5});  // 5/s, a burst of 5
@@ -200,18 +166,18 @@ TEST_CASE("handler state: the token bucket limits claims of a rated handler only
   CHECK(CountOf(Claim(*t.inbox, kT0 + 500ms, 64, limits), "a") == 0);  // 0.5 left: not whole
   CHECK(CountOf(Claim(*t.inbox, kT0 + 100s, 64, limits), "a") == 5);   // capped at 1 s's worth
   // A replica (another Inbox on the same database) shares the bucket.
-  auto other = t.Open();
+  auto other = t.OpenAnother();
   CHECK(CountOf(Claim(*other, kT0 + 100s, 64, limits), "a") == 0);
   CHECK(CountOf(Claim(*other, kT0 + 101s, 64, limits), "a") == 5);
 }
 
 TEST_CASE("handler state: replicas claiming at once share one bucket") {
-  StateInbox t;
+  TestInbox t;
   AcceptAll(t, 60, {"a"});
   ClaimLimits limits;
   limits.rates.push_back({"ep", "a", 10});
   std::vector<std::unique_ptr<Inbox>> replicas;
-  for (int i = 0; i < 4; ++i) replicas.push_back(t.Open());
+  for (int i = 0; i < 4; ++i) replicas.push_back(t.OpenAnother());
   std::vector<std::future<int>> claims;
   for (auto& r : replicas) {
     Inbox* in = r.get();
@@ -230,7 +196,7 @@ TEST_CASE("handler state: replicas claiming at once share one bucket") {
 }
 
 TEST_CASE("handler state: circuit opens after N failures, probes once, closes on success") {
-  StateInbox t;
+  TestInbox t;
   AcceptAll(t, 5, {"a"});
   const CircuitLimit limit{3, 10s};
   const HandlerRef a{"ep", "a"};
@@ -272,7 +238,7 @@ TEST_CASE("handler state: circuit opens after N failures, probes once, closes on
 }
 
 TEST_CASE("handler state: a probe whose worker died is followed by another after its lease") {
-  StateInbox t;
+  TestInbox t;
   AcceptAll(t, 3, {"a"});
   const CircuitLimit limit{1, 1s};
   REQUIRE(t->RecordCircuit({"ep", "a"}, Outcome::kFailed, limit, kT0).ok());

@@ -606,10 +606,7 @@ class PostgresInbox final : public Inbox {
       for (const HandlerRef& ref : handlers) {
         HandlerState st;
         if (Status l = LockState(c, ref.endpoint, ref.handler, &st); !l.ok()) return l;
-        if (st.paused == paused && (!paused || st.paused_reason == reason)) continue;
-        st.paused = paused;
-        st.paused_reason = paused ? reason : "";
-        st.paused_at = paused ? FormatTime(now) : "";
+        if (!ApplyPause(st, paused, reason, now)) continue;
         if (Status w = StoreState(c, st); !w.ok()) return w;
         ++changed;
       }

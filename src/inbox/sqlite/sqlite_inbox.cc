@@ -779,10 +779,7 @@ class SqliteInbox final : public Inbox {
       for (const HandlerRef& ref : handlers) {
         HandlerState st;
         if (Status l = LoadState(db, ref.endpoint, ref.handler, &st); !l.ok()) return l;
-        if (st.paused == paused && (!paused || st.paused_reason == reason)) continue;
-        st.paused = paused;
-        st.paused_reason = paused ? reason : "";
-        st.paused_at = paused ? FormatTime(now) : "";
+        if (!ApplyPause(st, paused, reason, now)) continue;
         if (Status w = StoreState(db, st); !w.ok()) return w;
         ++changed;
       }
