@@ -687,8 +687,9 @@ Answer Console::Action(const Delivery& d) {
                         : "The inbox forgets this event, with its jobs and their attempts: the "
                           "next delivery of it is accepted and processed as new, as `hookbox "
                           "inbox clear` does. Until the producer redelivers it, it is gone."},
+         {"noun", "event"},
          {"endpoint", endpoint},
-         {"event_id", id},
+         {"id", id},
          {"csrf", Field(form, "csrf")},
          {"danger", !retry},
          {"back_href", EventHref(endpoint, id)}});
@@ -774,7 +775,7 @@ Answer Console::HandlerAction(const Delivery& d) {
         "The config has no worker-pool handler " + handler + " at endpoint " + endpoint + ".");
   }
   if (Field(form, "confirm") != "yes") {
-    return Html(200, "confirm_handler.html",
+    return Html(200, "confirm.html",
                 {{"title", pause ? "Pause?" : "Resume?"},
                  {"label", pause ? "Pause" : "Resume"},
                  {"action", d.path},
@@ -784,10 +785,13 @@ Answer Console::HandlerAction(const Delivery& d) {
                                   "running finishes."
                                 : "Its waiting jobs become due at once (at its rate, if it has "
                                   "one)."},
+                 {"noun", "handler"},
                  {"endpoint", endpoint},
-                 {"handler", handler},
+                 {"id", handler},
                  {"csrf", Field(form, "csrf")},
-                 {"pause", pause}});
+                 {"ask_reason", pause},
+                 {"danger", pause},
+                 {"back_href", "/handlers"}});
   }
   std::string reason = Field(form, "reason");
   if (reason.size() > 200) reason.resize(200);

@@ -111,6 +111,22 @@ inline httplib::Headers GithubSigned(const std::string& secret, const std::strin
       Sign(github, {"value", secret}, body, std::chrono::system_clock::now(), delivery, event));
 }
 
+// A daemon with one endpoint `raw` at /hooks/raw that takes anything (`verify: none`, what
+// a producer, or whoever holds its secret, may put in a delivery), its id and type from
+// the X-Id and X-Type headers, no handler and no worker. More endpoints may be appended.
+inline const std::string kRawEndpointConfig = R"(
+listen: 127.0.0.1:0
+admin_listen: ""
+database: {DB}
+workers: 0
+endpoints:
+  - name: raw
+    path: /hooks/raw
+    verify: none
+    event_id: header:X-Id
+    event_type: header:X-Type
+)";
+
 inline void WriteFile(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
 }

@@ -15,18 +15,7 @@ using nlohmann::json;
 
 namespace {
 
-const std::string kConfig = R"(
-listen: 127.0.0.1:0
-admin_listen: ""
-database: {DB}
-workers: 0
-endpoints:
-  - name: raw
-    path: /hooks/raw
-    verify: none
-    event_id: header:X-Id
-    event_type: header:X-Type
-  - name: other
+const std::string kConfig = hookbox::testing::kRawEndpointConfig + R"(  - name: other
     path: /hooks/other
     verify: none
     event_id: header:X-Id

@@ -200,18 +200,7 @@ endpoints:
 TEST_CASE("--json is exact: a field that is not UTF-8 also comes as <field>_base64") {
   // Issue 29, defect 11: the JSON replaced such a byte with U+FFFD, and nothing said which.
   TempDir dir;
-  Daemon d(dir, R"(
-listen: 127.0.0.1:0
-admin_listen: ""
-database: {DB}
-workers: 0
-endpoints:
-  - name: raw
-    path: /hooks/raw
-    verify: none
-    event_id: header:X-Id
-    event_type: header:X-Type
-)");
+  Daemon d(dir, hookbox::testing::kRawEndpointConfig);
   const std::string id = "id-\xff";
   const std::string body = "\xfe\xff{\"a\":1}";
   const std::string answer =

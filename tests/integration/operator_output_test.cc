@@ -14,19 +14,7 @@ using nlohmann::json;
 
 namespace {
 
-// `verify: none`: what a producer (or whoever holds its secret) may put in a delivery.
-const std::string kConfig = R"(
-listen: 127.0.0.1:0
-admin_listen: ""
-database: {DB}
-workers: 0
-endpoints:
-  - name: raw
-    path: /hooks/raw
-    verify: none
-    event_id: header:X-Id
-    event_type: header:X-Type
-)";
+const std::string& kConfig = hookbox::testing::kRawEndpointConfig;
 
 // Why `s` would act on a terminal, or "" when it would not: a C0 control other than newline
 // and tab, DEL, bytes that are not UTF-8, a C1 control (U+0080..U+009F), or a bidi control.
