@@ -433,18 +433,24 @@ bool Console::HostAllowed(const Delivery& d) const {
     return true;
   }
   // The listener's own address: the name admin_listen gives, or the bytes its IP stands for.
-  const std::optional<std::string> bound = IpBytes(listen_host_);
-  if (!bound && EqualsIgnoringCase(name, listen_host_)) return true;
-  const bool bound_loopback =
-      EqualsIgnoringCase(listen_host_, "localhost") || (bound && IsLoopback(*bound));
-  const bool bound_wildcard = bound && IsWildcard(*bound);
-  if (EqualsIgnoringCase(name, "localhost")) return bound_loopback || bound_wildcard;
+  if (!listen_ip_ && EqualsIgnoringCase(name, listen_host_)) return true;
+  if (EqualsIgnoringCase(name, "localhost")) return bound_loopback_ || bound_wildcard_;
   const std::optional<std::string> ip = IpBytes(name);
   // A name not listed in admin_hosts, or 0.0.0.0 (which a browser may send to a local port).
   if (!ip || IsWildcard(*ip)) return false;
-  if (bound && *ip == *bound) return true;
-  if (bound_loopback) return IsLoopback(*ip) && (ip->size() == 16 || *ip == *IpBytes("127.0.0.1"));
-  return bound_wildcard && !IsWildcard(*ip) && IsLocalAddress(*ip);
+  if (listen_ip_ && *ip == *listen_ip_) return true;
+  static const std::string kV4Loopback = *IpBytes("127.0.0.1");
+  if (bound_loopback_) return IsLoopback(*ip) && (ip->size() == 16 || *ip == kV4Loopback);
+  return bound_wildcard_ && IsLocalAddress(*ip);
+}
+
+void Console::SetListener(std::string host, int port) {
+  listen_host_ = std::move(host);
+  listen_ip_ = IpBytes(listen_host_);
+  bound_loopback_ =
+      EqualsIgnoringCase(listen_host_, "localhost") || (listen_ip_ && IsLoopback(*listen_ip_));
+  bound_wildcard_ = listen_ip_ && IsWildcard(*listen_ip_);
+  port_ = port;
 }
 
 bool Console::Authorized(const Delivery& d) const {

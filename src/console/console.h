@@ -55,10 +55,7 @@ class Console {
 
   // The admin listener's address as configured (`admin_listen`'s host) and its bound port,
   // which Host must name.
-  void SetListener(std::string host, int port) {
-    listen_host_ = std::move(host);
-    port_ = port;
-  }
+  void SetListener(std::string host, int port);
 
   // The console's answer, or nullopt when the path is not the console's.
   std::optional<Answer> Handle(const Delivery& d);
@@ -95,7 +92,11 @@ class Console {
   const ConsoleOptions options_;
   const std::string csrf_key_;
   std::atomic<int> port_{0};
-  std::string listen_host_;  // set by SetListener before the admin listener's threads start
+  // Set by SetListener before the admin listener's threads start, and read-only after: the
+  // host as configured, the bytes of its IP (nullopt for a name), and what it is bound to.
+  std::string listen_host_;
+  std::optional<std::string> listen_ip_;
+  bool bound_loopback_ = false, bound_wildcard_ = false;
 };
 
 }  // namespace hookbox::console
