@@ -85,6 +85,19 @@ TEST_CASE("bulk retry: rows killed on purpose run again once the handler is fixe
   auto bad = d.Cli({"inbox", "retry", "--dead", "--status", "sleeping", "--yes"});
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("sleeping") != std::string::npos);
+  // So does a --rate that is not N/s or N/min, and the two forms of `inbox retry` mixed.
+  for (const char* rate : {"0/s", "fast", "10/h", "-5/s"}) {
+    auto bad_rate = d.Cli({"inbox", "retry", "--dead", "--rate", rate, "--yes"});
+    INFO(rate);
+    CHECK(bad_rate.exit_code == 2);
+    CHECK(bad_rate.err.find("--rate takes N/s or N/min") != std::string::npos);
+  }
+  auto mixed = d.Cli({"inbox", "retry", "ep", "e1", "--dead"});
+  CHECK(mixed.exit_code == 1);
+  CHECK(mixed.err.find("takes a filter") != std::string::npos);
+  auto row_with_filter = d.Cli({"inbox", "retry", "ep", "e1", "--yes"});
+  CHECK(row_with_filter.exit_code == 1);
+  CHECK(CountStatus(d, "dead") == 20);
 
   WriteFile(dir / "fixed", "");
   auto run = d.Cli({"inbox", "retry", "--dead", "--endpoint", "ep", "--yes"});
