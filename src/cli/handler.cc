@@ -136,7 +136,7 @@ int HandlerList(const std::string& path, bool as_json) {
   Opened opened = LoadAndOpen(path, {});
   if (!opened.inbox) return opened.exit_code;
   const Config& config = *opened.config;
-  auto all = opened.inbox->Handlers(std::chrono::system_clock::now());
+  auto all = opened.inbox->Handlers(std::chrono::system_clock::now(), /*count_jobs=*/true);
   if (!all.ok()) return ReportFailure(all.status());
   const std::vector<Line> lines = CollectLines(config, std::move(*all));
 

@@ -191,7 +191,7 @@ void AddHandlerGauges(Inbox& inbox) {
       "1 while a handler is held by an operator's pause or its open circuit breaker.",
       {"endpoint", "handler"}, [&inbox] {
         std::vector<GaugeSample> out;
-        auto all = inbox.Handlers(std::chrono::system_clock::now());
+        auto all = inbox.Handlers(std::chrono::system_clock::now(), /*count_jobs=*/false);
         if (!all.ok()) return out;
         for (const HandlerStatus& h : *all) {
           const bool held = h.state.paused || h.state.circuit == Circuit::kOpen;

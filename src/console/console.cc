@@ -729,7 +729,7 @@ Answer Console::Action(const Delivery& d) {
 // The handlers page (issue 25): each worker-pool handler of the config with its state and
 // job counts, and a Pause or Resume form (a confirmation first, as Retry and Clear).
 Answer Console::HandlersPage(const FormFields& query) {
-  auto all = inbox_.Handlers(std::chrono::system_clock::now());
+  auto all = inbox_.Handlers(std::chrono::system_clock::now(), /*count_jobs=*/true);
   if (!all.ok()) return Unavailable(all.status());
   json view = {{"title", "Handlers"}, {"handlers", json::array()}};
   for (const ConsoleOptions::PoolHandler& ph : options_.handlers) {

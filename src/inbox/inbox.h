@@ -335,7 +335,10 @@ class Inbox {
   virtual StatusOr<int64_t> SetPaused(const std::vector<HandlerRef>& handlers, bool paused,
                                       const std::string& reason, TimePoint now) = 0;
   // Every handler with a state row or an unfinished or dead job, by endpoint and handler.
-  virtual StatusOr<std::vector<HandlerStatus>> Handlers(TimePoint now) = 0;
+  // Without `count_jobs`, only the handlers with a state row, and no job counts: a read of
+  // the small state table, for the paused gauge at every scrape, instead of a count over
+  // every unfinished and dead job.
+  virtual StatusOr<std::vector<HandlerStatus>> Handlers(TimePoint now, bool count_jobs) = 0;
   // A finished attempt of a handler with a circuit breaker: failed and timeout count
   // towards `limit.failures` (and re-open a half-open circuit for another cooldown); ok
   // resets the count and closes it; permanent counts for neither, and frees a half-open

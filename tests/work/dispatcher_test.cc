@@ -80,8 +80,8 @@ class CountingInbox final : public Inbox {
                               const std::string& reason, TimePoint now) override {
     return in_.SetPaused(h, paused, reason, now);
   }
-  StatusOr<std::vector<HandlerStatus>> Handlers(TimePoint now) override {
-    return in_.Handlers(now);
+  StatusOr<std::vector<HandlerStatus>> Handlers(TimePoint now, bool count_jobs) override {
+    return in_.Handlers(now, count_jobs);
   }
   StatusOr<std::optional<CircuitTransition>> RecordCircuit(const HandlerRef& h, Outcome o,
                                                            const CircuitLimit& l,

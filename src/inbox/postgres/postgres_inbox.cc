@@ -616,7 +616,31 @@ class PostgresInbox final : public Inbox {
     return changed;
   }
 
-  StatusOr<std::vector<HandlerStatus>> Handlers(TimePoint now) override {
+  // Handlers()'s job counts, into `by`.
+  static Status CountJobsByHandler(
+      Conn& c, TimePoint now, std::map<std::pair<std::string, std::string>, HandlerStatus>* by) {
+    HOOKBOX_EXEC(n, c.Exec("SELECT i.endpoint, j.handler,"
+                           " count(*) FILTER (WHERE j.status = 'pending'"
+                           "   AND j.next_attempt_at > $1::timestamptz),"
+                           " count(*) FILTER (WHERE j.status = 'pending'"
+                           "   AND j.next_attempt_at <= $1::timestamptz),"
+                           " count(*) FILTER (WHERE j.status = 'processing'),"
+                           " count(*) FILTER (WHERE j.status = 'dead')"
+                           " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                           " WHERE j.status IN ('pending', 'processing', 'dead')"
+                           " GROUP BY i.endpoint, j.handler",
+                           Params().Add(FormatTime(now))));
+    for (int i = 0; i < n.rows(); ++i) {
+      HandlerStatus& h = (*by)[{n.Text(i, 0), n.Text(i, 1)}];
+      h.pending = n.Int(i, 2);
+      h.due = n.Int(i, 3);
+      h.running = n.Int(i, 4);
+      h.dead = n.Int(i, 5);
+    }
+    return Status::Ok();
+  }
+
+  StatusOr<std::vector<HandlerStatus>> Handlers(TimePoint now, bool count_jobs) override {
     std::vector<HandlerStatus> out;
     Status s = Read([&](Conn& c) -> Status {
       out.clear();
@@ -626,23 +650,8 @@ class PostgresInbox final : public Inbox {
         HandlerState st = ReadState(q, i);
         by[{st.endpoint, st.handler}].state = std::move(st);
       }
-      HOOKBOX_EXEC(n, c.Exec("SELECT i.endpoint, j.handler,"
-                             " count(*) FILTER (WHERE j.status = 'pending'"
-                             "   AND j.next_attempt_at > $1::timestamptz),"
-                             " count(*) FILTER (WHERE j.status = 'pending'"
-                             "   AND j.next_attempt_at <= $1::timestamptz),"
-                             " count(*) FILTER (WHERE j.status = 'processing'),"
-                             " count(*) FILTER (WHERE j.status = 'dead')"
-                             " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
-                             " WHERE j.status IN ('pending', 'processing', 'dead')"
-                             " GROUP BY i.endpoint, j.handler",
-                             Params().Add(FormatTime(now))));
-      for (int i = 0; i < n.rows(); ++i) {
-        HandlerStatus& h = by[{n.Text(i, 0), n.Text(i, 1)}];
-        h.pending = n.Int(i, 2);
-        h.due = n.Int(i, 3);
-        h.running = n.Int(i, 4);
-        h.dead = n.Int(i, 5);
+      if (count_jobs) {
+        if (Status counted = CountJobsByHandler(c, now, &by); !counted.ok()) return counted;
       }
       for (auto& [key, h] : by) {
         h.state.endpoint = key.first;

@@ -789,7 +789,7 @@ class SqliteInbox final : public Inbox {
     return changed;
   }
 
-  StatusOr<std::vector<HandlerStatus>> Handlers(TimePoint now) override {
+  StatusOr<std::vector<HandlerStatus>> Handlers(TimePoint now, bool count_jobs) override {
     std::lock_guard lock(read_mu_);
     std::map<std::pair<std::string, std::string>, HandlerStatus> by;
     Status s;
@@ -801,7 +801,7 @@ class SqliteInbox final : public Inbox {
       }
       if (!s.ok()) return s;
     }
-    {
+    if (count_jobs) {
       HOOKBOX_PREPARE(q, *reader_,
                       "SELECT i.endpoint, j.handler,"
                       " sum(j.status = 'pending' AND j.next_attempt_at > ?1),"
