@@ -177,6 +177,16 @@ void SquareMovesAreDuplicates(const std::string& dedupe) {
   CHECK(RunsWhenIdle(d, dir.path().string() + "/square-runs") == 1);
   CHECK(d.Rows().size() == 1);
   CHECK(StoredBody(d, "sq-1") == body);
+  // A move that starts the request's body at a nested object with an event_id of its own:
+  // the id is read where Square's body starts, so it is no other event.
+  const std::string nested = R"({"event_id":"sq-3","type":"t","data":{"event_id":"sq-4"}})";
+  const httplib::Headers nested_signature = SquareSigned("token=abc", nested);
+  CHECK(RawAnswerLine(RawPost(d, "/hooks/square?token=abc", nested_signature, nested)) ==
+        "200 accepted");
+  const size_t inner = nested.find('{', 1);
+  CHECK(RawAnswerLine(RawPost(d, "/hooks/square?token=abc" + nested.substr(0, inner),
+                              nested_signature, nested.substr(inner))) == "200 duplicate");
+  CHECK(d.Rows().size() == 2);
   // A moved signature over another URL or body still verifies nothing.
   CHECK(RawPost(d, "/hooks/square?token=abd{", signature, body.substr(1))
             .starts_with("HTTP/1.1 401 "));
