@@ -123,7 +123,10 @@ std::vector<FieldRef> DefaultIdSources(Provider provider) {
     case Provider::kSquare:
       return {Body("/event_id")};
     case Provider::kTwilio:
-      return {Header("I-Twilio-Idempotency-Token")};
+      // Not I-Twilio-Idempotency-Token: Twilio does not sign it, so a captured request resent
+      // under a fresh token would be a new event and run its handlers again. The hash of the
+      // signed message (URL and sorted fields, or the URL with bodySHA256) is the same for
+      // Twilio's own retries, which resend the signed request (issue 26).
     case Provider::kDiscord:  // its events carry no id: the body hash
     case Provider::kHmac:
     case Provider::kNone:

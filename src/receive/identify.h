@@ -2,7 +2,8 @@
 // verified delivery from the provider's defaults or the endpoint's `header:NAME` /
 // `body:/json/pointer` settings. The body is read with simdjson's on-demand parser (no DOM);
 // a body that is not JSON is fine: body fields are then absent. A missing or empty id falls
-// back to "sha256:<hex of the raw body>" (of the signed message for twilio and square).
+// back to "sha256:<hex of the raw body>" (of the signed message for twilio and square; for
+// twilio it is the default id, as its idempotency token is unsigned).
 #pragma once
 
 #include <optional>

@@ -250,6 +250,54 @@ TEST_CASE("square: a signed message without /event_id is refused", "[replay]") {
   SquareWithoutEventIdIsRefused();
 }
 
+TEST_CASE("twilio: a replay with a fresh I-Twilio-Idempotency-Token is a duplicate (defaults)",
+          "[replay]") {
+  // Twilio does not sign the token: as the default id (before issue 26's follow-up) a
+  // captured request resent with a new token was a new event, and its handler ran again.
+  // The default id is now the signed message's hash, so Twilio's own retries (the same
+  // signed request) and a replay under any token are one event.
+  TempDir dir;
+  Daemon d = Start(dir, "");
+  const std::string form = "MessageSid=SM7&MessageStatus=delivered&AccountSid=AC1";
+  const httplib::Headers signature = TwilioSigned(form);
+  const auto type = "application/x-www-form-urlencoded";
+  auto with_token = [&](const std::string& token) {
+    httplib::Headers headers = signature;
+    if (!token.empty()) headers.emplace("I-Twilio-Idempotency-Token", token);
+    return AnswerLine(d.Post("/hooks/twilio", headers, form, type));
+  };
+  CHECK(with_token("idem-1") == "200 accepted");
+  CHECK(with_token("idem-1") == "200 duplicate");  // Twilio's retry
+  CHECK(with_token("idem-2") == "200 duplicate");  // was "200 accepted"
+  CHECK(with_token("") == "200 duplicate");
+  CHECK(RunsWhenIdle(d, dir.path().string() + "/twilio-runs") == 1);
+  const auto rows = d.Rows();
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]["event_id"].get<std::string>().starts_with("sha256:"));
+}
+
+TEST_CASE(
+    "twilio: event_id header:I-Twilio-Idempotency-Token is the operator's choice, and "
+    "its cost",
+    "[replay]") {
+  // Opted into, the token is the id: Twilio's retries are duplicates, but the header is
+  // unsigned, so a replay under a new token is a new event (README says so).
+  TempDir dir;
+  Daemon d = Start(dir, "    event_id: header:I-Twilio-Idempotency-Token");
+  const std::string form = "MessageSid=SM8&MessageStatus=delivered&AccountSid=AC1";
+  const httplib::Headers signature = TwilioSigned(form);
+  const auto type = "application/x-www-form-urlencoded";
+  auto with_token = [&](const std::string& token) {
+    httplib::Headers headers = signature;
+    headers.emplace("I-Twilio-Idempotency-Token", token);
+    return AnswerLine(d.Post("/hooks/twilio", headers, form, type));
+  };
+  CHECK(with_token("idem-1") == "200 accepted");
+  CHECK(with_token("idem-1") == "200 duplicate");
+  CHECK(with_token("idem-2") == "200 accepted");
+  CHECK(RunsWhenIdle(d, dir.path().string() + "/twilio-runs") == 2);
+}
+
 TEST_CASE("twilio: a form body over 1,000 fields is refused before its signature is checked",
           "[replay]") {
   TempDir dir;
