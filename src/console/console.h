@@ -68,6 +68,8 @@ class Console {
   // `localhost`), also `localhost`, 127.0.0.1 and [::1]; when bound to 0.0.0.0 or [::], an
   // address of one of this machine's interfaces (`localhost` then too). Any other IP literal
   // or name is refused: a DNS-rebinding page's requests carry its own name (issue 26).
+  // Also true when d has no Host at all (HTTP/1.0: the parser refuses HTTP/1.1 without
+  // one), which no browser sends; an empty Host, or two, is refused.
   bool HostAllowed(const Delivery& d) const;
 
  private:

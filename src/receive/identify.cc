@@ -123,7 +123,10 @@ std::vector<FieldRef> DefaultIdSources(Provider provider) {
     case Provider::kSquare:
       return {Body("/event_id")};
     case Provider::kTwilio:
-      return {Header("I-Twilio-Idempotency-Token")};
+      // Not I-Twilio-Idempotency-Token: Twilio does not sign it, so a captured request resent
+      // under a fresh token would be a new event and run its handlers again. The hash of the
+      // signed message (URL and sorted fields, or the URL with bodySHA256) is the same for
+      // Twilio's own retries, which resend the signed request (issue 26).
     case Provider::kDiscord:  // its events carry no id: the body hash
     case Provider::kHmac:
     case Provider::kNone:
@@ -195,9 +198,9 @@ StatusOr<Identity> Identify(const Endpoint& endpoint, const Headers& headers, st
     }
   }
   if (id.event_id.empty() && endpoint.event_id.empty() && endpoint.provider == Provider::kSquare) {
-    // Square signs public_url, query and body run together, so bytes moved across the `?`
-    // verify alike; every such move breaks the body's JSON, and its event_id with it. Refused
-    // rather than stored again under the hash (issue 26): Square always sends an event_id.
+    // No /event_id where Square's body starts in its signed message (the body here is read
+    // from there, verify.h SignedBody): no event Square sends. Refused rather than stored
+    // under the hash, which would make a new event of a signature over anything else.
     return Status::InvalidArgument("square delivery without a body /event_id");
   }
   if (id.event_id.empty()) {

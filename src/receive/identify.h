@@ -2,7 +2,8 @@
 // verified delivery from the provider's defaults or the endpoint's `header:NAME` /
 // `body:/json/pointer` settings. The body is read with simdjson's on-demand parser (no DOM);
 // a body that is not JSON is fine: body fields are then absent. A missing or empty id falls
-// back to "sha256:<hex of the raw body>" (of the signed message for twilio and square).
+// back to "sha256:<hex of the raw body>" (of the signed message for twilio and square; for
+// twilio it is the default id, as its idempotency token is unsigned).
 #pragma once
 
 #include <optional>
@@ -30,9 +31,11 @@ struct Identity {
 };
 
 // InvalidArgument when a field breaks the bounds above, or for a square delivery (under its
-// default id) whose body has no /event_id. `signed_message` is what Verify set (twilio,
-// square): when not empty, body_sha256 and the "sha256:" fallback id hash it rather than the
-// body, so that every request carrying one signed message is one event (issue 26).
+// default id) whose body has no /event_id. `body` is the one the signature stands for
+// (verify.h SignedBody: for square, read where Square split its signed message).
+// `signed_message` is what Verify set (twilio, square): when not empty, body_sha256 and the
+// "sha256:" fallback id hash it rather than the body, so that every request carrying one
+// signed message is one event (issue 26).
 StatusOr<Identity> Identify(const Endpoint& endpoint, const Headers& headers, std::string_view body,
                             std::string_view signed_message = {});
 

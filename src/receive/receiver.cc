@@ -307,10 +307,10 @@ struct DeliveryRecord {
   bool stored = false;         // the inbox answered with a verdict
 };
 
-// The event the inbox stores for an identified delivery; on a sync endpoint, with the
-// request's claim and its sql handlers' work.
-Event EventFor(const ReceiverSetup& setup, const Endpoint& ep, const Delivery& d, Identity& id,
-               TimePoint now) {
+// The event the inbox stores for an identified delivery, whose body is `body` (SignedBody);
+// on a sync endpoint, with the request's claim and its sql handlers' work.
+Event EventFor(const ReceiverSetup& setup, const Endpoint& ep, const Delivery& d,
+               std::string_view body, Identity& id, TimePoint now) {
   Event e;
   e.endpoint = ep.name;
   e.event_id = id.event_id;
@@ -321,7 +321,7 @@ Event EventFor(const ReceiverSetup& setup, const Endpoint& ep, const Delivery& d
   e.sequence_key = id.sequence_key;
   e.body_sha256 = std::move(id.body_sha256);
   e.headers_json = StoredHeadersJson(d.headers);
-  e.body = d.body;
+  e.body = body;
   e.handlers = MatchHandlers(ep, e.event_type);
   e.strict_body = ep.strict_body;
   e.dedupe_body = ep.dedupe_body;
@@ -400,15 +400,19 @@ Answer Receiver::Receive(const Delivery& d) const {
     return record.Finish(std::move(answered->first), answered->second);
   }
 
-  // 3. identify
-  StatusOr<Identity> id = Identify(*ep, d.headers, d.body, signed_message);
+  // 3. identify: the body the signature stands for, which is the request's but for a square
+  // delivery with bytes moved across the `?` (issue 26): that one is read, and stored, as
+  // Square split its message, so it is the event it replays.
+  const std::string_view body = SignedBody(*ep, d.body, signed_message);
+  if (body != d.body) record.log["body_resplit"] = true;
+  StatusOr<Identity> id = Identify(*ep, d.headers, body, signed_message);
   if (!id.ok()) {
     return record.Finish(Error(HttpStatusFor(id.status()), id.status().what()), "bad_identity");
   }
   record.LogIdentity(*id);
 
   // 4. accept
-  const Event e = EventFor(*setup, *ep, d, *id, clock_.Now());
+  const Event e = EventFor(*setup, *ep, d, body, *id, clock_.Now());
   StatusOr<AcceptResult> result = inbox_.Accept(e);
   Metrics()
       .accept_latency.With({ep->name})

@@ -50,6 +50,13 @@ struct Scheme {
   // body run together) rather than the body's raw bytes: identity then hashes Claim::message
   // (Verify's signed_message), which every request that verifies alike shares.
   bool signs_parsed_body = false;
+  // For a scheme whose message runs the body on from the URL with no separator (square):
+  // the body as the producer sent it, read back from a verified claim's message, wherever
+  // the request split that message between its query and its body. nullopt when the message
+  // has no body where the producer's would start. nullptr for the other schemes, whose
+  // signatures fix the body's bytes.
+  std::optional<std::string_view> (*signed_body)(const Endpoint& endpoint,
+                                                 std::string_view message) = nullptr;
 };
 
 extern const Scheme kStripe;

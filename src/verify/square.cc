@@ -3,8 +3,16 @@
 // the endpoint's public_url (what Square's dashboard shows: behind a proxy hookbox cannot
 // know it) followed by "?" and the query the request arrived with, byte for byte, when it
 // has one. No signed timestamp: replays are caught by dedupe on the body's event_id (and
-// the hash of the signed message, not of the body, for `dedupe: [id, body]`: bytes moved
-// across the `?` sign alike). A body whose /event_id cannot be read is refused (identify.cc).
+// the hash of the signed message, not of the body, for `dedupe: [id, body]`).
+//
+// Nothing separates the query from the body in the signed text, so bytes moved across the
+// `?` (`?token=abc{` and the body without its `{`) verify alike. Such a request is Square's
+// delivery under another spelling: SignedBody reads the body back where Square split it,
+// and the receiver identifies and stores that, so the replay is a `duplicate` of the event
+// (200, no handler run) and, arriving first, is stored with Square's JSON. A request split
+// elsewhere cannot name another event id, as the id is read from the message, not from the
+// request's split. (Refusing such requests with 400, as hookbox once did, created nothing
+// either, but answered a replay of a stored event unlike every other replay.)
 #include <string>
 
 #include "verify/providers.h"
@@ -20,6 +28,17 @@ StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::str
                         SignedUrl(endpoint.public_url, query) + std::string(body));
 }
 
+// Square's body is its JSON object: it starts at the first '{' after public_url. A query
+// cannot hold a raw '{' (RFC 3986 leaves it out; Square's dashboard keeps the URL as a URL),
+// so no byte of Square's own query is taken into the body. Without a '{' there is no body
+// Square sent: nullopt (the receiver keeps the request's, and identify refuses it).
+std::optional<std::string_view> SignedBody(const Endpoint& endpoint, std::string_view message) {
+  if (!message.starts_with(endpoint.public_url)) return std::nullopt;
+  const size_t brace = message.find('{', endpoint.public_url.size());
+  if (brace == std::string_view::npos) return std::nullopt;
+  return message.substr(brace);
+}
+
 // Signs for public_url without a query (what `hookbox send` posts to, given no --url).
 Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view body, TimePoint now,
              std::string_view event_id, std::string_view event_type) {
@@ -31,6 +50,6 @@ Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view bo
 
 }  // namespace
 
-const Scheme kSquare = {&Parse, &HmacWithSecret, &Sign, /*signs_parsed_body=*/true};
+const Scheme kSquare = {&Parse, &HmacWithSecret, &Sign, /*signs_parsed_body=*/true, &SignedBody};
 
 }  // namespace hookbox::verify_internal

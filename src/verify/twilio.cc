@@ -11,8 +11,9 @@
 //   counted once (the SDK makes a set of them).
 // Twilio has signed the URL both with and without its port, and its SDK accepts either: so
 // does hookbox (public_url without a port and with its port, or the scheme's default).
-// No signed timestamp: replays are caught by dedupe (I-Twilio-Idempotency-Token, else the
-// hash of the signed message, not of the body: a reordered or re-encoded form signs alike).
+// No signed timestamp: replays are caught by dedupe on the hash of the signed message, not
+// of the body (a reordered or re-encoded form signs alike). I-Twilio-Idempotency-Token is
+// not the default id: Twilio does not sign it (identify.cc).
 #include <strings.h>
 
 #include <algorithm>

@@ -203,6 +203,13 @@ Status Verify(const Endpoint& endpoint, const Headers& headers, std::string_view
   return Status::Ok();
 }
 
+std::string_view SignedBody(const Endpoint& endpoint, std::string_view body,
+                            std::string_view signed_message) {
+  const Scheme* scheme = SchemeFor(endpoint.provider);
+  if (scheme == nullptr || scheme->signed_body == nullptr || signed_message.empty()) return body;
+  return scheme->signed_body(endpoint, signed_message).value_or(body);
+}
+
 bool CanSign(const Secret& secret) { return !secret.public_key && !secret.value.empty(); }
 
 Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view body, TimePoint now,

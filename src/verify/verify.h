@@ -42,6 +42,14 @@ inline constexpr const char* kTimestamp = "timestamp outside tolerance";
 Status Verify(const Endpoint& endpoint, const Headers& headers, std::string_view body,
               TimePoint now, std::string_view query = {}, std::string* signed_message = nullptr);
 
+// The body a verified delivery stands for: `body` itself, except for square, whose signature
+// runs `public_url?query` and the body together: there, the body as Square split it from
+// the query (from the first '{' after public_url, in `signed_message` as Verify set it), so
+// that a request with bytes moved across the `?` is stored and identified as the delivery it
+// replays (issue 26). A view into `signed_message` or `body`.
+std::string_view SignedBody(const Endpoint& endpoint, std::string_view body,
+                            std::string_view signed_message);
+
 // Standard Webhooks: the one header family ("webhook-" or "svix-") a delivery's id,
 // timestamp and signature are read from. The signature header picks it: webhook-signature
 // if present, else svix-signature if present, else "webhook-". Verification and

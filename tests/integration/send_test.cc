@@ -43,6 +43,12 @@ endpoints:
     provider: twilio
     public_url: "https://example.com/hooks/twilio"
     secrets: [{value: twilio-token}]
+  - name: twilio-token
+    path: /hooks/twilio-token
+    provider: twilio
+    public_url: "https://example.com/hooks/twilio-token"
+    secrets: [{value: twilio-token}]
+    event_id: header:I-Twilio-Idempotency-Token
 )";
 
 json Show(const Daemon& d, const std::string& endpoint, const std::string& id) {
@@ -166,6 +172,8 @@ TEST_CASE("send --type and --id where the endpoint reads them from the body, or 
            {{"open", "--id", "x"}, "--id: endpoint open has no event id source"},
            {{"open", "--type", "x"}, "--type: endpoint open has no event type source"},
            {{"twilio", "--type", "x"}, "--type: endpoint twilio's event type is always"},
+           // Twilio's default id is the signed message's hash (its token is unsigned).
+           {{"twilio", "--id", "x"}, "--id: endpoint twilio has no event id source"},
            {{"gh", "--type", "push\r\nX-Injected: 1"},
             "--type: a control character cannot be "
             "sent"},
@@ -178,11 +186,11 @@ TEST_CASE("send --type and --id where the endpoint reads them from the body, or 
     CHECK(Has(r.err, c.says));
   }
   CHECK(d.Rows().empty());
-  // Twilio reads its id from a header: --id sets it.
+  // A twilio endpoint that reads its id from the token header: --id sets it.
   hookbox::testing::WriteFile(dir / "form.txt", "A=1&B=2");
-  auto twilio = d.Cli({"send", "twilio", dir / "form.txt", "--id", "idem-1", "--url",
-                       "http://127.0.0.1:" + std::to_string(d.port()) + "/hooks/twilio"});
+  auto twilio = d.Cli({"send", "twilio-token", dir / "form.txt", "--id", "idem-1", "--url",
+                       "http://127.0.0.1:" + std::to_string(d.port()) + "/hooks/twilio-token"});
   INFO(twilio.out << twilio.err);
   CHECK(twilio.exit_code == 0);
-  CHECK(Show(d, "twilio", "idem-1")["id_source"] == "header:I-Twilio-Idempotency-Token");
+  CHECK(Show(d, "twilio-token", "idem-1")["id_source"] == "header:I-Twilio-Idempotency-Token");
 }

@@ -128,29 +128,100 @@ std::string RawPost(const Daemon& d, const std::string& target, const httplib::H
   return d.Raw(request);
 }
 
-void SquareVariantsAreNotNewEvents(const std::string& dedupe) {
+// A raw answer as AnswerLine gives it: "<status> <status or error of the JSON body>".
+std::string RawAnswerLine(const std::string& answer) {
+  if (!answer.starts_with("HTTP/1.1 ") || answer.size() < 12) return "no answer";
+  const size_t body = answer.find("\r\n\r\n");
+  auto j = nlohmann::json::parse(body == std::string::npos ? "" : answer.substr(body + 4), nullptr,
+                                 false);
+  const bool has = j.is_object() && j.contains("status") && j["status"].is_string();
+  return answer.substr(9, 3) + " " +
+         (has             ? j["status"].get<std::string>()
+          : j.is_object() ? j.value("error", "")
+                          : std::string());
+}
+
+// The stored body of square's event `id`.
+std::string StoredBody(const Daemon& d, const std::string& id) {
+  auto r = d.Cli({"inbox", "show", "square", id, "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(r.out)["body"];
+}
+
+// The body's first byte moved into the query, the query's last byte moved into the body, the
+// whole query moved into the body, part of the body's JSON moved into the query: each the
+// same signed string as ("/hooks/square?token=abc", body).
+std::vector<std::pair<std::string, std::string>> SquareMoves(const std::string& body) {
+  return {{"/hooks/square?token=abc{", body.substr(1)},
+          {"/hooks/square?token=ab", "c" + body},
+          {"/hooks/square", "?token=abc" + body},
+          {"/hooks/square?token=abc{\"event_id\":", body.substr(12)}};
+}
+
+// Square's body is read where Square split its message, whatever the split of the request:
+// a move is the same event, answered `200 duplicate` (it was a new event before issue 26,
+// then 400 `square delivery without a body /event_id`; a duplicate is what a replay of a
+// stored event is, and the original's handler must not run again).
+void SquareMovesAreDuplicates(const std::string& dedupe) {
   TempDir dir;
   Daemon d = Start(dir, dedupe);
   const std::string body = R"({"event_id":"sq-1","type":"payment.created"})";
   const httplib::Headers signature = SquareSigned("token=abc", body);
-  CHECK(RawPost(d, "/hooks/square?token=abc", signature, body).find("\"accepted\"") !=
-        std::string::npos);
-  // The body's first byte moved into the query, or the query's last byte into the body: the
-  // same signed string, and a body that is no longer Square's JSON. Refused (400), never a
-  // new event (both were "200 accepted" before the fix).
-  for (const auto& [target, moved] :
-       {std::pair{std::string("/hooks/square?token=abc{"), body.substr(1)},
-        std::pair{std::string("/hooks/square?token=ab"), "c" + body}}) {
+  CHECK(RawAnswerLine(RawPost(d, "/hooks/square?token=abc", signature, body)) == "200 accepted");
+  for (const auto& [target, moved] : SquareMoves(body)) {
     INFO(target << " " << moved);
-    const std::string answer = RawPost(d, target, signature, moved);
+    CHECK(RawAnswerLine(RawPost(d, target, signature, moved)) == "200 duplicate");
+  }
+  CHECK(RawAnswerLine(RawPost(d, "/hooks/square?token=abc", signature, body)) == "200 duplicate");
+  CHECK(RunsWhenIdle(d, dir.path().string() + "/square-runs") == 1);
+  CHECK(d.Rows().size() == 1);
+  CHECK(StoredBody(d, "sq-1") == body);
+  // A move that starts the request's body at a nested object with an event_id of its own:
+  // the id is read where Square's body starts, so it is no other event.
+  const std::string nested = R"({"event_id":"sq-3","type":"t","data":{"event_id":"sq-4"}})";
+  const httplib::Headers nested_signature = SquareSigned("token=abc", nested);
+  CHECK(RawAnswerLine(RawPost(d, "/hooks/square?token=abc", nested_signature, nested)) ==
+        "200 accepted");
+  const size_t inner = nested.find('{', 1);
+  CHECK(RawAnswerLine(RawPost(d, "/hooks/square?token=abc" + nested.substr(0, inner),
+                              nested_signature, nested.substr(inner))) == "200 duplicate");
+  CHECK(d.Rows().size() == 2);
+  // A moved signature over another URL or body still verifies nothing.
+  CHECK(RawPost(d, "/hooks/square?token=abd{", signature, body.substr(1))
+            .starts_with("HTTP/1.1 401 "));
+}
+
+// A move that arrives first (the original lost, or a replayer ahead of Square's retry) is
+// stored with the body Square signed, not the bytes it came with: its handler sees Square's
+// JSON, and Square's own delivery after it is the duplicate.
+void SquareMoveFirstStoresSquaresBody(const std::string& dedupe) {
+  TempDir dir;
+  Daemon d = Start(dir, dedupe);
+  const std::string body = R"({"event_id":"sq-2","type":"payment.updated"})";
+  const httplib::Headers signature = SquareSigned("token=abc", body);
+  CHECK(RawAnswerLine(RawPost(d, "/hooks/square?token=abc{", signature, body.substr(1))) ==
+        "200 accepted");
+  CHECK(StoredBody(d, "sq-2") == body);
+  CHECK(d.Rows()[0]["event_type"] == "payment.updated");
+  CHECK(RawAnswerLine(RawPost(d, "/hooks/square?token=abc", signature, body)) == "200 duplicate");
+  CHECK(RunsWhenIdle(d, dir.path().string() + "/square-runs") == 1);
+}
+
+// A signed message with no /event_id where Square's body starts: no event Square sent, 400
+// as before (under the default id), never stored under the message's hash.
+void SquareWithoutEventIdIsRefused() {
+  TempDir dir;
+  Daemon d = Start(dir, "");
+  for (const std::string body :
+       {std::string(R"({"type":"payment.created"})"), std::string("not json"), std::string("")}) {
+    INFO(body);
+    const std::string answer =
+        RawPost(d, "/hooks/square?token=abc", SquareSigned("token=abc", body), body);
     CHECK(answer.starts_with("HTTP/1.1 400 "));
     CHECK(answer.find("square delivery without a body /event_id") != std::string::npos);
   }
-  // The original again: a duplicate.
-  CHECK(RawPost(d, "/hooks/square?token=abc", signature, body).find("\"duplicate\"") !=
-        std::string::npos);
-  CHECK(RunsWhenIdle(d, dir.path().string() + "/square-runs") == 1);
-  CHECK(d.Rows().size() == 1);
+  CHECK(d.Rows().empty());
 }
 
 }  // namespace
@@ -165,9 +236,66 @@ TEST_CASE("twilio: a signed form replayed in another spelling is a duplicate (de
   TwilioVariantsAreDuplicates("    dedupe: [id, body]");
 }
 
-TEST_CASE("square: bytes moved across the ? of a signed delivery make no new event", "[replay]") {
-  SquareVariantsAreNotNewEvents("");
-  SquareVariantsAreNotNewEvents("    dedupe: [id, body]");
+TEST_CASE("square: bytes moved across the ? of a signed delivery are a duplicate", "[replay]") {
+  SquareMovesAreDuplicates("");
+  SquareMovesAreDuplicates("    dedupe: [id, body]");
+}
+
+TEST_CASE("square: a move that arrives first is stored with the body Square signed", "[replay]") {
+  SquareMoveFirstStoresSquaresBody("");
+  SquareMoveFirstStoresSquaresBody("    dedupe: [id, body]");
+}
+
+TEST_CASE("square: a signed message without /event_id is refused", "[replay]") {
+  SquareWithoutEventIdIsRefused();
+}
+
+TEST_CASE("twilio: a replay with a fresh I-Twilio-Idempotency-Token is a duplicate (defaults)",
+          "[replay]") {
+  // Twilio does not sign the token: as the default id (before issue 26's follow-up) a
+  // captured request resent with a new token was a new event, and its handler ran again.
+  // The default id is now the signed message's hash, so Twilio's own retries (the same
+  // signed request) and a replay under any token are one event.
+  TempDir dir;
+  Daemon d = Start(dir, "");
+  const std::string form = "MessageSid=SM7&MessageStatus=delivered&AccountSid=AC1";
+  const httplib::Headers signature = TwilioSigned(form);
+  const auto type = "application/x-www-form-urlencoded";
+  auto with_token = [&](const std::string& token) {
+    httplib::Headers headers = signature;
+    if (!token.empty()) headers.emplace("I-Twilio-Idempotency-Token", token);
+    return AnswerLine(d.Post("/hooks/twilio", headers, form, type));
+  };
+  CHECK(with_token("idem-1") == "200 accepted");
+  CHECK(with_token("idem-1") == "200 duplicate");  // Twilio's retry
+  CHECK(with_token("idem-2") == "200 duplicate");  // was "200 accepted"
+  CHECK(with_token("") == "200 duplicate");
+  CHECK(RunsWhenIdle(d, dir.path().string() + "/twilio-runs") == 1);
+  const auto rows = d.Rows();
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]["event_id"].get<std::string>().starts_with("sha256:"));
+}
+
+TEST_CASE(
+    "twilio: event_id header:I-Twilio-Idempotency-Token is the operator's choice, and "
+    "its cost",
+    "[replay]") {
+  // Opted into, the token is the id: Twilio's retries are duplicates, but the header is
+  // unsigned, so a replay under a new token is a new event (README says so).
+  TempDir dir;
+  Daemon d = Start(dir, "    event_id: header:I-Twilio-Idempotency-Token");
+  const std::string form = "MessageSid=SM8&MessageStatus=delivered&AccountSid=AC1";
+  const httplib::Headers signature = TwilioSigned(form);
+  const auto type = "application/x-www-form-urlencoded";
+  auto with_token = [&](const std::string& token) {
+    httplib::Headers headers = signature;
+    headers.emplace("I-Twilio-Idempotency-Token", token);
+    return AnswerLine(d.Post("/hooks/twilio", headers, form, type));
+  };
+  CHECK(with_token("idem-1") == "200 accepted");
+  CHECK(with_token("idem-1") == "200 duplicate");
+  CHECK(with_token("idem-2") == "200 accepted");
+  CHECK(RunsWhenIdle(d, dir.path().string() + "/twilio-runs") == 2);
 }
 
 TEST_CASE("twilio: a form body over 1,000 fields is refused before its signature is checked",

@@ -5,7 +5,8 @@
 // `provider: square` endpoint must then accept it, identified by the body's event_id and
 // type, and stored byte for byte. One byte changed in the body, the URL (the query the
 // request arrives with is part of it), the signature or the key: the SDK and hookbox both
-// refuse it. A redelivery is a duplicate.
+// refuse it. A redelivery is a duplicate, and so is the same signed text split differently
+// between the query and the body (bytes moved across the `?`), which the SDK accepts too.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
@@ -122,6 +123,25 @@ test('one byte changed (body, URL, signature) or another key: SDK and hookbox re
   assert.equal(none.status, 401, none.text);
   assert.deepEqual(none.json, { error: 'missing signature' });
   assert.equal(stored(id).length, 0);
+});
+
+test('bytes moved across the ? verify for the SDK and hookbox alike: a duplicate, no new row', async () => {
+  const id = '4b8e5c91-1f2a-4c3e-9d7b-0a6f5e2d1c05';
+  const body = squareEvent(id);
+  const query = '?token=abc';
+  const header = sign(PUBLIC_URL + query, body);
+  const r = await send(body, header, query);
+  assert.deepEqual(r.json, { status: 'accepted', event_id: id });
+  // The SDK runs URL and body together too: each move verifies for it as for hookbox.
+  for (const [q, b] of [[`${query}{`, body.slice(1)], ['?token=ab', `c${body}`], ['', query + body]]) {
+    assert.equal(await sdkAccepts(PUBLIC_URL + q, b, header), true, `SDK, ${q}`);
+    const moved = await send(b, header, q);
+    assert.equal(moved.status, 200, `${q}: ${moved.text}`);
+    assert.deepEqual(moved.json, { status: 'duplicate', event_id: id }, q);
+  }
+  assert.equal(stored(id).length, 1);
+  assert.equal(stored(id)[0].duplicates, 3);
+  assert.equal(d.show('square', id).body, body);
 });
 
 test('hookbox send signs for Square as the SDK verifies', async () => {

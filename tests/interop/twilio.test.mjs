@@ -5,8 +5,9 @@
 // Signatures here come from the SDK's own getExpectedTwilioSignature, and its
 // validateRequest / validateRequestWithBody agree before hookbox is asked. A
 // `provider: twilio` endpoint must accept them, store the form byte for byte, take the id
-// from I-Twilio-Idempotency-Token (else the signed message's hash) and a type from a `form:` field;
-// one byte changed in a form value, the URL, the signature or the token, and both refuse.
+// from the signed message's hash (never from I-Twilio-Idempotency-Token, which Twilio does
+// not sign) and a type from a `form:` field; one byte changed in a form value, the URL, the
+// signature or the token, and both refuse.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -57,31 +58,38 @@ const sign = (url, params, token = TOKEN) => twilio.getExpectedTwilioSignature(t
 const send = (path, body, signature, extra = {}) =>
   d.post(path, { 'content-type': FORM, 'X-Twilio-Signature': signature, ...extra }, body);
 const stored = (endpoint, id) => d.rows(endpoint).filter((row) => row.event_id === id);
+// The default id: the hash of the message the SDK signs, the URL then the fields sorted by
+// name, each name then value (a JSON body's URL carries its bodySHA256 and no fields).
+const signedId = (url, params = {}) => {
+  const signed = url + Object.keys(params).sort().map((k) => k + params[k]).join('');
+  return `sha256:${createHash('sha256').update(signed).digest('hex')}`;
+};
 
-test('a form the SDK validates is accepted, identified by its idempotency token, stored as sent', async () => {
+test('a form the SDK validates is accepted, identified by its signed message, stored as sent', async () => {
   const params = statusCallback('SM0000000000000000000000000000001');
   const body = formBody(params);
   const signature = sign(PUBLIC_URL, params);
   assert.equal(twilio.validateRequest(TOKEN, signature, PUBLIC_URL, params), true);
-  const token = 'idem-0001';
-  const r = await send('/hooks/twilio', body, signature, { 'I-Twilio-Idempotency-Token': token });
+  // The id is the hash of the signed message (issue 26): public_url and the fields sorted
+  // by name, as the SDK signs them, so the same form spelled another way is the same event.
+  const id = signedId(PUBLIC_URL, params);
+  const r = await send('/hooks/twilio', body, signature, { 'I-Twilio-Idempotency-Token': 'idem-0001' });
   assert.equal(r.status, 200, r.text);
-  assert.deepEqual(r.json, { status: 'accepted', event_id: token });
-  const rows = stored('twilio', token);
+  assert.deepEqual(r.json, { status: 'accepted', event_id: id });
+  const rows = stored('twilio', id);
   assert.equal(rows.length, 1);
   assert.equal(rows[0].event_type, 'twilio');
-  assert.equal(d.show('twilio', token).body, body, 'stored body must be the bytes Twilio sent');
+  assert.equal(rows[0].id_source, 'sha256');
+  assert.equal(d.show('twilio', id).body, body, 'stored body must be the bytes Twilio sent');
 
-  // Twilio retries with the same token: a duplicate, stored once.
-  const again = await send('/hooks/twilio', body, signature, { 'I-Twilio-Idempotency-Token': token });
-  assert.deepEqual(again.json, { status: 'duplicate', event_id: token });
-  // Without the token the id is the hash of the signed message (issue 26, 1): public_url
-  // and the fields sorted by name, each name then value, as the SDK signs them; so the same
-  // form spelled another way (reordered, re-encoded) is the same event.
-  const bare = await send('/hooks/twilio', body, signature);
-  const signed = PUBLIC_URL + Object.keys(params).sort().map((k) => k + params[k]).join('');
-  const hash = `sha256:${createHash('sha256').update(signed).digest('hex')}`;
-  assert.deepEqual(bare.json, { status: 'accepted', event_id: hash });
+  // Twilio retries with the same token: a duplicate, stored once. The token is not signed:
+  // a replay under another token, or none, is the same event.
+  for (const token of ['idem-0001', 'idem-0002', undefined]) {
+    const extra = token ? { 'I-Twilio-Idempotency-Token': token } : {};
+    const again = await send('/hooks/twilio', body, signature, extra);
+    assert.deepEqual(again.json, { status: 'duplicate', event_id: id }, `token ${token}`);
+  }
+  assert.equal(d.rows('twilio').length, 1);
 });
 
 test('form: fields name the id and the type', async () => {
@@ -118,9 +126,12 @@ test('signed with the default port or without it: the SDK and hookbox accept bot
     const path = `/hooks/twilio${url.includes('?') ? query : ''}`;
     const asCalled = PUBLIC_URL + (url.includes('?') ? query : '');
     assert.equal(twilio.validateRequest(TOKEN, signature, asCalled, params), ok, `SDK, ${what}`);
-    const r = await send(path, formBody(params), signature, { 'I-Twilio-Idempotency-Token': `idem-8-${what}` });
+    const before = d.rows('twilio').length;
+    const r = await send(path, formBody(params), signature);
     assert.equal(r.status, ok ? 200 : 401, `${what}: ${r.text}`);
-    assert.equal(stored('twilio', `idem-8-${what}`).length, ok ? 1 : 0, `stored, ${what}`);
+    // Stored once, under the canonical spelling (public_url as configured, no port).
+    if (ok) assert.deepEqual(r.json, { status: 'accepted', event_id: signedId(asCalled, params) }, what);
+    assert.equal(d.rows('twilio').length, before + (ok ? 1 : 0), `stored, ${what}`);
   }
 });
 
@@ -135,13 +146,14 @@ test('one byte changed (form value, signature) or another token: SDK and hookbox
     ['signature', params, flipped],
     ['token', params, sign(PUBLIC_URL, params, 'another-auth-token')],
   ];
+  const before = d.rows('twilio').length;
   for (const [what, p, s] of cases) {
     assert.equal(twilio.validateRequest(TOKEN, s, PUBLIC_URL, p), false, `SDK, ${what}`);
     const r = await send('/hooks/twilio', formBody(p), s, { 'I-Twilio-Idempotency-Token': 'idem-4' });
     assert.equal(r.status, 401, `${what}: ${r.text}`);
     assert.deepEqual(r.json, { error: 'signature mismatch' }, what);
   }
-  assert.equal(stored('twilio', 'idem-4').length, 0);
+  assert.equal(d.rows('twilio').length, before);
 });
 
 test('a JSON body bound by bodySHA256: accepted as the SDK validates it; another body refused', async () => {
@@ -154,7 +166,9 @@ test('a JSON body bound by bodySHA256: accepted as the SDK validates it; another
     'I-Twilio-Idempotency-Token': 'idem-5' };
   const r = await d.post(`/hooks/twilio?bodySHA256=${hash}`, headers, body);
   assert.equal(r.status, 200, r.text);
-  assert.equal(d.show('twilio', 'idem-5').body, body);
+  // The signed message is the URL alone, and it holds the body's hash.
+  assert.deepEqual(r.json, { status: 'accepted', event_id: signedId(url) });
+  assert.equal(d.show('twilio', signedId(url)).body, body);
   const other = body.replace('SM5', 'SM6');
   assert.equal(twilio.validateRequestWithBody(TOKEN, signature, url, other), false);
   const refused = await d.post(`/hooks/twilio?bodySHA256=${hash}`, { ...headers, 'I-Twilio-Idempotency-Token': 'idem-6' }, other);

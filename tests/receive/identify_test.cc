@@ -103,14 +103,23 @@ TEST_CASE("provider defaults for id and type") {
     CHECK(a->event_id == "sha256:" + Sha256Hex(body));
     CHECK(a->event_type == "APPLICATION_AUTHORIZED");
   }
-  SECTION("twilio: I-Twilio-Idempotency-Token, else the body hash; type the constant twilio") {
+  SECTION("twilio: the signed message's hash, never the unsigned token; type twilio") {
     const std::string form = "MessageSid=SM1&MessageStatus=delivered";
-    auto a = Identify(Ep(Provider::kTwilio), {{"I-Twilio-Idempotency-Token", "tok-1"}}, form);
-    CHECK(a->event_id == "tok-1");
-    CHECK(a->id_source == "header:I-Twilio-Idempotency-Token");
+    const std::string message = "https://example.com/hMessageSidSM1MessageStatusdelivered";
+    auto a =
+        Identify(Ep(Provider::kTwilio), {{"I-Twilio-Idempotency-Token", "tok-1"}}, form, message);
+    CHECK(a->event_id == "sha256:" + Sha256Hex(message));
+    CHECK(a->id_source == "sha256");
     CHECK(a->event_type == "twilio");
-    auto b = Identify(Ep(Provider::kTwilio), {}, form);
-    CHECK(b->event_id == "sha256:" + Sha256Hex(form));
+    auto b =
+        Identify(Ep(Provider::kTwilio), {{"I-Twilio-Idempotency-Token", "tok-2"}}, form, message);
+    CHECK(b->event_id == a->event_id);
+    // The token only when the operator names it.
+    Endpoint token = Ep(Provider::kTwilio);
+    token.event_id = {FieldRef::From::kHeader, "I-Twilio-Idempotency-Token"};
+    auto c = Identify(token, {{"I-Twilio-Idempotency-Token", "tok-1"}}, form, message);
+    CHECK(c->event_id == "tok-1");
+    CHECK(c->id_source == "header:I-Twilio-Idempotency-Token");
     // A configured type wins over the constant.
     Endpoint typed = Ep(Provider::kTwilio);
     typed.event_type = {FieldRef::From::kForm, "MessageStatus"};

@@ -86,5 +86,31 @@ TEST_CASE("square: missing and malformed headers", "[square]") {
                {"x-square-hmacsha256-signature", kPublished}}) == "malformed signature");
 }
 
+TEST_CASE("square: SignedBody reads the body where Square split its message", "[square]") {
+  const std::string query = "token=abc";
+  const Headers headers = Delivery(Mac(kUrl + "?" + query + kBody));
+  // Every split of the one signed text verifies, and gives Square's body back.
+  for (const auto& [q, body] : {std::pair{query, kBody}, std::pair{query + "{", kBody.substr(1)},
+                                std::pair{std::string("token=ab"), "c" + kBody},
+                                std::pair{std::string(), "?" + query + kBody},
+                                std::pair{query + kBody.substr(0, kBody.find("\"data\":") + 7),
+                                          kBody.substr(kBody.find("\"data\":") + 7)}}) {
+    INFO(q << " | " << body);
+    std::string message;
+    REQUIRE(Verify(Square(), headers, body, At(0), q, &message).ok());
+    CHECK(message == kUrl + "?" + query + kBody);
+    CHECK(SignedBody(Square(), body, message) == kBody);
+  }
+  // No '{' after public_url: no body of Square's; the request's own is kept.
+  std::string message;
+  REQUIRE(
+      Verify(Square(), Delivery(Mac(kUrl + "?a=1plain")), "plain", At(0), "a=1", &message).ok());
+  CHECK(SignedBody(Square(), "plain", message) == "plain");
+  // Other providers, and no signed message: the body as it came.
+  Endpoint stripe = testing::MakeEndpoint(Provider::kStripe, {"whsec_x"});
+  CHECK(SignedBody(stripe, "x{y", "https://h/{z") == "x{y");
+  CHECK(SignedBody(Square(), "x{y", "") == "x{y");
+}
+
 }  // namespace
 }  // namespace hookbox
