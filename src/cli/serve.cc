@@ -28,6 +28,7 @@
 #include "ops/fdlimit.h"
 #include "ops/log.h"
 #include "ops/process.h"
+#include "ops/storage_health.h"
 #include "ops/systemd.h"
 #include "receive/receiver.h"
 #include "work/dispatcher.h"
@@ -96,6 +97,14 @@ struct Liveness {
     if (!InboxAlive(inbox).ok()) return "database unavailable";
     return "";
   }
+
+  // /readyz: alive, and no storage operation in a run of failures (ops/storage_health.h).
+  // The watchdog asks only Problem(): restarting the daemon mends no disk.
+  std::string ReadyProblem() const {
+    std::string problem = Problem();
+    if (problem.empty()) problem = Storage().Problem();
+    return problem;
+  }
 };
 
 // The admin port: probes (open to all clients that name the listener: they tell little),
@@ -112,7 +121,7 @@ Answer AdminAnswer(const Delivery& d, const Liveness& liveness, console::Console
   }
   if (d.path == "/healthz") return {200, R"({"status":"ok"})", {}};
   if (d.path == "/readyz") {
-    std::string problem = liveness.Problem();
+    std::string problem = liveness.ReadyProblem();
     if (!problem.empty()) return {503, Dump(json{{"status", problem}}), {}};
     return {200, R"({"status":"ready"})", {}};
   }
@@ -178,6 +187,21 @@ void AddQueueGauges(Inbox& inbox) {
               std::chrono::duration<double>(std::chrono::system_clock::now() - oldest).count());
         }
         out.push_back({{}, age});
+        return out;
+      });
+}
+
+// hookbox_wal_bytes: the size of the SQLite inbox's `-wal` file at each scrape, which grows
+// while checkpoints fail (ops/storage_health.h). Not registered on PostgreSQL, whose WAL is
+// the server's.
+void AddWalGauge(Inbox& inbox) {
+  if (!inbox.WalBytes()) return;
+  Metrics().registry.AddGauge(
+      "hookbox_wal_bytes",
+      "Size of the SQLite inbox's write-ahead log file; it grows while checkpoints fail.", {},
+      [&inbox] {
+        std::vector<GaugeSample> out;
+        if (auto bytes = inbox.WalBytes()) out.push_back({{}, static_cast<double>(*bytes)});
         return out;
       });
 }
@@ -339,6 +363,7 @@ bool Daemon::Start(const std::vector<int>& activated) {
   purge_.Start();
   AddQueueGauges(*inbox_);
   AddHandlerGauges(*inbox_);
+  AddWalGauge(*inbox_);
   if (!Listen(activated)) return false;
   hooks_thread_ = std::thread([this] { hooks_.Run(); });
   admin_thread_ = std::thread([this] {

@@ -494,6 +494,11 @@ class Inbox {
   virtual StatusOr<PurgeCounts> Purge(const PurgeRequest& request) = 0;
   // Ok when the database answers a trivial query (for /readyz).
   virtual Status Ping() = 0;
+  // The size in bytes of the write-ahead log the inbox keeps itself (SQLite's
+  // `<database>-wal`: the hookbox_wal_bytes gauge), 0 while that file does not exist;
+  // nullopt where the log is the server's (PostgreSQL). Reads only the file's size: safe
+  // beside every other call.
+  virtual std::optional<int64_t> WalBytes() { return std::nullopt; }
 };
 
 struct InboxOptions {

@@ -41,7 +41,17 @@ DaemonMetrics::DaemonMetrics()
           "hookbox_bulk_jobs_rearmed_total",
           "Jobs re-armed by the console's bulk retry and replay, by verb (the CLI's are not "
           "counted: they run in a process of their own).",
-          {"verb"})) {}
+          {"verb"})),
+      storage_errors(registry.AddCounter(
+          "hookbox_storage_errors_total",
+          "Storage operations that failed other than by lock contention, by operation (accept, "
+          "checkpoint, purge, claim, finish); each is also an error log line.",
+          {"op"})) {
+  // Present at 0 from the start, so that an alert on its rate has a series to read.
+  for (const char* op : {"accept", "checkpoint", "purge", "claim", "finish"}) {
+    storage_errors.With({op});
+  }
+}
 
 DaemonMetrics& Metrics() {
   static DaemonMetrics* metrics = new DaemonMetrics();  // never destroyed: threads may outlive main

@@ -37,6 +37,9 @@ struct DaemonMetrics {
   // {verb}: retry, replay. Jobs the console's bulk page re-armed (the CLI's bulk verbs run in
   // a process of their own: they print what they did, and are not counted here).
   CounterFamily& bulk_jobs_rearmed;
+  // {op}: accept, checkpoint, purge, claim, finish. Storage operations that failed for a
+  // reason other than lock contention (storage_health.h); each is also an `error` log line.
+  CounterFamily& storage_errors;
   // Deliveries of the last hour by the outcome `deliveries` counts them under (the
   // console's summary).
   RecentCounts recent_deliveries;

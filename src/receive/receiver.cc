@@ -14,6 +14,7 @@
 #include "base/form.h"
 #include "ops/daemon_metrics.h"
 #include "ops/log.h"
+#include "ops/storage_health.h"
 #include "receive/identify.h"
 #include "verify/verify.h"
 #include "work/attempt.h"
@@ -418,6 +419,12 @@ Answer Receiver::Receive(const Delivery& d) const {
       .accept_latency.With({ep->name})
       .Observe(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - record.started).count());
+  // The database's faults (not a strict_body conflict, not text it cannot store) count
+  // toward /readyz and hookbox_storage_errors_total (ops/storage_health.h).
+  if (const Status::Code code = result.status().code();
+      result.ok() || code == Status::Code::kUnavailable || code == Status::Code::kInternal) {
+    Storage().Record(kStorageAccept, result.status());
+  }
   if (!result.ok()) return record.Refused(result.status());
 
   // 5. answer

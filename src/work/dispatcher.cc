@@ -11,6 +11,7 @@
 
 #include "ops/daemon_metrics.h"
 #include "ops/log.h"
+#include "ops/storage_health.h"
 #include "work/attempt.h"
 #include "work/held.h"
 
@@ -48,6 +49,17 @@ void ReleaseDeadLeases(Inbox& inbox, TimePoint now) {
       LogInfo({{"msg", "released the leases of a process that is gone"}, {"owner", prefix}});
     }
   }
+}
+
+// What a batch of finishes says of the storage: its first failure that is the database's
+// (Unavailable, Internal), else Ok. A lost lease (Conflict) or a row gone (NotFound) is an
+// answer the database gave, not a fault of it.
+Status StorageFault(const std::vector<StatusOr<Outcome>>& recorded) {
+  for (const auto& r : recorded) {
+    const Status::Code code = r.status().code();
+    if (code == Status::Code::kUnavailable || code == Status::Code::kInternal) return r.status();
+  }
+  return Status::Ok();
 }
 
 // One line and one count per circuit transition (DESIGN.md, "Handler state").
@@ -221,8 +233,9 @@ bool Dispatcher::Claim() {
   const std::chrono::milliseconds lease = LeaseFor(*handlers);
   const TimePoint now = clock_.Now();
   auto claimed = inbox_.ClaimJobs(owner_, std::min(free, kMaxClaim), now, lease, controls->limits);
+  // A fault is an error line and a count (ops/storage_health.h); contention is quiet.
+  Storage().Record(kStorageClaim, claimed.status());
   if (!claimed.ok()) {
-    LogError({{"msg", "cannot claim jobs"}, {"error", claimed.status().ToString()}});
     std::this_thread::sleep_for(kStorageBackoff);  // storage is down: don't spin
     return false;
   }
@@ -343,6 +356,7 @@ void Dispatcher::FinishBatch(std::vector<Attempt*>& batch) {
         Conclude(a->job, a->result, a->handler, *a->config, clock_, AttemptMode::kPool));
   }
   std::vector<StatusOr<Outcome>> recorded = inbox_.FinishJobs(finishes);
+  Storage().Record(kStorageFinish, StorageFault(recorded));
   RecordCircuits(batch, recorded);
   const auto now = std::chrono::steady_clock::now();
   bool storage_down = false;

@@ -1846,3 +1846,18 @@ TEST_CASE("replay of a resource's rows runs them again one at a time, in receive
     REQUIRE(t->FinishJob(one[0], Done(kT0 + 1h)).ok());
   }
 }
+
+TEST_CASE("WalBytes: the SQLite inbox's -wal file grows with commits; none on PostgreSQL") {
+  TestInbox t;
+  auto before = t->WalBytes();
+  if (OnPostgres()) {
+    CHECK_FALSE(before.has_value());  // PostgreSQL's WAL is the server's
+    return;
+  }
+  REQUIRE(before.has_value());
+  for (int i = 0; i < 20; ++i)
+    CHECK(Accept(t, MakeEvent("wal-" + std::to_string(i))) == Verdict::kAccepted);
+  auto after = t->WalBytes();
+  REQUIRE(after.has_value());
+  CHECK(*after > *before);
+}

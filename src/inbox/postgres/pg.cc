@@ -126,11 +126,15 @@ Status Conn::Error(const PGresult* r, std::string_view what) {
     broken_ = true;
     return Status::Unavailable("storage unavailable", about);
   }
-  // Lock timeout, cancelled statement, serialization failure, deadlock, read-only server
+  // Lock timeout, serialization failure, deadlock: contention, quiet in the storage log and
+  // counter (ops/storage_health.h); the next try may well succeed.
+  if (code == "55P03" || code == "40001" || code == "40P01") {
+    return Status::Unavailable("storage busy", about);
+  }
+  // Cancelled statement, read-only server
   // (a standby after failover), insufficient resources (disk full, too many connections),
   // system errors: the next try may well succeed.
-  if (code == "55P03" || code == "57014" || code == "40001" || code == "40P01" || code == "25006" ||
-      StartsWith(code, "53") || StartsWith(code, "58")) {
+  if (code == "57014" || code == "25006" || StartsWith(code, "53") || StartsWith(code, "58")) {
     return Status::Unavailable("storage unavailable", about);
   }
   if (code == "22021" || code == "22P05") {

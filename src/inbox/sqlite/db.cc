@@ -77,9 +77,11 @@ std::string Stmt::Text(int col) const {
 Status Db::Error(int rc, std::string_view what) const {
   std::string msg = std::string(what) + ": " + sqlite3_errmsg(db_);
   switch (rc & 0xff) {
-    case SQLITE_FULL:
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
+      // Contention, not a fault: quiet in the storage log and counter (ops/storage_health.h).
+      return Status::Unavailable("storage busy", msg);
+    case SQLITE_FULL:
     case SQLITE_IOERR:
     case SQLITE_CANTOPEN:
     case SQLITE_READONLY:

@@ -2,6 +2,8 @@
 // gate, jobs) and the operator's reads (see sqlite_inbox.h).
 #include "inbox/sqlite/sqlite_inbox.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -21,6 +23,7 @@
 #include "inbox/handler_gate.h"
 #include "inbox/migration.h"
 #include "inbox/sqlite/db.h"
+#include "ops/storage_health.h"
 
 namespace hookbox {
 namespace {
@@ -709,6 +712,7 @@ class SqliteInbox final : public Inbox {
               std::unique_ptr<Db> checkpointer)
       : writer_db_(std::move(writer)),
         reader_(std::move(reader)),
+        wal_path_(sqlite3_filename_wal(sqlite3_db_filename(writer_db_->raw(), "main"))),
         checkpoint_db_(std::move(checkpointer)) {
     // Replaces SQLite's automatic checkpoint (see OnWalCommit).
     sqlite3_wal_hook(writer_db_->raw(), &SqliteInbox::OnWalCommit, this);
@@ -1224,6 +1228,12 @@ class SqliteInbox final : public Inbox {
     return counts;
   }
 
+  std::optional<int64_t> WalBytes() override {
+    struct stat st {};
+    if (::stat(wal_path_.c_str(), &st) != 0) return 0;  // no WAL file yet (or any more)
+    return static_cast<int64_t>(st.st_size);
+  }
+
   Status Ping() override {
     std::lock_guard lock(read_mu_);
     HOOKBOX_PREPARE(q, *reader_, "SELECT count(*) FROM schema_migrations");
@@ -1494,25 +1504,36 @@ class SqliteInbox final : public Inbox {
     return SQLITE_OK;
   }
 
+  // A checkpoint that fails for a reason other than contention (an I/O error on the WAL's or
+  // the database file's fsync, a full disk) is an error line and a count (CopyWal, through
+  // ops/storage_health.h), and is tried again every kCheckpointRetry until one succeeds, not
+  // only at the next kCheckpointPages: a WAL that cannot be copied grows, and the daemon
+  // says so (/readyz, hookbox_wal_bytes) until it can again.
   void CheckpointLoop() {
+    bool failing = false;  // the last copy that was not contended met a fault
     for (;;) {
       {
         std::unique_lock lock(checkpoint_mu_);
-        checkpoint_cv_.wait(lock, [this] { return checkpoint_stopping_ || checkpoint_due_; });
+        auto woken = [this] { return checkpoint_stopping_ || checkpoint_due_; };
+        if (failing) {
+          checkpoint_cv_.wait_for(lock, kCheckpointRetry, woken);
+        } else {
+          checkpoint_cv_.wait(lock, woken);
+        }
         if (checkpoint_stopping_) return;
         checkpoint_due_ = false;
       }
       WalState wal;
       // BUSY (another checkpoint runs, say in a CLI process) is fine: the next wake retries.
-      if (!CopyWal(&wal)) continue;
+      if (!CopyWal(&wal, &failing)) continue;
       for (int pass = 0; pass < kCatchUpPasses && wal.pages >= kWalRestartPages &&
                          wal.pages < kWalForcePages && wal.left() > kRestartTail;
            ++pass) {
-        if (!CopyWal(&wal)) break;
+        if (!CopyWal(&wal, &failing)) break;
       }
-      if (wal.pages >= kWalRestartPages &&
+      if (!failing && wal.pages >= kWalRestartPages &&
           (wal.left() <= kRestartTail || wal.pages >= kWalForcePages)) {
-        writes_.Exclusive([&] { CopyWal(&wal); });
+        writes_.Exclusive([&] { CopyWal(&wal, &failing); });
       }
     }
   }
@@ -1523,9 +1544,21 @@ class SqliteInbox final : public Inbox {
     int left() const { return pages - copied; }
   };
 
-  bool CopyWal(WalState* wal) {
-    return sqlite3_wal_checkpoint_v2(checkpoint_db_->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE,
-                                     &wal->pages, &wal->copied) == SQLITE_OK;
+  // One PASSIVE copy (which may copy less than all, or nothing, beside readers: that is no
+  // failure). False when it did not complete: contention (quiet, *failing as it was) or a
+  // fault (logged, counted, *failing set); a completed copy clears *failing.
+  bool CopyWal(WalState* wal, bool* failing) {
+    const int rc = sqlite3_wal_checkpoint_v2(checkpoint_db_->raw(), nullptr,
+                                             SQLITE_CHECKPOINT_PASSIVE, &wal->pages, &wal->copied);
+    if (rc == SQLITE_OK) {
+      *failing = false;
+      Storage().Record(kStorageCheckpoint, Status::Ok());
+      return true;
+    }
+    const Status s = checkpoint_db_->Error(rc, "checkpoint");
+    if (!IsStorageBusy(s)) *failing = true;
+    Storage().Record(kStorageCheckpoint, s);
+    return false;
   }
 
   // Counts (dry run) or deletes, one batch per write transaction, the rows a purge query
@@ -1590,6 +1623,7 @@ class SqliteInbox final : public Inbox {
 
   std::mutex read_mu_;  // guards reader_
   std::unique_ptr<Db> reader_;
+  const std::string wal_path_;  // `<database>-wal` (WalBytes)
 
   // About 4 MiB of WAL per background checkpoint (SQLite's own default interval); the WAL
   // file started over at about 32 MiB, after at most kCatchUpPasses extra copies, with at
@@ -1599,6 +1633,7 @@ class SqliteInbox final : public Inbox {
   static constexpr int kWalForcePages = 4 * kWalRestartPages;
   static constexpr int kRestartTail = 256;
   static constexpr int kCatchUpPasses = 8;
+  static constexpr auto kCheckpointRetry = std::chrono::seconds(1);
   std::unique_ptr<Db> checkpoint_db_;  // owned by checkpointer_ after construction
   std::thread checkpointer_;
   std::mutex checkpoint_mu_;  // guards checkpoint_due_, checkpoint_stopping_
