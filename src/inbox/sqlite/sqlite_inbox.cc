@@ -139,7 +139,14 @@ int PollForWriteLock(void*, int tries) {
 void BindEventParams(sqlite::Stmt& q, const HandlerEvent& e) {
   for (std::string_view name : kSqlParameters) {
     // name.data(): each of kSqlParameters views a whole string literal, so it ends in NUL.
-    if (int i = q.ParamIndex(name.data()); i > 0) q.Bind(i, *SqlParameter(e, name));
+    if (int i = q.ParamIndex(name.data()); i > 0) {
+      const EventParam v = *SqlParameter(e, name);
+      if (v.text) {
+        q.Bind(i, *v.text);
+      } else {
+        q.Bind(i, v.number);
+      }
+    }
   }
 }
 
