@@ -21,6 +21,7 @@
 #include "inbox/filter.h"
 #include "ops/clock.h"
 #include "ops/daemon_metrics.h"
+#include "ops/log.h"
 
 namespace hookbox::console {
 namespace {
@@ -883,6 +884,13 @@ Answer Console::BulkAction(const Delivery& d) {
   Metrics()
       .bulk_jobs_rearmed.With({BulkVerbName(q->request.verb)})
       .Inc(static_cast<uint64_t>(*done));
+  // The same line as the CLI's bulk verbs log (cli/bulk.cc): the journal has both.
+  LogInfo({{"msg", "bulk re-armed"},
+           {"by", "console"},
+           {"verb", BulkVerbName(q->request.verb)},
+           {"rearmed", *done},
+           {"endpoint", q->request.filter.endpoint},
+           {"handler", q->request.filter.handler}});
   if (options_.wake) options_.wake();
   std::string href = "/bulk?verb=" + std::string(BulkVerbName(q->request.verb));
   for (const json& field : BulkFormFields(*q)) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "base/form.h"
@@ -637,4 +638,26 @@ TEST_CASE("console: the bulk page takes the filter's status and where; its POST 
     CHECK(unguarded->status == 403);
   }
   for (const char* id : {"w1", "w2"}) CHECK(Status(d, id) == "dead");
+
+  // hookbox_bulk_jobs_rearmed_total counts this daemon's console only (README, "Metrics"):
+  // the CLI's run is another process. Each logs one "bulk re-armed" line with its count.
+  auto cli = d.Cli({"inbox", "retry", "--dead", "--yes"});
+  REQUIRE(cli.exit_code == 0);
+  CHECK(cli.out.find("re-armed 2 job(s)") != std::string::npos);
+  json logged;
+  std::istringstream lines(cli.err);
+  for (std::string line; std::getline(lines, line);) {
+    json j = json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("msg", "") == "bulk re-armed") logged = j;
+  }
+  REQUIRE(logged.is_object());
+  CHECK(logged["by"] == "cli");
+  CHECK(logged["verb"] == "retry");
+  CHECK(logged["rearmed"] == 2);
+  REQUIRE(d.WaitForLog("bulk re-armed"));
+  CHECK(d.Log().find(R"("by":"console")") != std::string::npos);
+  auto metrics = c.Get("/metrics");
+  REQUIRE(metrics);
+  CHECK(metrics->body.find("hookbox_bulk_jobs_rearmed_total{verb=\"retry\"} 1\n") !=
+        std::string::npos);
 }
