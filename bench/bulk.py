@@ -12,8 +12,17 @@ from its delivery log lines) during the retry, against a window of the same load
 The inbox is filled directly with sqlite3 after `hookbox migrate` (rows as hookbox writes
 them: one dead job each, with its failed attempt). The daemon runs with `workers: 0`, so the
 re-armed jobs wait in the inbox and the run measures the retry's writes against the accepts,
-not the handler. The load: --clients threads, each with one keep-alive connection, sending
-GitHub-signed deliveries (X-Hub-Signature-256) back to back. Standard library only.
+not the handler.
+
+The load: GitHub-signed deliveries (X-Hub-Signature-256) over --clients keep-alive
+connections. By default it is open-loop: deliveries are due at a fixed --accept-rate (200/s),
+whatever the answers do, and each latency runs from the moment its delivery was due, so time
+spent queued behind a slow answer counts (as it would for a producer). --accept-rate 0 is the
+old closed loop, each client sending back to back: it saturates the daemon and measures its
+queueing more than the retry's effect. Both windows (without and with the retry) get the same
+load, and the report gives p50/p99/max for each, the retry's CPU seconds (user + system, from
+the kernel) and how long each of its write transactions held the lock (its "bulk writes" log
+line). Standard library only.
 """
 import argparse
 import hashlib
@@ -21,6 +30,8 @@ import hmac
 import http.client
 import json
 import os
+import queue
+import resource
 import shutil
 import socket
 import subprocess
@@ -97,48 +108,74 @@ def wait_port(port, proc, timeout=20):
 
 
 class Load:
-    """--clients threads sending signed deliveries; each latency is (start time, seconds)."""
+    """Signed deliveries over `clients` connections; each sample is (due time, seconds, ok).
 
-    def __init__(self, port, clients):
-        self.port, self.clients = port, clients
-        self.samples, self.errors = [], 0
+    rate > 0: open loop, one delivery due every 1/rate s, latency from its due time.
+    rate == 0: closed loop, each client back to back, latency from its send."""
+
+    def __init__(self, port, clients, rate):
+        self.port, self.clients, self.rate = port, clients, rate
+        self.samples = []
         self.lock = threading.Lock()
         self.stop = threading.Event()
         self.threads = []
         self.counter = 0
+        self.due = queue.Queue()
 
     def next_id(self):
         with self.lock:
             self.counter += 1
             return "load-%d" % self.counter
 
+    def send(self, conn):
+        delivery = self.next_id()
+        body = json.dumps({"ref": "refs/heads/main", "id": delivery, "pad": "x" * 1500}).encode()
+        sig = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+        headers = {"Content-Type": "application/json", "X-GitHub-Event": "push",
+                   "X-GitHub-Delivery": delivery, "X-Hub-Signature-256": sig}
+        try:
+            conn.request("POST", "/hooks/github", body, headers)
+            r = conn.getresponse()
+            r.read()
+            return conn, r.status == 200
+        except (OSError, http.client.HTTPException):
+            conn.close()
+            return http.client.HTTPConnection("127.0.0.1", self.port, timeout=10), False
+
     def client(self):
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
         local = []
         while not self.stop.is_set():
-            delivery = self.next_id()
-            body = json.dumps({"ref": "refs/heads/main", "id": delivery,
-                               "pad": "x" * 1500}).encode()
-            sig = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-            headers = {"Content-Type": "application/json", "X-GitHub-Event": "push",
-                       "X-GitHub-Delivery": delivery, "X-Hub-Signature-256": sig}
-            t0 = time.time()
-            try:
-                conn.request("POST", "/hooks/github", body, headers)
-                r = conn.getresponse()
-                r.read()
-                ok = r.status == 200
-            except (OSError, http.client.HTTPException):
-                ok = False
-                conn.close()
-                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+            if self.rate > 0:
+                try:
+                    t0 = self.due.get(timeout=0.1)
+                except queue.Empty:
+                    continue
+            else:
+                t0 = time.time()
+            conn, ok = self.send(conn)
             local.append((t0, time.time() - t0, ok))
         with self.lock:
             self.samples.extend(local)
 
+    def pace(self):
+        start = time.time()
+        k = 0
+        while not self.stop.is_set():
+            at = start + k / self.rate
+            wait = at - time.time()
+            if wait > 0:
+                time.sleep(wait)
+            self.due.put(at)
+            k += 1
+
     def start(self):
         for _ in range(self.clients):
             t = threading.Thread(target=self.client, daemon=True)
+            t.start()
+            self.threads.append(t)
+        if self.rate > 0:
+            t = threading.Thread(target=self.pace, daemon=True)
             t.start()
             self.threads.append(t)
 
@@ -162,6 +199,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--jobs", type=int, default=100_000, help="dead jobs to retry")
     ap.add_argument("--clients", type=int, default=8, help="concurrent delivery connections")
+    ap.add_argument("--accept-rate", type=float, default=200,
+                    help="deliveries per second, open loop; 0: closed loop, back to back")
     ap.add_argument("--baseline", type=float, default=5, help="seconds of load without retry")
     ap.add_argument("--hookbox", default=os.path.join(os.path.dirname(__file__), "..", "build",
                                                       "hookbox"))
@@ -191,14 +230,16 @@ def main():
                               stderr=subprocess.STDOUT)
     try:
         wait_port(port, daemon)
-        load = Load(port, args.clients)
+        load = Load(port, args.clients, args.accept_rate)
         load.start()
         time.sleep(1)  # warm-up, not measured
         b0 = time.time()
         time.sleep(args.baseline)
         b1 = r0 = time.time()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         retry = subprocess.run([binary, "inbox", "retry", "--dead", "--yes", "--json", "-c",
                                 config], capture_output=True, text=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         r1 = time.time()
         load.finish()
     finally:
@@ -209,7 +250,22 @@ def main():
     result = json.loads(retry.stdout)
     left = subprocess.run(["sqlite3", db, "SELECT count(*) FROM jobs WHERE status = 'dead'"],
                           capture_output=True, text=True).stdout.strip()
+    writes = {}
+    for line in retry.stderr.splitlines():
+        try:
+            j = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(j, dict) and j.get("msg") == "bulk writes":
+            writes = j
     out = {"jobs": args.jobs, "rearmed": result["rearmed"], "retry_seconds": r1 - r0,
+           "retry_cpu_seconds": (after.ru_utime - before.ru_utime)
+                                + (after.ru_stime - before.ru_stime),
+           "transactions": writes.get("transactions"),
+           "longest_hold_ms": writes.get("longest_hold_ms"),
+           "mean_hold_ms": (writes["held_ms"] / writes["transactions"]
+                            if writes.get("transactions") else None),
+           "accept_rate": args.accept_rate,
            "retry_seconds_inbox": result.get("seconds"), "dead_left": int(left or 0),
            "clients": args.clients, "baseline": summary(load.samples, b0, b1),
            "during_retry": summary(load.samples, r0, r1), "work": work}
@@ -219,6 +275,15 @@ def main():
         print("bulk retry of %d dead jobs: re-armed %d in %.2f s (process %.2f s); %d left dead"
               % (args.jobs, out["rearmed"], out["retry_seconds_inbox"] or 0, out["retry_seconds"],
                  out["dead_left"]))
+        print("  retry CPU %.2f s; %s write transactions, each holding the lock %s ms on "
+              "average, %s ms at most" % (out["retry_cpu_seconds"], out["transactions"],
+                                          "%.1f" % out["mean_hold_ms"]
+                                          if out["mean_hold_ms"] is not None else "?",
+                                          "%.1f" % out["longest_hold_ms"]
+                                          if out["longest_hold_ms"] is not None else "?"))
+        print("  load: %s" % ("open loop, %g deliveries/s" % args.accept_rate
+                              if args.accept_rate > 0 else
+                              "closed loop, %d clients back to back" % args.clients))
         for what in ("baseline", "during_retry"):
             s = out[what]
             print("  accepts %-13s %6d requests %7.0f req/s  p50 %6.1f ms  p99 %6.1f ms  "

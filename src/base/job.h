@@ -5,6 +5,8 @@
 // inbox/inbox.h.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,23 +52,32 @@ inline const char* OutcomeName(Outcome o) {
   return "?";
 }
 
-// The named parameters a `sql` statement may use, and the event's value for one (null:
+// The named parameters a `sql` statement may use, and the event's value for one (nullopt:
 // not one of them). The sql handler refuses any other name at load; the backends bind these.
-inline constexpr std::string_view kSqlParameters[] = {
-    ":event_id", ":endpoint", ":type", ":resource", ":sequence", ":body", ":received_at"};
-inline const std::string* SqlParameter(const HandlerEvent& e, std::string_view name) {
-  if (name == ":event_id") return &e.event_id;
-  if (name == ":endpoint") return &e.endpoint;
-  if (name == ":type") return &e.event_type;
-  if (name == ":resource") return &e.resource_id;
-  if (name == ":sequence") return &e.sequence;
-  if (name == ":body") return &e.body;
-  if (name == ":received_at") return &e.received_at;
-  return nullptr;
+// :generation is the job's run, as exec's HOOKBOX_REPLAY_GENERATION and http's
+// X-Hookbox-Replay: 0 for the first, n after n replays. It is a number (bound as an integer,
+// so that `:generation = 0` holds on SQLite, which does not equate the text '0' with 0).
+inline constexpr std::string_view kSqlParameters[] = {":event_id",    ":endpoint",  ":type",
+                                                      ":resource",    ":sequence",  ":body",
+                                                      ":received_at", ":generation"};
+struct EventParam {
+  const std::string* text = nullptr;  // null: the value is `number`
+  int64_t number = 0;
+};
+inline std::optional<EventParam> SqlParameter(const HandlerEvent& e, std::string_view name) {
+  if (name == ":event_id") return EventParam{&e.event_id};
+  if (name == ":endpoint") return EventParam{&e.endpoint};
+  if (name == ":type") return EventParam{&e.event_type};
+  if (name == ":resource") return EventParam{&e.resource_id};
+  if (name == ":sequence") return EventParam{&e.sequence};
+  if (name == ":body") return EventParam{&e.body};
+  if (name == ":received_at") return EventParam{&e.received_at};
+  if (name == ":generation") return EventParam{nullptr, e.generation};
+  return std::nullopt;
 }
 
 // SQL to run inside the inbox's own transaction (the `sql` kind). Named parameters:
-// :event_id :endpoint :type :resource :sequence :body :received_at.
+// kSqlParameters.
 struct SqlWork {
   std::vector<std::string> setup;       // once at start (CREATE TABLE IF NOT EXISTS ...)
   std::vector<std::string> statements;  // per event, in the transaction that marks it done

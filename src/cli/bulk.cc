@@ -9,6 +9,7 @@
 
 #include "cli/cli.h"
 #include "inbox/filter.h"
+#include "ops/log.h"
 #include "ops/terminal.h"
 #include "work/held.h"
 
@@ -144,6 +145,16 @@ int InboxBulk(const std::string& path, BulkVerb verb, const BulkArgs& args) {
   if (!done.ok()) return ReportFailure(done.status());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  // The daemon's hookbox_bulk_jobs_rearmed_total is that process's counter, which this one
+  // cannot reach: the count goes to stdout and, as the daemon logs the console's bulk
+  // actions, to one structured line on stderr (README, "Metrics").
+  LogInfo({{"msg", "bulk re-armed"},
+           {"by", "cli"},
+           {"verb", BulkVerbName(verb)},
+           {"rearmed", *done},
+           {"seconds", seconds},
+           {"endpoint", request.filter.endpoint},
+           {"handler", request.filter.handler}});
   if (args.json) {
     out["rearmed"] = *done;
     out["seconds"] = seconds;

@@ -21,6 +21,7 @@
 #include "inbox/filter.h"
 #include "ops/clock.h"
 #include "ops/daemon_metrics.h"
+#include "ops/log.h"
 
 namespace hookbox::console {
 namespace {
@@ -239,13 +240,10 @@ json JobsView(const std::vector<JobRow>& jobs) {
   return out;
 }
 
-// The bulk page's filter fields: the filter's option names (filter.h, ParseFilter).
-constexpr std::array<const char*, 6> kFilterFields = {"endpoint", "status", "type",
-                                                      "handler",  "since",  "until"};
-
 // The bulk page's request from a query (GET) or form (POST): the filter, parsed as the CLI
-// parses it, the verb and the rate. The times, once parsed, are absolute: the form carries
-// them so, and the POST acts on the rows the page showed.
+// parses it and as the list's (FilterOptions: `where` one POINTER=VALUE or form:NAME=VALUE
+// a line, and the form's hidden fields one a line each), the verb and the rate. The times, once
+// parsed, are absolute: the form carries them so, and the POST acts on the rows the page showed.
 struct BulkQuery {
   BulkRequest request;
   std::string rate_text;
@@ -254,17 +252,7 @@ struct BulkQuery {
 
 StatusOr<BulkQuery> ParseBulkQuery(const FormFields& fields) {
   BulkQuery q;
-  std::vector<FilterOption> options;
-  for (const auto& [name, value] : fields) {
-    if (value.empty()) continue;
-    if (name == "where") {
-      options.emplace_back(name, value);
-      q.where.push_back(value);
-    } else if (std::find(kFilterFields.begin(), kFilterFields.end(), std::string_view(name)) !=
-               kFilterFields.end()) {
-      options.emplace_back(name, value);
-    }
-  }
+  const std::vector<FilterOption> options = FilterOptions(fields, &q.where);
   auto filter = ParseFilter(options, std::chrono::system_clock::now());
   if (!filter.ok()) return filter.status();
   q.request.filter = *std::move(filter);
@@ -279,7 +267,8 @@ StatusOr<BulkQuery> ParseBulkQuery(const FormFields& fields) {
   return q;
 }
 
-// The filter as the form carries it, every field in the order of kFilterFields.
+// The filter as the form carries it: endpoint, status, type, handler, since, until, each
+// `where` line, then the rate.
 json BulkFormFields(const BulkQuery& q) {
   const EventFilter& f = q.request.filter;
   json fields = json::array();
@@ -824,10 +813,20 @@ Answer Console::BulkPage(const FormFields& query) {
   for (const std::string& name : options_.endpoints) {
     view["endpoints"].push_back({{"name", name}, {"selected", name == endpoint}});
   }
+  const std::string status = Field(query, "status");
+  view["statuses"] = json::array();
+  for (const char* name : kRowStatuses) {
+    view["statuses"].push_back({{"name", name}, {"selected", status == name}});
+  }
+  std::vector<std::string> where_lines;
+  FilterOptions(query, &where_lines);
+  std::string where_text;
+  for (const std::string& line : where_lines) where_text += (where_text.empty() ? "" : "\n") + line;
   view["filter"] = {{"handler", Field(query, "handler")},
                     {"type", Field(query, "type")},
                     {"since", Field(query, "since")},
-                    {"until", Field(query, "until")}};
+                    {"until", Field(query, "until")},
+                    {"where", where_text}};
   view["rate"] = Field(query, "rate");
   view["replay"] = Field(query, "verb") == "replay";
   if (auto n = Count(Field(query, "done"))) {
@@ -835,10 +834,8 @@ Answer Console::BulkPage(const FormFields& query) {
   }
   if (FormValue(query, "verb")) {
     auto q = ParseBulkQuery(query);
-    if (!q.ok()) {
-      view["error"] = "The filter cannot be used: " + q.status().ToString();
-      return Html(400, "bulk.html", view);
-    }
+    // The list's 400 page (ListPage), word for word.
+    if (!q.ok()) return Message(400, "This filter cannot be used", q.status().ToString());
     const bool replay = q->request.verb == BulkVerb::kReplay;
     if (replay && q->request.filter.handler.empty()) {
       view["error"] = "A replay runs one handler again: name it.";
@@ -882,7 +879,7 @@ Answer Console::BulkAction(const Delivery& d) {
   const FormFields form = ParseUrlEncoded(d.body);
   if (auto refused = RefusedPost(d, form)) return *refused;
   auto q = ParseBulkQuery(form);
-  if (!q.ok()) return Message(400, "The filter cannot be used", q.status().ToString());
+  if (!q.ok()) return Message(400, "This filter cannot be used", q.status().ToString());
   if (q->request.verb == BulkVerb::kReplay && q->request.filter.handler.empty()) {
     return Message(400, "Which handler?", "A replay runs one handler again: name it.");
   }
@@ -892,6 +889,13 @@ Answer Console::BulkAction(const Delivery& d) {
   Metrics()
       .bulk_jobs_rearmed.With({BulkVerbName(q->request.verb)})
       .Inc(static_cast<uint64_t>(*done));
+  // The same line as the CLI's bulk verbs log (cli/bulk.cc): the journal has both.
+  LogInfo({{"msg", "bulk re-armed"},
+           {"by", "console"},
+           {"verb", BulkVerbName(q->request.verb)},
+           {"rearmed", *done},
+           {"endpoint", q->request.filter.endpoint},
+           {"handler", q->request.filter.handler}});
   if (options_.wake) options_.wake();
   std::string href = "/bulk?verb=" + std::string(BulkVerbName(q->request.verb));
   for (const json& field : BulkFormFields(*q)) {

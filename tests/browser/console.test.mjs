@@ -293,8 +293,15 @@ test('the bulk page shows the plan of a retry; its button re-arms every dead job
   await page.goto(admin('/'));
   await clickText(page, 'nav a', 'Bulk');
   await page.select('select[name=endpoint]', 'github');
+  await page.select('select[name=status]', 'dead');
+  // A body field, as `--where` takes it: both events' ref.
+  await page.type('textarea[name=where]', '/ref=refs/heads/main');
   await clickText(page, 'button', 'Plan');
-  assert.match(page.url(), /\/bulk\?verb=retry&endpoint=github/);
+  assert.match(page.url(), /\/bulk\?verb=retry&endpoint=github&status=dead&/);
+  assert.match(page.url(), /where=%2Fref%3Drefs%2Fheads%2Fmain/);
+  // The confirming form carries the filter.
+  assert.equal(await page.$eval('form[method=post] input[name=where]', (e) => e.value),
+    '/ref=refs/heads/main');
   // The plan: the same numbers as the CLI's --dry-run, and nothing changed yet.
   assert.equal(await page.$eval('#plan-rows', (e) => e.textContent), '2');
   assert.equal(await page.$eval('#plan-jobs', (e) => e.textContent), '2');

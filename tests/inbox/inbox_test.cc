@@ -1861,3 +1861,35 @@ TEST_CASE("WalBytes: the SQLite inbox's -wal file grows with commits; none on Po
   REQUIRE(after.has_value());
   CHECK(*after > *before);
 }
+
+TEST_CASE("sql handler: :generation is 0 in the first run, n after n replays") {
+  TestInbox t;
+  SqlWork sql;
+  sql.setup = {
+      "CREATE TABLE IF NOT EXISTS runs (event_id TEXT, generation INTEGER, first INTEGER)"};
+  // :generation twice, once compared with a number: an integer on both backends.
+  sql.statements = {
+      "INSERT INTO runs VALUES (:event_id, :generation,"
+      " CASE WHEN :generation = 0 THEN 1 ELSE 0 END)"};
+  REQUIRE(t->PrepareSql(sql).ok());
+  REQUIRE(Accept(t, MakeEvent("g1", {"h"})) == Verdict::kAccepted);
+  auto run = [&](TimePoint at) {
+    auto jobs = Claim(t, at);
+    REQUIRE(jobs.size() == 1);
+    auto recorded = t->FinishJob(jobs[0], Done(at), &sql, nullptr);
+    REQUIRE(recorded.ok());
+    CHECK(*recorded == Outcome::kOk);
+  };
+  run(kT0);
+  for (int n = 1; n <= 2; ++n) {
+    auto replayed = t->Replay(Bulk(BulkVerb::kReplay, kT0 + n * 1h, "ep", "h"));
+    REQUIRE(replayed.ok());
+    REQUIRE(*replayed == 1);
+    run(kT0 + n * 1h);
+  }
+  CHECK(t.Count("SELECT count(*) FROM runs") == 3);
+  CHECK(t.Count("SELECT count(*) FROM runs WHERE event_id = 'g1' AND generation = 0"
+                " AND first = 1") == 1);
+  CHECK(t.Count("SELECT count(*) FROM runs WHERE generation = 1 AND first = 0") == 1);
+  CHECK(t.Count("SELECT count(*) FROM runs WHERE generation = 2 AND first = 0") == 1);
+}

@@ -129,10 +129,15 @@ struct UserStatement {
 Params EventParams(const UserStatement& st, const HandlerEvent& e) {
   Params p;
   for (const std::string& name : st.names) {
-    if (const std::string* value = SqlParameter(e, name))
-      p.Add(*value);
-    else
+    if (auto v = SqlParameter(e, name)) {
+      if (v->text) {
+        p.Add(*v->text);
+      } else {
+        p.Add(v->number);  // as text: the server reads it as the type the statement wants
+      }
+    } else {
       p.AddNull();  // the sql handler refuses unknown names at load
+    }
   }
   return p;
 }

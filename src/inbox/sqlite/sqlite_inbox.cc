@@ -23,6 +23,7 @@
 #include "inbox/handler_gate.h"
 #include "inbox/migration.h"
 #include "inbox/sqlite/db.h"
+#include "ops/log.h"
 #include "ops/storage_health.h"
 
 namespace hookbox {
@@ -142,7 +143,14 @@ int PollForWriteLock(void*, int tries) {
 void BindEventParams(sqlite::Stmt& q, const HandlerEvent& e) {
   for (std::string_view name : kSqlParameters) {
     // name.data(): each of kSqlParameters views a whole string literal, so it ends in NUL.
-    if (int i = q.ParamIndex(name.data()); i > 0) q.Bind(i, *SqlParameter(e, name));
+    if (int i = q.ParamIndex(name.data()); i > 0) {
+      const EventParam v = *SqlParameter(e, name);
+      if (v.text) {
+        q.Bind(i, *v.text);
+      } else {
+        q.Bind(i, v.number);
+      }
+    }
   }
 }
 
@@ -1347,11 +1355,6 @@ class SqliteInbox final : public Inbox {
     }
   }
 
-  // RetryDead and Replay: the jobs to act on, read at once (their ids, in received order),
-  // then changed `batch` at a time, each job by a compare-and-swap on the status it was read
-  // in (a job that changed since is left alone). Between batches the verb pauses as long as
-  // the batch took, as the purge does (PurgeRows): run as `hookbox inbox retry` beside the
-  // daemon, it must leave the write lock to the daemon's accepts half of the time.
   // The jobs a bulk verb acts on, as (job id, inbox id), in received order.
   StatusOr<std::vector<std::pair<int64_t, int64_t>>> BulkTargets(const BulkRequest& r) {
     std::vector<std::pair<int64_t, int64_t>> targets;
@@ -1367,56 +1370,122 @@ class SqliteInbox final : public Inbox {
     return targets;
   }
 
+  // RetryDead and Replay: the jobs to act on, read at once (their ids, in received order),
+  // then changed a chunk (at most kBulkChunk, or r.batch) per statement: one UPDATE over the
+  // chunk's (id, due time) pairs, passed as one JSON array, each job by a compare-and-swap
+  // on the status it was read in (a job that changed since, or is leased, is left alone),
+  // RETURNING the rows whose job changed; then one UPDATE of those rows' status. Run as
+  // `hookbox inbox retry` beside the daemon, it shares the write lock with the daemon's
+  // accepts: each write transaction takes chunks until it has held the lock for kBulkHold,
+  // so an accept waits at most that (and our commit) behind it; between transactions it
+  // leaves the lock free for kBulkGap, in which a daemon writer that waited gets it (it
+  // polls every millisecond: PollForWriteLock). The time it holds the lock, not a count,
+  // bounds the wait, on any disk and any size of row.
+  static constexpr auto kBulkHold = std::chrono::milliseconds(20);
+  static constexpr auto kBulkGap = std::chrono::milliseconds(2);
+  static constexpr size_t kBulkChunk = 200;
+
   StatusOr<int64_t> ActBulk(const BulkRequest& r) {
     if (Status s = CheckBulk(r); !s.ok()) return s;
     auto found = BulkTargets(r);
     if (!found.ok()) return found.status();
     const std::vector<std::pair<int64_t, int64_t>>& targets = *found;
     const bool replay = r.verb == BulkVerb::kReplay;
+    // The ids by IN (a rowid lookup each; an UPDATE ... FROM json_each scanned the whole
+    // table per chunk). The due time is ?2 when all are due now, else the pair's own.
     const std::string job_sql =
-        replay ? "UPDATE jobs SET status = 'pending', attempts = 0, next_attempt_at = ?1,"
-                 " sync = 0, generation = generation + 1, last_error = NULL"
-                 " WHERE id = ?2 AND status = 'done'"
-               : "UPDATE jobs SET status = 'pending', attempts = 0, next_attempt_at = ?1,"
-                 " sync = 0 WHERE id = ?2 AND status = 'dead'";
-    const size_t batch = static_cast<size_t>(std::max(1, r.batch));
+        std::string(
+            "UPDATE jobs SET status = 'pending', attempts = 0, next_attempt_at ="
+            " CASE WHEN ?2 IS NOT NULL THEN ?2 ELSE (SELECT json_extract(value, '$[1]')"
+            " FROM json_each(?1) WHERE json_extract(value, '$[0]') = jobs.id) END,"
+            " sync = 0") +
+        (replay ? ", generation = generation + 1, last_error = NULL" : "") +
+        " WHERE id IN (SELECT json_extract(value, '$[0]') FROM json_each(?1)) AND status = " +
+        (replay ? "'done'" : "'dead'") + " RETURNING inbox_id";
+    const size_t chunk = std::min(kBulkChunk, static_cast<size_t>(std::max(1, r.batch)));
+    const std::string due_now = r.rate > 0 ? "" : FormatTime(r.now);
     int64_t rearmed = 0;
-    for (size_t from = 0; from < targets.size(); from += batch) {
-      const size_t to = std::min(targets.size(), from + batch);
-      const auto started = std::chrono::steady_clock::now();
+    int64_t transactions = 0;
+    std::chrono::steady_clock::duration longest{};
+    std::chrono::steady_clock::duration held{};
+    size_t next = 0;
+    while (next < targets.size()) {
+      size_t done_to = next;
       int64_t changed = 0;
+      std::chrono::steady_clock::duration took{};
       Status s = Write([&](Db& db) -> Status {
+        // Timed from here: the write lock is ours from BEGIN IMMEDIATE on.
+        const auto started = std::chrono::steady_clock::now();
+        done_to = next;
         changed = 0;
         HOOKBOX_PREPARE(job, db, job_sql);
         // Pending again, unless another job of the row stays dead (a retry of one handler).
         HOOKBOX_PREPARE(row, db,
                         "UPDATE inbox SET status = CASE WHEN EXISTS (SELECT 1 FROM jobs"
-                        " WHERE inbox_id = ?1 AND status = 'dead') THEN 'dead' ELSE 'pending' END,"
-                        " processed_at = NULL WHERE id = ?1");
-        std::vector<int64_t> rows;  // ascending: the targets come in row order
-        Status st;
-        for (size_t i = from; i < to; ++i) {
-          job.Bind(1, FormatTime(BulkDueAt(r, static_cast<int64_t>(i))));
-          job.Bind(2, targets[i].first);
-          if (st = job.Run(); !st.ok()) return st;
+                        " WHERE jobs.inbox_id = inbox.id AND jobs.status = 'dead')"
+                        " THEN 'dead' ELSE 'pending' END, processed_at = NULL"
+                        " WHERE id IN (SELECT value FROM json_each(?1))");
+        std::chrono::steady_clock::duration last{};
+        while (done_to < targets.size()) {
+          const auto chunk_started = std::chrono::steady_clock::now();
+          if (chunk_started - started + last > kBulkHold) break;
+          const size_t to = std::min(targets.size(), done_to + chunk);
+          std::string pairs = "[";
+          for (size_t i = done_to; i < to; ++i) {
+            if (i != done_to) pairs += ',';
+            pairs += '[' + std::to_string(targets[i].first) + ",\"" +
+                     (r.rate > 0 ? FormatTime(BulkDueAt(r, static_cast<int64_t>(i))) : due_now) +
+                     "\"]";
+          }
+          pairs += ']';
+          job.Bind(1, pairs);
+          if (r.rate > 0) {
+            job.Bind(2, std::optional<int64_t>());
+          } else {
+            job.Bind(2, due_now);
+          }
+          std::string rows = "[";  // the rows whose job changed, each once
+          int64_t last_row = 0;
+          Status st;
+          while (job.Step(&st)) {
+            ++changed;
+            const int64_t id = job.Int(0);
+            if (id == last_row) continue;  // a row's jobs come together: fewer repeats
+            if (rows.size() > 1) rows += ',';
+            rows += std::to_string(id);
+            last_row = id;
+          }
+          if (!st.ok()) return st;
           job.Reset();
-          if (db.Changes() == 0) continue;
-          ++changed;
-          if (rows.empty() || rows.back() != targets[i].second) rows.push_back(targets[i].second);
+          rows += ']';
+          if (rows.size() > 2) {
+            row.Bind(1, rows);
+            if (st = row.Run(); !st.ok()) return st;
+            row.Reset();
+          }
+          done_to = to;
+          last = std::chrono::steady_clock::now() - chunk_started;
         }
-        for (int64_t id : rows) {
-          row.Bind(1, id);
-          if (st = row.Run(); !st.ok()) return st;
-          row.Reset();
-        }
+        took = std::chrono::steady_clock::now() - started;
         return Status::Ok();
       });
       if (!s.ok()) return s;
+      next = done_to;
       rearmed += changed;
-      if (to == targets.size()) break;
-      const auto took = std::chrono::steady_clock::now() - started;
-      std::this_thread::sleep_for(
-          std::max<std::chrono::steady_clock::duration>(took, std::chrono::milliseconds(1)));
+      ++transactions;
+      held += took;
+      longest = std::max(longest, took);
+      if (next < targets.size()) std::this_thread::sleep_for(kBulkGap);
+    }
+    if (!targets.empty()) {
+      using Ms = std::chrono::duration<double, std::milli>;
+      LogInfo({{"msg", "bulk writes"},
+               {"verb", BulkVerbName(r.verb)},
+               {"jobs", targets.size()},
+               {"rearmed", rearmed},
+               {"transactions", transactions},
+               {"held_ms", Ms(held).count()},
+               {"longest_hold_ms", Ms(longest).count()}});
     }
     return rearmed;
   }
