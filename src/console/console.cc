@@ -286,6 +286,35 @@ json BulkFormFields(const BulkQuery& q) {
   return fields;
 }
 
+// The bulk page's plan: the numbers of `--dry-run`, what acting does, and the form's fields
+// (the CSRF token is the caller's to add).
+json BulkPlanView(const BulkPlan& plan, const BulkQuery& q) {
+  const bool replay = q.request.verb == BulkVerb::kReplay;
+  json by_handler = json::array();
+  for (const auto& [name, n] : plan.jobs_by_handler) {
+    by_handler.push_back({{"name", name}, {"count", n}});
+  }
+  return {{"matched", plan.matched},
+          {"rows", plan.rows},
+          {"jobs", plan.jobs},
+          {"by_handler", by_handler},
+          {"oldest", plan.oldest},
+          {"newest", plan.newest},
+          {"skipped_stale", plan.skipped_stale},
+          {"skipped_ignored", plan.skipped_ignored},
+          {"skipped_no_job", plan.skipped_no_job},
+          {"skipped_what", replay ? "without a done job of the handler" : "without a dead job"},
+          {"what", replay ? "Each job runs again as a new run (a new idempotency key, "
+                            "<endpoint>:<event_id>:replay-<n>), with a fresh attempt budget; "
+                            "its earlier attempts stay in the history."
+                          : "The dead jobs are re-armed with a fresh attempt budget and run "
+                            "again in the worker pool, under their own idempotency keys."},
+          {"can_act", plan.jobs > 0},
+          {"verb", BulkVerbName(q.request.verb)},
+          {"fields", BulkFormFields(q)},
+          {"label", (replay ? "Replay " : "Retry ") + std::to_string(plan.jobs) + " job(s)"}};
+}
+
 bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            return std::tolower(static_cast<unsigned char>(x)) ==
@@ -843,31 +872,8 @@ Answer Console::BulkPage(const FormFields& query) {
     }
     auto plan = inbox_.PlanBulk(q->request);
     if (!plan.ok()) return Unavailable(plan.status());
-    json by_handler = json::array();
-    for (const auto& [name, n] : plan->jobs_by_handler) {
-      by_handler.push_back({{"name", name}, {"count", n}});
-    }
-    view["plan"] = {
-        {"matched", plan->matched},
-        {"rows", plan->rows},
-        {"jobs", plan->jobs},
-        {"by_handler", by_handler},
-        {"oldest", plan->oldest},
-        {"newest", plan->newest},
-        {"skipped_stale", plan->skipped_stale},
-        {"skipped_ignored", plan->skipped_ignored},
-        {"skipped_no_job", plan->skipped_no_job},
-        {"skipped_what", replay ? "without a done job of the handler" : "without a dead job"},
-        {"what", replay ? "Each job runs again as a new run (a new idempotency key, "
-                          "<endpoint>:<event_id>:replay-<n>), with a fresh attempt budget; "
-                          "its earlier attempts stay in the history."
-                        : "The dead jobs are re-armed with a fresh attempt budget and run "
-                          "again in the worker pool, under their own idempotency keys."},
-        {"can_act", plan->jobs > 0},
-        {"verb", BulkVerbName(q->request.verb)},
-        {"fields", BulkFormFields(*q)},
-        {"csrf", BulkCsrfToken()},
-        {"label", (replay ? "Replay " : "Retry ") + std::to_string(plan->jobs) + " job(s)"}};
+    view["plan"] = BulkPlanView(*plan, *q);
+    view["plan"]["csrf"] = BulkCsrfToken();
   }
   return Html(200, "bulk.html", view);
 }

@@ -153,7 +153,7 @@ TEST_CASE("admin Host: an HTTP/1.0 request without Host passes; a foreign Host d
     CHECK(AdminStatusLine(d, std::string("GET ") + path + " HTTP/1.0\r\n\r\n") ==
           "HTTP/1.1 200 OK");
     // Every other Host rule holds: a foreign Host, an empty one, the wrong port.
-    for (const std::string host :
+    for (const std::string& host :
          {std::string("rebind.evil.example:") + port, std::string("10.9.8.7:") + port,
           std::string(""), std::string("127.0.0.1:1")}) {
       INFO(host);

@@ -213,7 +213,7 @@ void SquareMoveFirstStoresSquaresBody(const std::string& dedupe) {
 void SquareWithoutEventIdIsRefused() {
   TempDir dir;
   Daemon d = Start(dir, "");
-  for (const std::string body :
+  for (const std::string& body :
        {std::string(R"({"type":"payment.created"})"), std::string("not json"), std::string("")}) {
     INFO(body);
     const std::string answer =

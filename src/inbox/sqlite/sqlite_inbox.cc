@@ -1385,29 +1385,93 @@ class SqliteInbox final : public Inbox {
   static constexpr auto kBulkGap = std::chrono::milliseconds(2);
   static constexpr size_t kBulkChunk = 200;
 
+  // The UPDATE of one chunk of jobs: ?1 is the chunk's [[job id, due time], ...] as JSON,
+  // ?2 the due time when all are due now (NULL under --rate: each pair's own). The ids by IN
+  // (a rowid lookup each; an UPDATE ... FROM json_each scanned the whole table per chunk).
+  static std::string BulkJobSql(bool replay) {
+    return std::string(
+               "UPDATE jobs SET status = 'pending', attempts = 0, next_attempt_at ="
+               " CASE WHEN ?2 IS NOT NULL THEN ?2 ELSE (SELECT json_extract(value, '$[1]')"
+               " FROM json_each(?1) WHERE json_extract(value, '$[0]') = jobs.id) END,"
+               " sync = 0") +
+           (replay ? ", generation = generation + 1, last_error = NULL" : "") +
+           " WHERE id IN (SELECT json_extract(value, '$[0]') FROM json_each(?1)) AND status = " +
+           (replay ? "'done'" : "'dead'") + " RETURNING inbox_id";
+  }
+
+  // The JSON array of (job id, due time) pairs of targets [from, to).
+  static std::string BulkPairs(const BulkRequest& r,
+                               const std::vector<std::pair<int64_t, int64_t>>& targets, size_t from,
+                               size_t to, const std::string& due_now) {
+    std::string pairs = "[";
+    for (size_t i = from; i < to; ++i) {
+      if (i != from) pairs += ',';
+      pairs += '[' + std::to_string(targets[i].first) + ",\"" +
+               (r.rate > 0 ? FormatTime(BulkDueAt(r, static_cast<int64_t>(i))) : due_now) + "\"]";
+    }
+    return pairs + ']';
+  }
+
+  // One chunk: its jobs' UPDATE, then one UPDATE of the rows whose job changed. Adds the
+  // jobs changed to *changed.
+  static Status RunBulkChunk(sqlite::Stmt& job, sqlite::Stmt& row, const std::string& pairs,
+                             const std::string& due_now, int64_t* changed) {
+    job.Bind(1, pairs);
+    if (due_now.empty()) {
+      job.Bind(2, std::optional<int64_t>());
+    } else {
+      job.Bind(2, due_now);
+    }
+    std::string rows = "[";  // the rows whose job changed, each once
+    int64_t last_row = 0;
+    Status st;
+    while (job.Step(&st)) {
+      ++*changed;
+      const int64_t id = job.Int(0);
+      if (id == last_row) continue;  // a row's jobs come together: fewer repeats
+      if (rows.size() > 1) rows += ',';
+      rows += std::to_string(id);
+      last_row = id;
+    }
+    if (!st.ok()) return st;
+    job.Reset();
+    rows += ']';
+    if (rows.size() > 2) {
+      row.Bind(1, rows);
+      if (st = row.Run(); !st.ok()) return st;
+      row.Reset();
+    }
+    return Status::Ok();
+  }
+
+  // What ActBulk's write transactions did, for its log line.
+  struct BulkWrites {
+    int64_t rearmed = 0;
+    int64_t transactions = 0;
+    std::chrono::steady_clock::duration held{};
+    std::chrono::steady_clock::duration longest{};
+  };
+
+  static void LogBulkWrites(const BulkRequest& r, size_t jobs, const BulkWrites& w) {
+    using Ms = std::chrono::duration<double, std::milli>;
+    LogInfo({{"msg", "bulk writes"},
+             {"verb", BulkVerbName(r.verb)},
+             {"jobs", jobs},
+             {"rearmed", w.rearmed},
+             {"transactions", w.transactions},
+             {"held_ms", Ms(w.held).count()},
+             {"longest_hold_ms", Ms(w.longest).count()}});
+  }
+
   StatusOr<int64_t> ActBulk(const BulkRequest& r) {
     if (Status s = CheckBulk(r); !s.ok()) return s;
     auto found = BulkTargets(r);
     if (!found.ok()) return found.status();
     const std::vector<std::pair<int64_t, int64_t>>& targets = *found;
-    const bool replay = r.verb == BulkVerb::kReplay;
-    // The ids by IN (a rowid lookup each; an UPDATE ... FROM json_each scanned the whole
-    // table per chunk). The due time is ?2 when all are due now, else the pair's own.
-    const std::string job_sql =
-        std::string(
-            "UPDATE jobs SET status = 'pending', attempts = 0, next_attempt_at ="
-            " CASE WHEN ?2 IS NOT NULL THEN ?2 ELSE (SELECT json_extract(value, '$[1]')"
-            " FROM json_each(?1) WHERE json_extract(value, '$[0]') = jobs.id) END,"
-            " sync = 0") +
-        (replay ? ", generation = generation + 1, last_error = NULL" : "") +
-        " WHERE id IN (SELECT json_extract(value, '$[0]') FROM json_each(?1)) AND status = " +
-        (replay ? "'done'" : "'dead'") + " RETURNING inbox_id";
+    const std::string job_sql = BulkJobSql(r.verb == BulkVerb::kReplay);
     const size_t chunk = std::min(kBulkChunk, static_cast<size_t>(std::max(1, r.batch)));
     const std::string due_now = r.rate > 0 ? "" : FormatTime(r.now);
-    int64_t rearmed = 0;
-    int64_t transactions = 0;
-    std::chrono::steady_clock::duration longest{};
-    std::chrono::steady_clock::duration held{};
+    BulkWrites w;
     size_t next = 0;
     while (next < targets.size()) {
       size_t done_to = next;
@@ -1430,39 +1494,8 @@ class SqliteInbox final : public Inbox {
           const auto chunk_started = std::chrono::steady_clock::now();
           if (chunk_started - started + last > kBulkHold) break;
           const size_t to = std::min(targets.size(), done_to + chunk);
-          std::string pairs = "[";
-          for (size_t i = done_to; i < to; ++i) {
-            if (i != done_to) pairs += ',';
-            pairs += '[' + std::to_string(targets[i].first) + ",\"" +
-                     (r.rate > 0 ? FormatTime(BulkDueAt(r, static_cast<int64_t>(i))) : due_now) +
-                     "\"]";
-          }
-          pairs += ']';
-          job.Bind(1, pairs);
-          if (r.rate > 0) {
-            job.Bind(2, std::optional<int64_t>());
-          } else {
-            job.Bind(2, due_now);
-          }
-          std::string rows = "[";  // the rows whose job changed, each once
-          int64_t last_row = 0;
-          Status st;
-          while (job.Step(&st)) {
-            ++changed;
-            const int64_t id = job.Int(0);
-            if (id == last_row) continue;  // a row's jobs come together: fewer repeats
-            if (rows.size() > 1) rows += ',';
-            rows += std::to_string(id);
-            last_row = id;
-          }
-          if (!st.ok()) return st;
-          job.Reset();
-          rows += ']';
-          if (rows.size() > 2) {
-            row.Bind(1, rows);
-            if (st = row.Run(); !st.ok()) return st;
-            row.Reset();
-          }
+          const std::string pairs = BulkPairs(r, targets, done_to, to, due_now);
+          if (Status st = RunBulkChunk(job, row, pairs, due_now, &changed); !st.ok()) return st;
           done_to = to;
           last = std::chrono::steady_clock::now() - chunk_started;
         }
@@ -1471,23 +1504,14 @@ class SqliteInbox final : public Inbox {
       });
       if (!s.ok()) return s;
       next = done_to;
-      rearmed += changed;
-      ++transactions;
-      held += took;
-      longest = std::max(longest, took);
+      w.rearmed += changed;
+      ++w.transactions;
+      w.held += took;
+      w.longest = std::max(w.longest, took);
       if (next < targets.size()) std::this_thread::sleep_for(kBulkGap);
     }
-    if (!targets.empty()) {
-      using Ms = std::chrono::duration<double, std::milli>;
-      LogInfo({{"msg", "bulk writes"},
-               {"verb", BulkVerbName(r.verb)},
-               {"jobs", targets.size()},
-               {"rearmed", rearmed},
-               {"transactions", transactions},
-               {"held_ms", Ms(held).count()},
-               {"longest_hold_ms", Ms(longest).count()}});
-    }
-    return rearmed;
+    if (!targets.empty()) LogBulkWrites(r, targets.size(), w);
+    return w.rearmed;
   }
 
   StatusOr<InboxDetail> ShowLocked(Db& db, const std::string& endpoint,
