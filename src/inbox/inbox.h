@@ -221,7 +221,8 @@ struct BulkRequest {
   // Re-armed jobs per second; 0 = all due at `now`. Else the i-th (from 0, in received
   // order) is due at now + i / rate, so a large batch does not stampede the downstream.
   double rate = 0;
-  int batch = 500;  // jobs per write transaction, so accepts never wait long behind it
+  int batch = 500;  // jobs per write (PostgreSQL: per transaction; SQLite: per statement,
+                    // at most 200, its transactions bounded by time instead)
 };
 
 // `--rate` (the CLI, the console's bulk page): "N/s" or "N/min", N a positive number, as

@@ -1750,7 +1750,7 @@ TEST_CASE("bulk retry in small batches and spread by a rate: the i-th job due at
   RunAll(t, kT0, [&](const ClaimedJob&) { return std::optional<JobOutcome>(Dead(kT0)); });
   BulkRequest r = Bulk(BulkVerb::kRetryDead, kT0 + 1h);
   r.rate = 2;   // 2/s: due at +0, +0.5, +1, +1.5, +2 s
-  r.batch = 2;  // three transactions
+  r.batch = 2;  // three writes of at most two jobs
   auto rearmed = t->RetryDead(r);
   REQUIRE(rearmed.ok());
   CHECK(*rearmed == 5);
