@@ -10,6 +10,12 @@ bool IsStorageBusy(const Status& s) {
   return s.code() == Status::Code::kUnavailable && s.what() == "storage busy";
 }
 
+bool IsStorageFault(const Status& s) {
+  const Status::Code code = s.code();
+  return (code == Status::Code::kUnavailable || code == Status::Code::kInternal) &&
+         !IsStorageBusy(s);
+}
+
 void StorageHealth::Record(std::string_view op, const Status& s) {
   if (s.ok()) {
     // The common case (every accept, claim and checkpoint) takes no lock.
@@ -25,7 +31,7 @@ void StorageHealth::Record(std::string_view op, const Status& s) {
     }
     return;
   }
-  if (IsStorageBusy(s)) return;
+  if (!IsStorageFault(s)) return;
   const std::string error = s.ToString();
   int failures = 0;
   {

@@ -41,11 +41,16 @@ inline constexpr std::string_view kStorageFinish = "finish";
 
 // True for the backends' lock-contention status ("storage busy"): quiet, retried.
 bool IsStorageBusy(const Status& s);
+// True for a failure that is the database's fault (Unavailable or Internal, not busy). An
+// answer the database gave (a strict_body conflict, a lost lease, text it cannot store, a
+// row gone) is not one.
+bool IsStorageFault(const Status& s);
 
 class StorageHealth final {
  public:
-  // One outcome of `op`: Ok ends its run of failures; a busy status changes nothing; any
-  // other failure is logged, counted and extends the run.
+  // One outcome of `op`: Ok ends its run of failures; a fault (IsStorageFault) is logged,
+  // counted and extends the run; any other status (busy, or an answer such as a conflict)
+  // changes nothing. Callers pass what the inbox returned, unfiltered.
   void Record(std::string_view op, const Status& s);
   // Empty while no operation is over the threshold; else why the daemon is not ready (the
   // operation, not the database's message: /readyz answers any client).

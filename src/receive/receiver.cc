@@ -419,12 +419,9 @@ Answer Receiver::Receive(const Delivery& d) const {
       .accept_latency.With({ep->name})
       .Observe(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - record.started).count());
-  // The database's faults (not a strict_body conflict, not text it cannot store) count
-  // toward /readyz and hookbox_storage_errors_total (ops/storage_health.h).
-  if (const Status::Code code = result.status().code();
-      result.ok() || code == Status::Code::kUnavailable || code == Status::Code::kInternal) {
-    Storage().Record(kStorageAccept, result.status());
-  }
+  // The database's faults count toward /readyz and hookbox_storage_errors_total; its
+  // answers (a strict_body conflict) do not (ops/storage_health.h).
+  Storage().Record(kStorageAccept, result.status());
   if (!result.ok()) return record.Refused(result.status());
 
   // 5. answer

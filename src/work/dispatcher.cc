@@ -51,13 +51,11 @@ void ReleaseDeadLeases(Inbox& inbox, TimePoint now) {
   }
 }
 
-// What a batch of finishes says of the storage: its first failure that is the database's
-// (Unavailable, Internal), else Ok. A lost lease (Conflict) or a row gone (NotFound) is an
-// answer the database gave, not a fault of it.
+// What a batch of finishes says of the storage: its first fault (IsStorageFault: not a lost
+// lease, not a row gone), else Ok, so one batch is one line and one count.
 Status StorageFault(const std::vector<StatusOr<Outcome>>& recorded) {
   for (const auto& r : recorded) {
-    const Status::Code code = r.status().code();
-    if (code == Status::Code::kUnavailable || code == Status::Code::kInternal) return r.status();
+    if (IsStorageFault(r.status())) return r.status();
   }
   return Status::Ok();
 }

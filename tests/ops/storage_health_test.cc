@@ -53,6 +53,27 @@ TEST_CASE("storage health: contention is quiet, and neither counts nor breaks a 
   CHECK(Errors("claim") == before + kStorageFailuresUnready);
 }
 
+TEST_CASE(
+    "storage health: the database's answers (a conflict, bad text) neither count nor end a run") {
+  StorageHealth h;
+  const Status conflict = Status::Conflict("body differs", "strict_body");
+  const Status bad_text = Status::InvalidArgument("text the database cannot store");
+  CHECK(IsStorageFault(kFault));
+  CHECK(IsStorageFault(Status::Internal("storage error", "x")));
+  CHECK_FALSE(IsStorageFault(kBusy));
+  CHECK_FALSE(IsStorageFault(conflict));
+  CHECK_FALSE(IsStorageFault(bad_text));
+  CHECK_FALSE(IsStorageFault(Status::Ok()));
+  const uint64_t before = Errors("accept");
+  for (int i = 0; i < kStorageFailuresUnready - 1; ++i) h.Record(kStorageAccept, kFault);
+  h.Record(kStorageAccept, conflict);  // not a success: the run goes on
+  h.Record(kStorageAccept, bad_text);
+  CHECK(h.Problem().empty());
+  h.Record(kStorageAccept, kFault);
+  CHECK_FALSE(h.Problem().empty());
+  CHECK(Errors("accept") == before + kStorageFailuresUnready);
+}
+
 TEST_CASE("storage health: every op is a series at 0 from the start") {
   const std::string text = Metrics().registry.Render();
   for (const char* op : {"accept", "checkpoint", "purge", "claim", "finish"}) {
