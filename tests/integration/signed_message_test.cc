@@ -224,6 +224,14 @@ void SquareWithoutEventIdIsRefused() {
   CHECK(d.Rows().empty());
 }
 
+// A signed Twilio form posted with I-Twilio-Idempotency-Token `token` (none when empty),
+// which Twilio does not sign; the answer line.
+std::string PostWithToken(Daemon& d, const std::string& form, const std::string& token) {
+  httplib::Headers headers = TwilioSigned(form);
+  if (!token.empty()) headers.emplace("I-Twilio-Idempotency-Token", token);
+  return AnswerLine(d.Post("/hooks/twilio", headers, form, "application/x-www-form-urlencoded"));
+}
+
 }  // namespace
 
 TEST_CASE("twilio: a signed form replayed in another spelling is a duplicate (defaults)",
@@ -259,13 +267,7 @@ TEST_CASE("twilio: a replay with a fresh I-Twilio-Idempotency-Token is a duplica
   TempDir dir;
   Daemon d = Start(dir, "");
   const std::string form = "MessageSid=SM7&MessageStatus=delivered&AccountSid=AC1";
-  const httplib::Headers signature = TwilioSigned(form);
-  const auto type = "application/x-www-form-urlencoded";
-  auto with_token = [&](const std::string& token) {
-    httplib::Headers headers = signature;
-    if (!token.empty()) headers.emplace("I-Twilio-Idempotency-Token", token);
-    return AnswerLine(d.Post("/hooks/twilio", headers, form, type));
-  };
+  auto with_token = [&](const std::string& token) { return PostWithToken(d, form, token); };
   CHECK(with_token("idem-1") == "200 accepted");
   CHECK(with_token("idem-1") == "200 duplicate");  // Twilio's retry
   CHECK(with_token("idem-2") == "200 duplicate");  // was "200 accepted"
@@ -285,13 +287,7 @@ TEST_CASE(
   TempDir dir;
   Daemon d = Start(dir, "    event_id: header:I-Twilio-Idempotency-Token");
   const std::string form = "MessageSid=SM8&MessageStatus=delivered&AccountSid=AC1";
-  const httplib::Headers signature = TwilioSigned(form);
-  const auto type = "application/x-www-form-urlencoded";
-  auto with_token = [&](const std::string& token) {
-    httplib::Headers headers = signature;
-    headers.emplace("I-Twilio-Idempotency-Token", token);
-    return AnswerLine(d.Post("/hooks/twilio", headers, form, type));
-  };
+  auto with_token = [&](const std::string& token) { return PostWithToken(d, form, token); };
   CHECK(with_token("idem-1") == "200 accepted");
   CHECK(with_token("idem-1") == "200 duplicate");
   CHECK(with_token("idem-2") == "200 accepted");
