@@ -66,6 +66,9 @@ class Result {
   Result() = default;
   explicit Result(PGresult* r) : r_(r, PQclear) {}
   int rows() const { return r_ ? PQntuples(r_.get()) : 0; }
+  int cols() const { return r_ ? PQnfields(r_.get()) : 0; }
+  // A bytea column (read it with Bytes).
+  bool IsBytes(int col) const { return PQftype(r_.get(), col) == 17; }  // BYTEAOID
   bool IsNull(int row, int col) const { return PQgetisnull(r_.get(), row, col); }
   std::string Text(int row, int col) const {
     return std::string(PQgetvalue(r_.get(), row, col),
