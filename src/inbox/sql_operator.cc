@@ -479,7 +479,6 @@ StatusOr<int64_t> SqlInbox::PurgeRows(const PurgeRequest& r, const std::string& 
     if (!s.ok()) return s;
     total += deleted;
     if (deleted < batch) return total;
-    if (d_.row_locks) continue;  // PostgreSQL: no pacing yet
     const auto took = std::chrono::steady_clock::now() - started;
     if (took > kPurgeTransaction) {
       batch = std::max<int64_t>(kMinPurgeBatch, batch / 2);
