@@ -40,30 +40,33 @@ Status SqlInbox::AcceptInto(SqlTx& tx, const Event& e, AcceptResult* out) {
     bool duplicate = false;
     if (s = BodyDuplicate(tx, e, now, out, &duplicate); !s.ok() || duplicate) return s;
   }
-  auto ins = tx.Query(
-      "INSERT INTO inbox (endpoint, event_id, id_source, event_type, resource_id, sequence,"
-      " sequence_key, body_sha256, headers, body, status, received_at)"
-      " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
-      " ON CONFLICT (endpoint, event_id) DO NOTHING RETURNING id",
-      {e.endpoint, e.event_id, e.id_source, e.event_type, e.resource_id, e.sequence, e.sequence_key,
-       e.body_sha256, e.headers_json, SqlArg::Bytes(e.body),
-       e.handlers.empty() ? "ignored" : "pending", now});
-  if (!ins.ok()) return ins.status();
-  if (ins->empty()) return CountDuplicate(tx, e, now, out);
-  const int64_t inbox_id = ins->Int(0, 0);
+  HOOKBOX_QUERY(
+      ins,
+      tx.Query(
+          "INSERT INTO inbox (endpoint, event_id, id_source, event_type, resource_id, sequence,"
+          " sequence_key, body_sha256, headers, body, status, received_at)"
+          " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+          " ON CONFLICT (endpoint, event_id) DO NOTHING RETURNING id",
+          {e.endpoint, e.event_id, e.id_source, e.event_type, e.resource_id, e.sequence,
+           e.sequence_key, e.body_sha256, e.headers_json, SqlArg::Bytes(e.body),
+           e.handlers.empty() ? "ignored" : "pending", now}));
+  if (ins.empty()) return CountDuplicate(tx, e, now, out);
+  const int64_t inbox_id = ins.Int(0, 0);
   if (!e.resource_id.empty() && e.sequence_key.has_value()) {
     // Sequence gate: lower than the last accepted sequence of the resource is stale; equal
     // is not (second-resolution timestamps tie, and a redelivery after `inbox clear` must
     // run). The upsert locks the sequences row whether or not it moves it.
-    auto gate = tx.Query(
-        "INSERT INTO sequences (endpoint, resource_id, last_sequence, last_event_id, updated_at)"
-        " VALUES ($1, $2, $3, $4, $5) ON CONFLICT (endpoint, resource_id) DO UPDATE"
-        " SET last_sequence = excluded.last_sequence, last_event_id = excluded.last_event_id,"
-        " updated_at = excluded.updated_at"
-        " WHERE sequences.last_sequence <= excluded.last_sequence RETURNING 1",
-        {e.endpoint, e.resource_id, *e.sequence_key, e.event_id, now});
-    if (!gate.ok()) return gate.status();
-    if (gate->empty()) {
+    HOOKBOX_QUERY(
+        gate,
+        tx.Query(
+            "INSERT INTO sequences (endpoint, resource_id, last_sequence, last_event_id, "
+            "updated_at)"
+            " VALUES ($1, $2, $3, $4, $5) ON CONFLICT (endpoint, resource_id) DO UPDATE"
+            " SET last_sequence = excluded.last_sequence, last_event_id = excluded.last_event_id,"
+            " updated_at = excluded.updated_at"
+            " WHERE sequences.last_sequence <= excluded.last_sequence RETURNING 1",
+            {e.endpoint, e.resource_id, *e.sequence_key, e.event_id, now}));
+    if (gate.empty()) {
       out->verdict = Verdict::kStale;
       return tx.Run("UPDATE inbox SET status = 'stale' WHERE id = $1", {inbox_id});
     }
@@ -82,20 +85,19 @@ Status SqlInbox::AcceptInto(SqlTx& tx, const Event& e, AcceptResult* out) {
 Status SqlInbox::CountDuplicate(SqlTx& tx, const Event& e, const std::string& now,
                                 AcceptResult* out) {
   out->verdict = Verdict::kDuplicate;
-  auto up = tx.Query(
-      "UPDATE inbox SET duplicates = duplicates + 1, last_duplicate_at = $3"
-      " WHERE endpoint = $1 AND event_id = $2 AND (NOT $4::boolean OR body_sha256 = $5)"
-      " RETURNING body_sha256 <> $5",
-      {e.endpoint, e.event_id, now, e.strict_body, e.body_sha256});
-  if (!up.ok()) return up.status();
-  if (!up->empty()) {
-    out->body_changed = up->Bool(0, 0);
+  HOOKBOX_QUERY(
+      up,
+      tx.Query("UPDATE inbox SET duplicates = duplicates + 1, last_duplicate_at = $3"
+               " WHERE endpoint = $1 AND event_id = $2 AND (NOT $4::boolean OR body_sha256 = $5)"
+               " RETURNING body_sha256 <> $5",
+               {e.endpoint, e.event_id, now, e.strict_body, e.body_sha256}));
+  if (!up.empty()) {
+    out->body_changed = up.Bool(0, 0);
     return Status::Ok();
   }
-  auto q = tx.Query("SELECT 1 FROM inbox WHERE endpoint = $1 AND event_id = $2",
-                    {e.endpoint, e.event_id});
-  if (!q.ok()) return q.status();
-  if (q->empty()) {
+  HOOKBOX_QUERY(q, tx.Query("SELECT 1 FROM inbox WHERE endpoint = $1 AND event_id = $2",
+                            {e.endpoint, e.event_id}));
+  if (q.empty()) {
     return Status::Unavailable("storage unavailable",
                                "the event was cleared while this delivery was accepted");
   }
@@ -113,17 +115,16 @@ Status SqlInbox::BodyDuplicate(SqlTx& tx, const Event& e, const std::string& now
   if (Status s = LockKey(tx, KeyLock::kBody, ResourceKey(e.endpoint, e.body_sha256)); !s.ok()) {
     return s;
   }
-  auto up = tx.Query(
-      "UPDATE inbox SET duplicates = duplicates + 1, last_duplicate_at = $4"
-      " WHERE id = (SELECT id FROM inbox WHERE endpoint = $1 AND body_sha256 = $2"
-      " AND NOT EXISTS (SELECT 1 FROM inbox WHERE endpoint = $1 AND event_id = $3)"
-      " ORDER BY id LIMIT 1) RETURNING event_id",
-      {e.endpoint, e.body_sha256, e.event_id, now});
-  if (!up.ok()) return up.status();
-  if (up->empty()) return Status::Ok();
+  HOOKBOX_QUERY(
+      up, tx.Query("UPDATE inbox SET duplicates = duplicates + 1, last_duplicate_at = $4"
+                   " WHERE id = (SELECT id FROM inbox WHERE endpoint = $1 AND body_sha256 = $2"
+                   " AND NOT EXISTS (SELECT 1 FROM inbox WHERE endpoint = $1 AND event_id = $3)"
+                   " ORDER BY id LIMIT 1) RETURNING event_id",
+                   {e.endpoint, e.body_sha256, e.event_id, now}));
+  if (up.empty()) return Status::Ok();
   *duplicate = true;
   out->verdict = Verdict::kDuplicate;
-  out->duplicate_of = up->Text(0, 0);
+  out->duplicate_of = up.Text(0, 0);
   return Status::Ok();
 }
 
@@ -174,16 +175,17 @@ Status SqlInbox::RunSyncSql(SqlTx& tx, const Event& e, int64_t inbox_id, const s
         return Status::Internal("sql handler failed", s.ToString());
       }
     }
-    auto done = tx.Query(
-        "UPDATE jobs SET status = 'done', attempts = 1 WHERE inbox_id = $1 AND handler = $2"
-        " RETURNING id",
-        {inbox_id, handler});
-    if (!done.ok()) return done.status();
-    if (done->empty()) continue;
+    HOOKBOX_QUERY(
+        done,
+        tx.Query(
+            "UPDATE jobs SET status = 'done', attempts = 1 WHERE inbox_id = $1 AND handler = $2"
+            " RETURNING id",
+            {inbox_id, handler}));
+    if (done.empty()) continue;
     Status s = tx.Run(
         "INSERT INTO attempts (job, number, started_at, finished_at, outcome, detail)"
         " VALUES ($1, 1, $2, $2, 'ok', 'sql: ran in the accept transaction')",
-        {done->Int(0, 0), now});
+        {done.Int(0, 0), now});
     if (!s.ok()) return s;
   }
   return SettleRow(tx, inbox_id, now);

@@ -73,13 +73,13 @@ Status SqlInbox::ClaimInto(SqlTx& tx, const std::string& owner, int max, TimePoi
                            std::chrono::milliseconds lease, const ClaimLimits& limits,
                            std::vector<ClaimedJob>* out) {
   const std::string now_text = FormatTime(now);
-  auto held =
-      tx.Query("SELECT endpoint, handler FROM handler_state WHERE paused OR circuit <> 'closed'");
-  if (!held.ok()) return held.status();
+  HOOKBOX_QUERY(
+      held,
+      tx.Query("SELECT endpoint, handler FROM handler_state WHERE paused OR circuit <> 'closed'"));
   std::map<HandlerKey, const HandlerRate*> rates;
   for (const HandlerRate& r : limits.rates) rates[{r.endpoint, r.handler}] = &r;
   std::set<HandlerKey> apart_set;
-  for (size_t i = 0; i < held->size(); ++i) apart_set.emplace(held->Text(i, 0), held->Text(i, 1));
+  for (size_t i = 0; i < held.size(); ++i) apart_set.emplace(held.Text(i, 0), held.Text(i, 1));
   for (const auto& [key, rate] : rates) apart_set.insert(key);
   const std::vector<HandlerKey> apart(apart_set.begin(), apart_set.end());
 
@@ -165,9 +165,8 @@ Status SqlInbox::DueJobs(SqlTx& tx, const std::string& now, int max,
   std::vector<std::pair<std::string, ClaimedJob>> due;  // (next_attempt_at, job)
   for (const char* way : {"j.status = 'pending' AND j.next_attempt_at <= $1::timestamptz",
                           "j.status = 'processing' AND j.lease_until < $1::timestamptz"}) {
-    auto q = tx.Query(select + way + heads_its_resource, args);
-    if (!q.ok()) return q.status();
-    for (size_t i = 0; i < q->size(); ++i) due.emplace_back(q->Text(i, 14), ReadClaim(*q, i));
+    HOOKBOX_QUERY(q, tx.Query(select + way + heads_its_resource, args));
+    for (size_t i = 0; i < q.size(); ++i) due.emplace_back(q.Text(i, 14), ReadClaim(q, i));
   }
   std::sort(due.begin(), due.end(), [](const auto& a, const auto& b) {
     return std::tie(a.first, a.second.job_id) < std::tie(b.first, b.second.job_id);
@@ -250,13 +249,12 @@ HandlerState ReadState(const SqlRows& q, size_t i) {
 Status SqlInbox::LoadState(SqlTx& tx, const std::string& endpoint, const std::string& handler,
                            HandlerState* out) {
   for (int round = 0; round < 2; ++round) {
-    auto q = tx.Query("SELECT " + StateColumns() +
-                          " FROM handler_state WHERE endpoint = $1 AND handler = $2" +
-                          d_.Lock(" FOR UPDATE"),
-                      {endpoint, handler});
-    if (!q.ok()) return q.status();
-    if (!q->empty()) {
-      *out = ReadState(*q, 0);
+    HOOKBOX_QUERY(q, tx.Query("SELECT " + StateColumns() +
+                                  " FROM handler_state WHERE endpoint = $1 AND handler = $2" +
+                                  d_.Lock(" FOR UPDATE"),
+                              {endpoint, handler}));
+    if (!q.empty()) {
+      *out = ReadState(q, 0);
       return Status::Ok();
     }
     if (!d_.row_locks) {
@@ -334,12 +332,11 @@ StatusOr<std::optional<CircuitTransition>> SqlInbox::RecordCircuit(const Handler
 // ---- A sync request's claim of one event ----
 
 Status SqlInbox::EventBusy(SqlTx& tx, int64_t inbox_id, const std::string& now, bool* busy) {
-  auto q = tx.Query(
-      "SELECT count(*) FROM jobs WHERE inbox_id = $1 AND status = 'processing'"
-      " AND lease_until >= $2::timestamptz",
-      {inbox_id, now});
-  if (!q.ok()) return q.status();
-  *busy = q->Int(0, 0) > 0;
+  HOOKBOX_QUERY(q,
+                tx.Query("SELECT count(*) FROM jobs WHERE inbox_id = $1 AND status = 'processing'"
+                         " AND lease_until >= $2::timestamptz",
+                         {inbox_id, now}));
+  *busy = q.Int(0, 0) > 0;
   return Status::Ok();
 }
 
@@ -351,12 +348,12 @@ Status SqlInbox::ClaimEventInto(SqlTx& tx, int64_t inbox_id, const std::string& 
   Status s = EventBusy(tx, inbox_id, FormatTime(now), &busy);
   if (busy) out->state = EventClaim::State::kBusy;
   if (!s.ok() || busy) return s;
-  auto q = tx.Query("SELECT " + ClaimColumns(d_) +
-                        " FROM jobs j JOIN inbox i ON i.id = j.inbox_id WHERE j.inbox_id = $1"
-                        " AND j.status IN ('pending', 'processing') ORDER BY j.id",
-                    {inbox_id});
-  if (!q.ok()) return q.status();
-  for (size_t i = 0; i < q->size(); ++i) out->jobs.push_back(ReadClaim(*q, i));
+  HOOKBOX_QUERY(q,
+                tx.Query("SELECT " + ClaimColumns(d_) +
+                             " FROM jobs j JOIN inbox i ON i.id = j.inbox_id WHERE j.inbox_id = $1"
+                             " AND j.status IN ('pending', 'processing') ORDER BY j.id",
+                         {inbox_id}));
+  for (size_t i = 0; i < q.size(); ++i) out->jobs.push_back(ReadClaim(q, i));
   out->state = out->jobs.empty() ? EventClaim::State::kSettled : EventClaim::State::kClaimed;
   return LeaseJobs(tx, out->jobs, owner, now, lease);
 }
@@ -367,12 +364,12 @@ StatusOr<EventClaim> SqlInbox::ClaimEvent(const std::string& endpoint, const std
   EventClaim claim;
   Status s = Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
     claim = EventClaim{};
-    auto row = tx.Query("SELECT id, status FROM inbox WHERE endpoint = $1 AND event_id = $2",
-                        {endpoint, event_id});
-    if (!row.ok()) return row.status();
-    if (row->empty()) return Status::NotFound("no such event", endpoint + " " + event_id);
-    claim.row_status = row->Text(0, 1);
-    return ClaimEventInto(tx, row->Int(0, 0), owner, now, lease, &claim);
+    HOOKBOX_QUERY(row,
+                  tx.Query("SELECT id, status FROM inbox WHERE endpoint = $1 AND event_id = $2",
+                           {endpoint, event_id}));
+    if (row.empty()) return Status::NotFound("no such event", endpoint + " " + event_id);
+    claim.row_status = row.Text(0, 1);
+    return ClaimEventInto(tx, row.Int(0, 0), owner, now, lease, &claim);
   });
   if (!s.ok() && claim.state != EventClaim::State::kBusy) return s;
   return claim;
@@ -435,12 +432,11 @@ Status SqlInbox::FinishInto(SqlTx& tx, const ClaimedJob& job, const JobOutcome& 
   const JobOutcome* effective = &outcome;
   JobOutcome failed;
   if (sql && outcome.outcome == Outcome::kOk) {
-    auto held = tx.Query(std::string("SELECT 1 FROM jobs WHERE id = $1 AND lease_token = $2"
-                                     " AND status = 'processing'") +
-                             d_.Lock(" FOR NO KEY UPDATE"),
-                         {job.job_id, job.lease_token});
-    if (!held.ok()) return held.status();
-    if (held->empty()) return LeaseLost(job);
+    HOOKBOX_QUERY(held, tx.Query(std::string("SELECT 1 FROM jobs WHERE id = $1 AND lease_token = $2"
+                                             " AND status = 'processing'") +
+                                     d_.Lock(" FOR NO KEY UPDATE"),
+                                 {job.job_id, job.lease_token}));
+    if (held.empty()) return LeaseLost(job);
     if (Status s = tx.Run("SAVEPOINT sql_handler"); !s.ok()) return s;
     Status s;
     for (const std::string& statement : sql->statements) {
@@ -456,19 +452,20 @@ Status SqlInbox::FinishInto(SqlTx& tx, const ClaimedJob& job, const JobOutcome& 
   }
   const std::string finished = FormatTime(effective->finished_at);
   const bool retry = effective->next == JobOutcome::Next::kRetry;
-  auto cas = tx.Query(
-      std::string("UPDATE jobs SET status = $1,"
-                  " next_attempt_at = coalesce($2::timestamptz, next_attempt_at),"
-                  " last_error = $3, attempts = ") +
-          d_.greatest +
-          "(attempts - $6, 0), lease_owner = NULL, lease_token = NULL, lease_until = NULL"
-          " WHERE id = $4 AND lease_token = $5 AND status = 'processing'",
-      {JobStatusFor(effective->next),
-       retry ? SqlArg(FormatTime(effective->next_attempt_at)) : SqlArg(),
-       effective->outcome != Outcome::kOk ? SqlArg(StorableText(effective->detail)) : SqlArg(),
-       job.job_id, job.lease_token, int64_t{effective->refund_try ? 1 : 0}});
-  if (!cas.ok()) return cas.status();
-  if (cas->changed == 0) return LeaseLost(job);
+  HOOKBOX_QUERY(
+      cas,
+      tx.Query(
+          std::string("UPDATE jobs SET status = $1,"
+                      " next_attempt_at = coalesce($2::timestamptz, next_attempt_at),"
+                      " last_error = $3, attempts = ") +
+              d_.greatest +
+              "(attempts - $6, 0), lease_owner = NULL, lease_token = NULL, lease_until = NULL"
+              " WHERE id = $4 AND lease_token = $5 AND status = 'processing'",
+          {JobStatusFor(effective->next),
+           retry ? SqlArg(FormatTime(effective->next_attempt_at)) : SqlArg(),
+           effective->outcome != Outcome::kOk ? SqlArg(StorableText(effective->detail)) : SqlArg(),
+           job.job_id, job.lease_token, int64_t{effective->refund_try ? 1 : 0}}));
+  if (cas.changed == 0) return LeaseLost(job);
   Status s = tx.Run(
       "UPDATE attempts SET finished_at = $1, outcome = $2, detail = $3"
       " WHERE job = $4 AND number = $5",

@@ -80,6 +80,12 @@ class SqlTx {
   virtual Status RunUserSql(const std::string& statement, const HandlerEvent& e) = 0;
 };
 
+// The rows of a tx.Query(...), or return its failure.
+#define HOOKBOX_QUERY(var, expr)                \
+  auto var##_or = (expr);                       \
+  if (!var##_or.ok()) return var##_or.status(); \
+  const SqlRows& var = *var##_or
+
 // The SQL that differs between the dialects, beside `$N` and casts.
 struct SqlSpelling {
   SqlDialect dialect;

@@ -80,23 +80,24 @@ StatusOr<T> ReadInto(SqlInbox& inbox, SqlInbox::TxKind kind, F&& read) {
 StatusOr<int> SqlInbox::Retry(const std::string& endpoint, const std::string& event_id,
                               TimePoint now) {
   return ReadInto<int>(*this, TxKind::kWrite, [&](SqlTx& tx, int& rearmed) -> Status {
-    auto row = tx.Query("SELECT id, resource_id FROM inbox WHERE endpoint = $1 AND event_id = $2",
-                        {endpoint, event_id});
-    if (!row.ok()) return row.status();
-    if (row->empty()) return NoSuchEvent(endpoint, event_id);
-    const int64_t inbox_id = row->Int(0, 0);
+    HOOKBOX_QUERY(
+        row, tx.Query("SELECT id, resource_id FROM inbox WHERE endpoint = $1 AND event_id = $2",
+                      {endpoint, event_id}));
+    if (row.empty()) return NoSuchEvent(endpoint, event_id);
+    const int64_t inbox_id = row.Int(0, 0);
     // A re-armed job may head its resource again: no claim may decide on the old state.
-    if (const std::string& resource = row->Text(0, 1); !resource.empty()) {
+    if (const std::string& resource = row.Text(0, 1); !resource.empty()) {
       if (Status st = LockKey(tx, KeyLock::kClaim, ResourceKey(endpoint, resource)); !st.ok()) {
         return st;
       }
     }
-    auto up = tx.Query(
-        "UPDATE jobs SET status = 'pending', attempts = 0, next_attempt_at = $1, sync = false"
-        " WHERE inbox_id = $2 AND status = 'dead'",
-        {FormatTime(now), inbox_id});
-    if (!up.ok()) return up.status();
-    rearmed = static_cast<int>(up->changed);
+    HOOKBOX_QUERY(
+        up,
+        tx.Query(
+            "UPDATE jobs SET status = 'pending', attempts = 0, next_attempt_at = $1, sync = false"
+            " WHERE inbox_id = $2 AND status = 'dead'",
+            {FormatTime(now), inbox_id}));
+    rearmed = static_cast<int>(up.changed);
     if (rearmed == 0) {
       return Status::InvalidArgument("no dead job to retry", endpoint + " " + event_id);
     }
@@ -112,14 +113,15 @@ Status SqlInbox::HoldForHandler(const std::vector<ClaimedJob>& jobs, TimePoint /
             [](const ClaimedJob* a, const ClaimedJob* b) { return a->job_id < b->job_id; });
   return Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
     for (const ClaimedJob* job : sorted) {  // jobs rows in id order: the lock order
-      auto held = tx.Query(
-          std::string("UPDATE jobs SET status = 'pending', attempts = ") + d_.greatest +
-              "(attempts - 1, 0), next_attempt_at = $1, last_error = $2,"
-              " lease_owner = NULL, lease_token = NULL, lease_until = NULL"
-              " WHERE id = $3 AND lease_token = $4 AND status = 'processing'",
-          {std::string(kHeldUntil), HeldReason(job->handler), job->job_id, job->lease_token});
-      if (!held.ok()) return held.status();
-      if (held->changed == 0) continue;  // lease lost: its new owner decides
+      HOOKBOX_QUERY(
+          held,
+          tx.Query(
+              std::string("UPDATE jobs SET status = 'pending', attempts = ") + d_.greatest +
+                  "(attempts - 1, 0), next_attempt_at = $1, last_error = $2,"
+                  " lease_owner = NULL, lease_token = NULL, lease_until = NULL"
+                  " WHERE id = $3 AND lease_token = $4 AND status = 'processing'",
+              {std::string(kHeldUntil), HeldReason(job->handler), job->job_id, job->lease_token}));
+      if (held.changed == 0) continue;  // lease lost: its new owner decides
       Status st = tx.Run("DELETE FROM attempts WHERE job = $1 AND number = $2",
                          {job->job_id, job->event.attempt});
       if (!st.ok()) return st;
@@ -131,13 +133,14 @@ Status SqlInbox::HoldForHandler(const std::vector<ClaimedJob>& jobs, TimePoint /
 StatusOr<int64_t> SqlInbox::ReleaseHeld(const std::vector<HandlerRef>& handlers, TimePoint now) {
   return ReadInto<int64_t>(*this, TxKind::kWrite, [&](SqlTx& tx, int64_t& released) -> Status {
     for (const HandlerRef& h : handlers) {
-      auto up = tx.Query(
-          "UPDATE jobs SET next_attempt_at = $1, last_error = NULL"
-          " WHERE status = 'pending' AND next_attempt_at = $2 AND handler = $3"
-          " AND EXISTS (SELECT 1 FROM inbox i WHERE i.id = jobs.inbox_id AND i.endpoint = $4)",
-          {FormatTime(now), std::string(kHeldUntil), h.handler, h.endpoint});
-      if (!up.ok()) return up.status();
-      released += up->changed;
+      HOOKBOX_QUERY(
+          up,
+          tx.Query(
+              "UPDATE jobs SET next_attempt_at = $1, last_error = NULL"
+              " WHERE status = 'pending' AND next_attempt_at = $2 AND handler = $3"
+              " AND EXISTS (SELECT 1 FROM inbox i WHERE i.id = jobs.inbox_id AND i.endpoint = $4)",
+              {FormatTime(now), std::string(kHeldUntil), h.handler, h.endpoint}));
+      released += up.changed;
     }
     return Status::Ok();
   });
@@ -146,16 +149,14 @@ StatusOr<int64_t> SqlInbox::ReleaseHeld(const std::vector<HandlerRef>& handlers,
 StatusOr<std::vector<HandlerBacklog>> SqlInbox::UnfinishedByHandler() {
   using Backlog = std::vector<HandlerBacklog>;
   return ReadInto<Backlog>(*this, TxKind::kRead, [&](SqlTx& tx, Backlog& backlog) -> Status {
-    auto q = tx.Query(
-        "SELECT i.endpoint, j.handler, count(*),"
-        " count(*) FILTER (WHERE j.next_attempt_at = $1::timestamptz)"
-        " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
-        " WHERE j.status IN ('pending', 'processing')"
-        " GROUP BY i.endpoint, j.handler ORDER BY i.endpoint, j.handler",
-        {std::string(kHeldUntil)});
-    if (!q.ok()) return q.status();
-    for (size_t i = 0; i < q->size(); ++i) {
-      backlog.push_back({q->Text(i, 0), q->Text(i, 1), q->Int(i, 2), q->Int(i, 3)});
+    HOOKBOX_QUERY(q, tx.Query("SELECT i.endpoint, j.handler, count(*),"
+                              " count(*) FILTER (WHERE j.next_attempt_at = $1::timestamptz)"
+                              " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                              " WHERE j.status IN ('pending', 'processing')"
+                              " GROUP BY i.endpoint, j.handler ORDER BY i.endpoint, j.handler",
+                              {std::string(kHeldUntil)}));
+    for (size_t i = 0; i < q.size(); ++i) {
+      backlog.push_back({q.Text(i, 0), q.Text(i, 1), q.Int(i, 2), q.Int(i, 3)});
     }
     return Status::Ok();
   });
@@ -165,24 +166,24 @@ StatusOr<ReassignCounts> SqlInbox::Reassign(const std::string& endpoint, const s
                                             const std::string& to, TimePoint now) {
   return ReadInto<ReassignCounts>(
       *this, TxKind::kWrite, [&](SqlTx& tx, ReassignCounts& counts) -> Status {
-        auto moved = tx.Query(
-            "UPDATE jobs SET handler = $1,"
-            " last_error = CASE WHEN next_attempt_at = $2 THEN NULL ELSE last_error END,"
-            " next_attempt_at = CASE WHEN next_attempt_at = $2 THEN $3::timestamptz"
-            "   ELSE next_attempt_at END"
-            " WHERE handler = $4 AND status IN ('pending', 'dead')"
-            " AND EXISTS (SELECT 1 FROM inbox i WHERE i.id = jobs.inbox_id AND i.endpoint = $5)"
-            " AND NOT EXISTS (SELECT 1 FROM jobs j2"
-            "   WHERE j2.inbox_id = jobs.inbox_id AND j2.handler = $1)",
-            {to, std::string(kHeldUntil), FormatTime(now), from, endpoint});
-        if (!moved.ok()) return moved.status();
-        counts.moved = moved->changed;
-        auto kept = tx.Query(
-            "SELECT count(*) FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
-            " WHERE i.endpoint = $1 AND j.handler = $2 AND j.status <> 'done'",
-            {endpoint, from});
-        if (!kept.ok()) return kept.status();
-        counts.kept = kept->Int(0, 0);
+        HOOKBOX_QUERY(
+            moved,
+            tx.Query(
+                "UPDATE jobs SET handler = $1,"
+                " last_error = CASE WHEN next_attempt_at = $2 THEN NULL ELSE last_error END,"
+                " next_attempt_at = CASE WHEN next_attempt_at = $2 THEN $3::timestamptz"
+                "   ELSE next_attempt_at END"
+                " WHERE handler = $4 AND status IN ('pending', 'dead')"
+                " AND EXISTS (SELECT 1 FROM inbox i WHERE i.id = jobs.inbox_id AND i.endpoint = $5)"
+                " AND NOT EXISTS (SELECT 1 FROM jobs j2"
+                "   WHERE j2.inbox_id = jobs.inbox_id AND j2.handler = $1)",
+                {to, std::string(kHeldUntil), FormatTime(now), from, endpoint}));
+        counts.moved = moved.changed;
+        HOOKBOX_QUERY(kept,
+                      tx.Query("SELECT count(*) FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                               " WHERE i.endpoint = $1 AND j.handler = $2 AND j.status <> 'done'",
+                               {endpoint, from}));
+        counts.kept = kept.Int(0, 0);
         return Status::Ok();
       });
 }
@@ -191,14 +192,14 @@ StatusOr<int64_t> SqlInbox::DropJobs(const std::string& endpoint, const std::str
                                      TimePoint now) {
   return ReadInto<int64_t>(*this, TxKind::kWrite, [&](SqlTx& tx, int64_t& dropped) -> Status {
     // Jobs rows first (the lock order), then their inbox rows in id order.
-    auto del = tx.Query(
-        "DELETE FROM jobs WHERE handler = $2 AND status IN ('pending', 'dead')"
-        " AND inbox_id IN (SELECT id FROM inbox WHERE endpoint = $1) RETURNING inbox_id",
-        {endpoint, handler});
-    if (!del.ok()) return del.status();
-    dropped = static_cast<int64_t>(del->size());
+    HOOKBOX_QUERY(
+        del,
+        tx.Query("DELETE FROM jobs WHERE handler = $2 AND status IN ('pending', 'dead')"
+                 " AND inbox_id IN (SELECT id FROM inbox WHERE endpoint = $1) RETURNING inbox_id",
+                 {endpoint, handler}));
+    dropped = static_cast<int64_t>(del.size());
     std::set<int64_t> rows;
-    for (size_t i = 0; i < del->size(); ++i) rows.insert(del->Int(i, 0));
+    for (size_t i = 0; i < del.size(); ++i) rows.insert(del.Int(i, 0));
     const std::string at = FormatTime(now);
     for (int64_t id : rows) {
       if (Status st = SettleRow(tx, id, at); !st.ok()) return st;
@@ -210,11 +211,9 @@ StatusOr<int64_t> SqlInbox::DropJobs(const std::string& endpoint, const std::str
 StatusOr<std::vector<std::string>> SqlInbox::LeaseOwners() {
   using Owners = std::vector<std::string>;
   return ReadInto<Owners>(*this, TxKind::kRead, [&](SqlTx& tx, Owners& owners) -> Status {
-    auto q = tx.Query(
-        "SELECT DISTINCT lease_owner FROM jobs WHERE status = 'processing'"
-        " AND lease_owner IS NOT NULL");
-    if (!q.ok()) return q.status();
-    for (size_t i = 0; i < q->size(); ++i) owners.push_back(q->Text(i, 0));
+    HOOKBOX_QUERY(q, tx.Query("SELECT DISTINCT lease_owner FROM jobs WHERE status = 'processing'"
+                              " AND lease_owner IS NOT NULL"));
+    for (size_t i = 0; i < q.size(); ++i) owners.push_back(q.Text(i, 0));
     return Status::Ok();
   });
 }
@@ -240,12 +239,11 @@ Status SqlInbox::RenewLeases(std::span<const ClaimedJob> jobs, TimePoint now,
   const std::string until = FormatTime(now + lease);
   return Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
     for (const ClaimedJob* job : sorted) {
-      auto up = tx.Query(
-          "UPDATE jobs SET lease_until = $1 WHERE id = $2 AND lease_token = $3"
-          " AND status = 'processing'",
-          {until, job->job_id, job->lease_token});
-      if (!up.ok()) return up.status();
-      if (up->changed == 0) return LeaseLost(*job);
+      HOOKBOX_QUERY(up,
+                    tx.Query("UPDATE jobs SET lease_until = $1 WHERE id = $2 AND lease_token = $3"
+                             " AND status = 'processing'",
+                             {until, job->job_id, job->lease_token}));
+      if (up.changed == 0) return LeaseLost(*job);
     }
     return Status::Ok();
   });
@@ -259,9 +257,8 @@ StatusOr<std::vector<InboxRow>> SqlInbox::List(const ListFilter& f) {
   const SqlArgs args = ArgsOf(values);
   using Rows = std::vector<InboxRow>;
   return ReadInto<Rows>(*this, TxKind::kRead, [&](SqlTx& tx, Rows& rows) -> Status {
-    auto q = tx.Query(sql, args);
-    if (!q.ok()) return q.status();
-    for (size_t i = 0; i < q->size(); ++i) rows.push_back(ReadRow(*q, i));
+    HOOKBOX_QUERY(q, tx.Query(sql, args));
+    for (size_t i = 0; i < q.size(); ++i) rows.push_back(ReadRow(q, i));
     return Status::Ok();
   });
 }
@@ -269,16 +266,15 @@ StatusOr<std::vector<InboxRow>> SqlInbox::List(const ListFilter& f) {
 StatusOr<std::vector<DeadJob>> SqlInbox::DeadJobs(int64_t before_job_id, int limit) {
   using Dead = std::vector<DeadJob>;
   return ReadInto<Dead>(*this, TxKind::kRead, [&](SqlTx& tx, Dead& dead) -> Status {
-    auto q = tx.Query("SELECT " + RowColumns(d_) +
-                          ", job_id, handler, coalesce(last_error, ''), attempts FROM inbox JOIN"
-                          " (SELECT id AS job_id, inbox_id, handler, last_error, attempts FROM jobs"
-                          " WHERE status = 'dead' AND ($1 = 0 OR id < $1)) j"
-                          " ON j.inbox_id = inbox.id ORDER BY job_id DESC LIMIT $2",
-                      {before_job_id, int64_t{limit}});
-    if (!q.ok()) return q.status();
-    for (size_t i = 0; i < q->size(); ++i) {
-      dead.push_back(
-          {ReadRow(*q, i), q->Int(i, 14), q->Text(i, 15), q->Text(i, 16), q->Int(i, 17)});
+    HOOKBOX_QUERY(
+        q, tx.Query("SELECT " + RowColumns(d_) +
+                        ", job_id, handler, coalesce(last_error, ''), attempts FROM inbox JOIN"
+                        " (SELECT id AS job_id, inbox_id, handler, last_error, attempts FROM jobs"
+                        " WHERE status = 'dead' AND ($1 = 0 OR id < $1)) j"
+                        " ON j.inbox_id = inbox.id ORDER BY job_id DESC LIMIT $2",
+                    {before_job_id, int64_t{limit}}));
+    for (size_t i = 0; i < q.size(); ++i) {
+      dead.push_back({ReadRow(q, i), q.Int(i, 14), q.Text(i, 15), q.Text(i, 16), q.Int(i, 17)});
     }
     return Status::Ok();
   });
@@ -293,39 +289,38 @@ StatusOr<InboxDetail> SqlInbox::Show(const std::string& endpoint, const std::str
 
 Status SqlInbox::ShowInto(SqlTx& tx, const std::string& endpoint, const std::string& event_id,
                           InboxDetail* d) {
-  auto q = tx.Query(
-      "SELECT " + RowColumns(d_) + ", body FROM inbox WHERE endpoint = $1 AND event_id = $2",
-      {endpoint, event_id});
-  if (!q.ok()) return q.status();
-  if (q->empty()) return NoSuchEvent(endpoint, event_id);
-  d->row = ReadRow(*q, 0);
-  d->row.body = q->Text(0, 14);
-  auto jq = tx.Query("SELECT id, handler, status, attempts, " + d_.Time("next_attempt_at") +
-                         ", lease_owner, " + d_.Time("lease_until") +
-                         ", last_error, generation FROM jobs WHERE inbox_id = $1 ORDER BY id",
-                     {d->row.id});
-  if (!jq.ok()) return jq.status();
-  for (size_t i = 0; i < jq->size(); ++i) {
-    d->jobs.push_back({jq->Int(i, 0),
-                       jq->Text(i, 1),
-                       jq->Text(i, 2),
-                       jq->Text(i, 4),
-                       jq->Text(i, 5),
-                       jq->Text(i, 6),
-                       jq->Text(i, 7),
-                       jq->Int(i, 3),
-                       jq->Int(i, 8),
+  HOOKBOX_QUERY(q, tx.Query("SELECT " + RowColumns(d_) +
+                                ", body FROM inbox WHERE endpoint = $1 AND event_id = $2",
+                            {endpoint, event_id}));
+  if (q.empty()) return NoSuchEvent(endpoint, event_id);
+  d->row = ReadRow(q, 0);
+  d->row.body = q.Text(0, 14);
+  HOOKBOX_QUERY(jq,
+                tx.Query("SELECT id, handler, status, attempts, " + d_.Time("next_attempt_at") +
+                             ", lease_owner, " + d_.Time("lease_until") +
+                             ", last_error, generation FROM jobs WHERE inbox_id = $1 ORDER BY id",
+                         {d->row.id}));
+  for (size_t i = 0; i < jq.size(); ++i) {
+    d->jobs.push_back({jq.Int(i, 0),
+                       jq.Text(i, 1),
+                       jq.Text(i, 2),
+                       jq.Text(i, 4),
+                       jq.Text(i, 5),
+                       jq.Text(i, 6),
+                       jq.Text(i, 7),
+                       jq.Int(i, 3),
+                       jq.Int(i, 8),
                        {}});
   }
   for (JobRow& j : d->jobs) {
-    auto aq = tx.Query("SELECT number, " + d_.Time("started_at") + ", " + d_.Time("finished_at") +
-                           ", coalesce(outcome, ''), detail, generation"
-                           " FROM attempts WHERE job = $1 ORDER BY number",
-                       {j.id});
-    if (!aq.ok()) return aq.status();
-    for (size_t i = 0; i < aq->size(); ++i) {
-      j.attempt_rows.push_back({aq->Int(i, 0), aq->Int(i, 5), aq->Text(i, 1), aq->Text(i, 2),
-                                aq->Text(i, 3), aq->Text(i, 4)});
+    HOOKBOX_QUERY(
+        aq, tx.Query("SELECT number, " + d_.Time("started_at") + ", " + d_.Time("finished_at") +
+                         ", coalesce(outcome, ''), detail, generation"
+                         " FROM attempts WHERE job = $1 ORDER BY number",
+                     {j.id}));
+    for (size_t i = 0; i < aq.size(); ++i) {
+      j.attempt_rows.push_back(
+          {aq.Int(i, 0), aq.Int(i, 5), aq.Text(i, 1), aq.Text(i, 2), aq.Text(i, 3), aq.Text(i, 4)});
     }
   }
   return Status::Ok();
@@ -336,44 +331,40 @@ Status SqlInbox::Clear(const std::string& endpoint, const std::string& event_id,
     // Jobs rows first (the lock order), then the row; jobs and attempts go with it. Locked
     // (on SQLite, in the writer's transaction), the jobs show their latest leases, and none
     // can be claimed before the delete.
-    auto jobs = tx.Query(std::string("SELECT j.status = 'processing' AND j.lease_until >= "
-                                     "$3::timestamptz FROM jobs j JOIN inbox i ON i.id ="
-                                     " j.inbox_id WHERE i.endpoint = $1 AND i.event_id = $2"
-                                     " ORDER BY j.id") +
-                             d_.Lock(" FOR UPDATE OF j"),
-                         {endpoint, event_id, FormatTime(now)});
-    if (!jobs.ok()) return jobs.status();
-    for (size_t i = 0; i < jobs->size(); ++i) {
-      if (jobs->Bool(i, 0)) return ClearRefused(endpoint, event_id);
+    HOOKBOX_QUERY(jobs, tx.Query(std::string("SELECT j.status = 'processing' AND j.lease_until >= "
+                                             "$3::timestamptz FROM jobs j JOIN inbox i ON i.id ="
+                                             " j.inbox_id WHERE i.endpoint = $1 AND i.event_id = $2"
+                                             " ORDER BY j.id") +
+                                     d_.Lock(" FOR UPDATE OF j"),
+                                 {endpoint, event_id, FormatTime(now)}));
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (jobs.Bool(i, 0)) return ClearRefused(endpoint, event_id);
     }
-    auto del =
-        tx.Query("DELETE FROM inbox WHERE endpoint = $1 AND event_id = $2", {endpoint, event_id});
-    if (!del.ok()) return del.status();
-    return del->changed == 0 ? NoSuchEvent(endpoint, event_id) : Status::Ok();
+    HOOKBOX_QUERY(del, tx.Query("DELETE FROM inbox WHERE endpoint = $1 AND event_id = $2",
+                                {endpoint, event_id}));
+    return del.changed == 0 ? NoSuchEvent(endpoint, event_id) : Status::Ok();
   });
 }
 
 StatusOr<InboxStats> SqlInbox::Stats() {
   return ReadInto<InboxStats>(*this, TxKind::kRead, [&](SqlTx& tx, InboxStats& stats) -> Status {
-    auto q = tx.Query("SELECT endpoint, status, count(*) FROM inbox GROUP BY endpoint, status");
-    if (!q.ok()) return q.status();
-    for (size_t i = 0; i < q->size(); ++i) stats[q->Text(i, 0)][q->Text(i, 1)] = q->Int(i, 2);
+    HOOKBOX_QUERY(
+        q, tx.Query("SELECT endpoint, status, count(*) FROM inbox GROUP BY endpoint, status"));
+    for (size_t i = 0; i < q.size(); ++i) stats[q.Text(i, 0)][q.Text(i, 1)] = q.Int(i, 2);
     return Status::Ok();
   });
 }
 
 StatusOr<QueueStats> SqlInbox::Queue(bool count_done) {
   return ReadInto<QueueStats>(*this, TxKind::kRead, [&](SqlTx& tx, QueueStats& stats) -> Status {
-    auto jobs = tx.Query(QueueCountSql(count_done));
-    if (!jobs.ok()) return jobs.status();
-    for (size_t i = 0; i < jobs->size(); ++i) {
-      stats.jobs_by_status[jobs->Text(i, 0)] = jobs->Int(i, 1);
+    HOOKBOX_QUERY(jobs, tx.Query(QueueCountSql(count_done)));
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      stats.jobs_by_status[jobs.Text(i, 0)] = jobs.Int(i, 1);
     }
-    auto oldest = tx.Query("SELECT " + d_.Time("min(i.received_at)") +
-                           " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
-                           " WHERE j.status IN ('pending', 'processing')");
-    if (!oldest.ok()) return oldest.status();
-    stats.oldest_unfinished_received_at = oldest->Text(0, 0);
+    HOOKBOX_QUERY(oldest, tx.Query("SELECT " + d_.Time("min(i.received_at)") +
+                                   " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                                   " WHERE j.status IN ('pending', 'processing')"));
+    stats.oldest_unfinished_received_at = oldest.Text(0, 0);
     return Status::Ok();
   });
 }
@@ -382,29 +373,31 @@ StatusOr<std::vector<HandlerStatus>> SqlInbox::Handlers(TimePoint now, bool coun
   using Out = std::vector<HandlerStatus>;
   return ReadInto<Out>(*this, TxKind::kRead, [&](SqlTx& tx, Out& out) -> Status {
     std::map<HandlerKey, HandlerStatus> by;
-    auto q = tx.Query("SELECT " + StateColumns() + " FROM handler_state");
-    if (!q.ok()) return q.status();
-    for (size_t i = 0; i < q->size(); ++i) {
-      HandlerState st = ReadState(*q, i);
+    HOOKBOX_QUERY(q, tx.Query("SELECT " + StateColumns() + " FROM handler_state"));
+    for (size_t i = 0; i < q.size(); ++i) {
+      HandlerState st = ReadState(q, i);
       by[{st.endpoint, st.handler}].state = std::move(st);
     }
     if (count_jobs) {
-      auto n = tx.Query(
-          "SELECT i.endpoint, j.handler,"
-          " count(*) FILTER (WHERE j.status = 'pending' AND j.next_attempt_at > $1::timestamptz),"
-          " count(*) FILTER (WHERE j.status = 'pending' AND j.next_attempt_at <= $1::timestamptz),"
-          " count(*) FILTER (WHERE j.status = 'processing'),"
-          " count(*) FILTER (WHERE j.status = 'dead')"
-          " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
-          " WHERE j.status IN ('pending', 'processing', 'dead') GROUP BY i.endpoint, j.handler",
-          {FormatTime(now)});
-      if (!n.ok()) return n.status();
-      for (size_t i = 0; i < n->size(); ++i) {
-        HandlerStatus& h = by[{n->Text(i, 0), n->Text(i, 1)}];
-        h.pending = n->Int(i, 2);
-        h.due = n->Int(i, 3);
-        h.running = n->Int(i, 4);
-        h.dead = n->Int(i, 5);
+      HOOKBOX_QUERY(
+          n,
+          tx.Query(
+              "SELECT i.endpoint, j.handler,"
+              " count(*) FILTER (WHERE j.status = 'pending' AND j.next_attempt_at > "
+              "$1::timestamptz),"
+              " count(*) FILTER (WHERE j.status = 'pending' AND j.next_attempt_at <= "
+              "$1::timestamptz),"
+              " count(*) FILTER (WHERE j.status = 'processing'),"
+              " count(*) FILTER (WHERE j.status = 'dead')"
+              " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+              " WHERE j.status IN ('pending', 'processing', 'dead') GROUP BY i.endpoint, j.handler",
+              {FormatTime(now)}));
+      for (size_t i = 0; i < n.size(); ++i) {
+        HandlerStatus& h = by[{n.Text(i, 0), n.Text(i, 1)}];
+        h.pending = n.Int(i, 2);
+        h.due = n.Int(i, 3);
+        h.running = n.Int(i, 4);
+        h.dead = n.Int(i, 5);
       }
     }
     for (auto& [key, h] : by) {
@@ -457,9 +450,8 @@ StatusOr<int64_t> SqlInbox::PurgeRows(const PurgeRequest& r, const std::string& 
   constexpr int64_t kMinPurgeBatch = 10;
   if (r.dry_run) {
     return ReadInto<int64_t>(*this, TxKind::kRead, [&](SqlTx& tx, int64_t& n) -> Status {
-      auto q = tx.Query(count_sql, args);
-      if (!q.ok()) return q.status();
-      n = q->Int(0, 0);
+      HOOKBOX_QUERY(q, tx.Query(count_sql, args));
+      n = q.Int(0, 0);
       return Status::Ok();
     });
   }
@@ -471,9 +463,8 @@ StatusOr<int64_t> SqlInbox::PurgeRows(const PurgeRequest& r, const std::string& 
     with_batch.emplace_back(batch);
     const auto started = std::chrono::steady_clock::now();
     Status s = Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
-      auto del = tx.Query(delete_sql, with_batch);
-      if (!del.ok()) return del.status();
-      deleted = del->changed;
+      HOOKBOX_QUERY(del, tx.Query(delete_sql, with_batch));
+      deleted = del.changed;
       return Status::Ok();
     });
     if (!s.ok()) return s;

@@ -273,13 +273,6 @@ StatusOr<SchemaChoice> ResolveSchema(Conn& c, bool create) {
   return out;
 }
 
-// The newest migration this binary knows.
-int64_t LatestMigration() {
-  int64_t latest = 0;
-  for (const Migration& m : kPostgresMigrations) latest = std::max<int64_t>(latest, m.version);
-  return latest;
-}
-
 // `serve` and `migrate`: resolves the schema and applies what is missing, in one transaction
 // under the migration lock (replicas starting at once apply each migration once). An inbox
 // already up to date is only read: no CREATE privilege is needed then.
@@ -292,7 +285,7 @@ Status Migrate(Conn& c, SchemaChoice* choice, std::vector<std::string>* applied)
   auto resolved = ResolveSchema(c, /*create=*/true);
   if (!resolved.ok()) return resolved.status();
   *choice = *resolved;
-  if (choice->version >= LatestMigration()) return Status::Ok();
+  if (choice->version >= LatestMigration(kPostgresMigrations)) return Status::Ok();
   // The migrations name their tables without a schema: they go where the pool will look.
   if (s = c.Run("SET LOCAL search_path TO " + choice->search_path); !s.ok()) return s;
   if (s = c.Run("CREATE TABLE IF NOT EXISTS " + choice->quoted +
@@ -313,7 +306,7 @@ Status Migrate(Conn& c, SchemaChoice* choice, std::vector<std::string>* applied)
     }
     if (applied) applied->push_back(m.name);
   }
-  choice->version = LatestMigration();
+  choice->version = LatestMigration(kPostgresMigrations);
   return Status::Ok();
 }
 
@@ -324,14 +317,7 @@ Status CheckSchema(Conn& c, SchemaChoice* choice) {
   auto resolved = ResolveSchema(c, /*create=*/false);
   if (!resolved.ok()) return resolved.status();
   *choice = *resolved;
-  if (choice->version < LatestMigration()) {
-    return Status::Unavailable("the database's schema is behind this hookbox",
-                               "schema \"" + choice->schema + "\" has migration " +
-                                   std::to_string(choice->version) + ", this hookbox needs " +
-                                   std::to_string(LatestMigration()) +
-                                   ": run `hookbox migrate` (or start `serve`, which migrates)");
-  }
-  return Status::Ok();
+  return CheckVersion("schema \"" + choice->schema + "\"", choice->version, kPostgresMigrations);
 }
 
 // Sets each inbox row's status from its jobs: dead if any job is dead, processed (at the
@@ -760,12 +746,7 @@ class PostgresInbox final : public SqlInbox {
     return r.ok() ? Status::Ok() : r.status();
   }
 
-  // The inbox row of an event: $1..$12 of kInsertRow.
-  static Params RowParams(const Event& e, const std::string& now) {
-    Params p;
-    AddRow(p, e, now);
-    return p;
-  }
+  // The inbox row of an event: 12 parameters.
   static void AddRow(Params& p, const Event& e, const std::string& now) {
     p.Add(e.endpoint).Add(e.event_id).Add(e.id_source).Add(e.event_type).Add(e.resource_id);
     p.Add(e.sequence).Add(e.sequence_key).Add(e.body_sha256).Add(e.headers_json);
@@ -835,8 +816,9 @@ class PostgresInbox final : public SqlInbox {
   // Runs a group of simple accepts (the leader's work, see Accept). When the group's
   // statement fails as a whole without a doubt that nothing was stored (one event the server
   // cannot store, such as text that is not UTF-8), each delivery is tried alone, so that
-  // only the bad one fails; a lost connection (Unavailable: it may have committed) fails
-  // them all, and the producers' retries find what was stored.
+  // only the bad one fails (in the accept transaction of every event, AcceptInto); a lost
+  // connection (Unavailable: it may have committed) fails them all, and the producers' retries find
+  // what was stored.
   void AcceptGroup(const std::vector<PendingAccept*>& group) {
     Status s = Autocommit([&](Conn& c) { return AcceptMany(c, group); });
     if (s.ok()) return;
@@ -845,38 +827,8 @@ class PostgresInbox final : public SqlInbox {
         p->result = s;
         continue;
       }
-      AcceptResult r{};
-      Status one = Autocommit([&](Conn& c) { return AcceptSimple(c, *p->event, &r); });
-      p->result = one.ok() ? StatusOr<AcceptResult>(r) : StatusOr<AcceptResult>(one);
+      p->result = SqlInbox::Accept(*p->event);
     }
-  }
-
-  static constexpr const char* kInsertRow =
-      "INSERT INTO inbox (endpoint, event_id, id_source, event_type, resource_id, sequence,"
-      " sequence_key, body_sha256, headers, body, status, received_at)"
-      " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
-      " ON CONFLICT (endpoint, event_id) DO NOTHING";
-
-  // An event with no resource and no sync claim: the row and its jobs in one statement (its
-  // own transaction), so an accept costs one round trip.
-  Status AcceptSimple(Conn& c, const Event& e, AcceptResult* out) {
-    const std::string now = FormatTime(e.received_at);
-    Params p = RowParams(e, now);
-    p.Add(TextArray(e.handlers));
-    HOOKBOX_EXEC(ins, c.Exec(std::string("WITH row AS (") + kInsertRow +
-                                 " RETURNING id),"
-                                 " jobs AS (INSERT INTO jobs (inbox_id, handler, status,"
-                                 " next_attempt_at, sync) SELECT row.id, t.h, 'pending',"
-                                 " $12::timestamptz, false FROM row,"
-                                 " unnest($13::text[]) WITH ORDINALITY AS t (h, n) ORDER BY t.n)"
-                                 " SELECT id FROM row",
-                             p));
-    if (ins.rows() == 0) {
-      PgTx tx(c, *this);
-      return CountDuplicate(tx, e, now, out);
-    }
-    out->verdict = e.handlers.empty() ? Verdict::kIgnored : Verdict::kAccepted;
-    return Status::Ok();
   }
 
   // Under the resource's claim lock, with a fresh snapshot: does the job still head its

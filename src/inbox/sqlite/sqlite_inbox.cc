@@ -57,19 +57,13 @@ StatusOr<int64_t> SchemaVersion(Db& db) {
   return version;
 }
 
-int64_t LatestMigration() {
-  int64_t latest = 0;
-  for (const Migration& m : kSqliteMigrations) latest = std::max<int64_t>(latest, m.version);
-  return latest;
-}
-
 // `serve` and `migrate`: applies what is missing in one BEGIN IMMEDIATE transaction. A file
 // already up to date is only read, so a daemon starting while a shell's `purge` holds the
 // write lock does not wait for it.
 Status Migrate(Db& db, std::vector<std::string>* applied) {
   auto before = SchemaVersion(db);
   if (!before.ok()) return before.status();
-  if (*before >= LatestMigration()) return Status::Ok();
+  if (*before >= LatestMigration(kSqliteMigrations)) return Status::Ok();
   Status s = db.Exec(
       "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
       "name TEXT NOT NULL, applied_at TEXT NOT NULL)");
@@ -108,13 +102,7 @@ Status CheckSchema(Db& db, const std::string& path) {
     return Status::Unavailable("no hookbox tables in the database",
                                path + ": run `hookbox migrate` first (or `serve`)");
   }
-  if (*version < LatestMigration()) {
-    return Status::Unavailable("the database's schema is behind this hookbox",
-                               path + " has migration " + std::to_string(*version) +
-                                   ", this hookbox needs " + std::to_string(LatestMigration()) +
-                                   ": run `hookbox migrate` (or start `serve`, which migrates)");
-  }
-  return Status::Ok();
+  return CheckVersion(path, *version, kSqliteMigrations);
 }
 
 // Runs a statement that returns no rows (SAVEPOINT, RELEASE) as a cached prepared statement:
