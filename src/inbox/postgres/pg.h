@@ -179,4 +179,16 @@ bool IsPostgresUrl(std::string_view database);
 // The URL with its password (user:PASSWORD@ and ?password=) replaced by "***", for logs.
 std::string RedactUrl(std::string_view url);
 
+// The Status of a statement whose rows are not wanted.
+inline Status Exec(Conn& c, const std::string& sql, const Params& p = {}) {
+  auto r = c.Exec(sql, p);
+  return r.ok() ? Status::Ok() : r.status();
+}
+
 }  // namespace hookbox::pg
+
+// The Result of a StatusOr<Result>, or return its failure.
+#define HOOKBOX_EXEC(var, expr)                 \
+  auto var##_or = (expr);                       \
+  if (!var##_or.ok()) return var##_or.status(); \
+  ::hookbox::pg::Result& var = *var##_or
