@@ -1,6 +1,8 @@
-// The PostgreSQL inbox (see postgres_inbox.h): migrations under an advisory lock, the accept
-// transaction (dedupe, sequence gate, jobs), job claiming across replicas, sync claims,
-// finishing with the lease compare-and-swap, and the operator's reads.
+// The PostgreSQL inbox (see postgres_inbox.h): the inbox's algorithm (SqlInbox, sql_*.cc)
+// on a connection pool, with this file's locks (the hooks LockKey, KeepHeads, EventBusy,
+// and the spelling's row locks), the grouped statements of simple accepts and plain
+// finishes, sync requests' job holds, the `sql` handlers' statements and the bulk verbs.
+// The schema and its migrations: schema.{h,cc}.
 //
 // Locks, in the one order every transaction takes them (so replicas never deadlock on each
 // other): a resource's advisory lock, then jobs rows, then inbox rows in ascending id order.
@@ -29,13 +31,10 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <set>
-#include <tuple>
 #include <variant>
 
 #include "inbox/group_commit.h"
-#include "inbox/migration.h"
 #include "inbox/postgres/named_params.h"
 #include "inbox/postgres/pg.h"
 #include "inbox/postgres/schema.h"

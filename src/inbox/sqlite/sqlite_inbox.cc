@@ -6,18 +6,11 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <condition_variable>
-#include <cstdio>
-#include <cstdlib>
-#include <deque>
 #include <functional>
-#include <future>
 #include <mutex>
-#include <random>
 #include <thread>
-#include <tuple>
 #include <variant>
 
 #include "inbox/group_commit.h"
