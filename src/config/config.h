@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/crypto.h"
+#include "base/log_level.h"
 #include "base/status.h"
 
 namespace hookbox {
@@ -175,6 +176,9 @@ struct Config {
   Retention retention;
   std::string purge_at = "03:30";
   Duration shutdown_grace = std::chrono::seconds(30);
+  // The lowest level `serve` writes (ops/log.h); a reload applies a new one. The operator's
+  // CLI verbs write theirs whatever it says.
+  LogLevel log_level = LogLevel::kInfo;
   std::vector<Endpoint> endpoints;
 
   const Endpoint* FindByPath(std::string_view path) const;
