@@ -8,11 +8,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -21,6 +23,7 @@
 #include "console/console.h"
 #include "handlers/exec/children.h"
 #include "handlers/handler.h"
+#include "hookbox_version.h"
 #include "http/server.h"
 #include "inbox/postgres/pg.h"
 #include "ops/clock.h"
@@ -155,22 +158,87 @@ console::ConsoleOptions ConsoleOptionsFor(const Config& c, std::function<void()>
   return o;
 }
 
-// hookbox_jobs{status} and hookbox_queue_oldest_age_seconds, asked of the inbox at each
-// scrape. Registered once: a process serves once.
+// The handlers the config in use names, by endpoint: hookbox_jobs shows each at 0 when it
+// has no job. Replaced at start and at each reload (NoteConfig).
+struct ConfiguredHandlers {
+  std::mutex mu;
+  std::vector<std::pair<std::string, std::string>> list;  // endpoint, handler
+};
+
+ConfiguredHandlers& Configured() {
+  static ConfiguredHandlers* configured = new ConfiguredHandlers();  // gauges outlive Serve
+  return *configured;
+}
+
+// What a config, once in use, tells the metrics: its series at 0 (ops/daemon_metrics.h),
+// its handlers for hookbox_jobs, and the time it was loaded.
+void NoteConfig(const Config& config, const HandlerSet& handlers) {
+  KnownSeries known;
+  for (const Endpoint& e : config.endpoints) {
+    known.endpoints.emplace_back(e.name, e.provider != Provider::kNone);
+  }
+  for (const auto& [endpoint, by_name] : handlers.by_endpoint) {
+    for (const auto& [name, handler] : by_name) known.handlers.emplace_back(endpoint, name);
+  }
+  StartSeries(known);
+  {
+    std::lock_guard lock(Configured().mu);
+    Configured().list = known.handlers;
+  }
+  Metrics().last_reload.store(
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(),
+      std::memory_order_relaxed);
+}
+
+// hookbox_jobs{endpoint,handler,status}: the live queue (pending, processing, dead) of each
+// handler, configured ones at 0 included, plus any other handler the inbox still has jobs
+// for (held ones). Done jobs are one total, hookbox_jobs_done: labelling them would join
+// every job to its row at each scrape.
+std::vector<GaugeSample> JobsByHandler(Inbox& inbox) {
+  std::vector<GaugeSample> out;
+  auto all = inbox.Handlers(std::chrono::system_clock::now(), /*count_jobs=*/true);
+  if (!all.ok()) return out;
+  std::map<std::pair<std::string, std::string>, std::array<int64_t, 3>> counts;
+  {
+    std::lock_guard lock(Configured().mu);
+    for (const auto& key : Configured().list) counts[key] = {0, 0, 0};
+  }
+  for (const HandlerStatus& h : *all) {
+    if (h.pending + h.due + h.running + h.dead == 0 &&
+        !counts.contains({h.state.endpoint, h.state.handler})) {
+      continue;  // a state row (paused, circuit) of a handler with no jobs and no config
+    }
+    counts[{h.state.endpoint, h.state.handler}] = {h.pending + h.due, h.running, h.dead};
+  }
+  for (const auto& [key, n] : counts) {
+    const char* statuses[] = {"pending", "processing", "dead"};
+    for (size_t i = 0; i < 3; ++i) {
+      out.push_back({{key.first, key.second, statuses[i]}, static_cast<double>(n[i])});
+    }
+  }
+  return out;
+}
+
+// hookbox_jobs, hookbox_jobs_done and hookbox_queue_oldest_age_seconds, asked of the inbox
+// at each scrape.
 void AddQueueGauges(Inbox& inbox) {
-  Metrics().registry.AddGauge("hookbox_jobs", "Jobs in the inbox, by status.", {"status"},
-                              [&inbox] {
-                                std::vector<GaugeSample> out;
-                                auto q = inbox.Queue(true);
-                                if (!q.ok()) return out;
-                                std::map<std::string, int64_t> by_status = {
-                                    {"pending", 0}, {"processing", 0}, {"done", 0}, {"dead", 0}};
-                                for (const auto& [status, n] : q->jobs_by_status)
-                                  by_status[status] = n;
-                                for (const auto& [status, n] : by_status) {
-                                  out.push_back({{status}, static_cast<double>(n)});
-                                }
-                                return out;
+  Metrics().registry.AddGauge(
+      "hookbox_jobs", "Jobs waiting, running or dead, by endpoint, handler and status.",
+      {"endpoint", "handler", "status"}, [&inbox] { return JobsByHandler(inbox); });
+  Metrics().registry.AddGauge(
+      "hookbox_jobs_done", "Jobs done and still in the inbox (until the purge removes them).", {},
+      [&inbox] {
+        std::vector<GaugeSample> out;
+        auto q = inbox.Queue(true);
+        if (!q.ok()) return out;
+        auto done = q->jobs_by_status.find("done");
+        out.push_back(
+            {{}, static_cast<double>(done == q->jobs_by_status.end() ? 0 : done->second)});
+        return out;
+      });
+  Metrics().registry.AddGauge("hookbox_build_info", "The running hookbox's version; always 1.",
+                              {"version"}, [] {
+                                return std::vector<GaugeSample>{{{kVersion}, 1.0}};
                               });
   Metrics().registry.AddGauge(
       "hookbox_queue_oldest_age_seconds",
@@ -311,6 +379,7 @@ class Daemon {
       : config_path_(std::move(config_path)),
         config_(config),
         c_(*config_),
+        handlers_(handlers),
         inbox_(std::move(inbox)),
         dispatcher_(*inbox_, config, handlers, clock_),
         receiver_({config, handlers}, *inbox_, clock_, [this] { dispatcher_.Wake(); }),
@@ -340,6 +409,7 @@ class Daemon {
   const std::string config_path_;
   const std::shared_ptr<const Config> config_;  // as started: reloads do not change it
   const Config& c_;
+  const std::shared_ptr<const HandlerSet> handlers_;  // as started, as config_
   std::unique_ptr<Inbox> inbox_;
   SystemClock clock_;
   Dispatcher dispatcher_;
@@ -359,6 +429,7 @@ class Daemon {
 
 bool Daemon::Start(const std::vector<int>& activated) {
   WarnAboutHeldJobs(*inbox_, c_, "start");
+  NoteConfig(c_, *handlers_);
   dispatcher_.Start(c_.workers != 0);
   purge_.Start();
   AddQueueGauges(*inbox_);
@@ -394,6 +465,7 @@ bool Daemon::Listen(const std::vector<int>& activated) {
 // taken.
 void Daemon::AnnounceReady(bool socket_activated) {
   json ready = {{"msg", "listening"},
+                {"version", kVersion},
                 {"listen", hooks_address_},
                 {"database", DatabaseForLogs(c_.database)},
                 {"endpoints", c_.endpoints.size()},
@@ -402,7 +474,7 @@ void Daemon::AnnounceReady(bool socket_activated) {
   if (admin_port_) {
     ready["admin"] = ParseHostPort(c_.admin_listen)->host + ":" + std::to_string(*admin_port_);
   }
-  LogInfo(ready);
+  LogLifecycle(ready);
   NotifySystemd("READY=1\nSTATUS=listening on " + hooks_address_);
   if (auto timeout = WatchdogTimeout()) {
     watchdog_.emplace(*timeout, [this] {
@@ -418,7 +490,7 @@ void Daemon::WaitForStop(const sigset_t& signals) {
     int sig = 0;
     sigwait(&signals, &sig);
     if (sig != SIGHUP) {
-      LogInfo({{"msg", "stopping"}, {"signal", strsignal(sig)}});
+      LogLifecycle({{"msg", "stopping"}, {"signal", strsignal(sig)}});
       return;
     }
     NotifySystemd("RELOADING=1\n" + MonotonicUsec());
@@ -434,6 +506,7 @@ void Daemon::Reload() {
   if (!r.config) {
     LogError({{"msg", "reload refused: the config has errors; the old one stays"},
               {"errors", r.errors}});
+    Metrics().reloads_refused.With({}).Inc();
     return;
   }
   WarnIfSecretsExposed(*r.config);
@@ -441,8 +514,10 @@ void Daemon::Reload() {
   auto new_handlers = BuildAndPrepare(*new_config, *inbox_);
   if (!new_handlers) {
     LogError({{"msg", "reload refused: the old config stays"}});
+    Metrics().reloads_refused.With({}).Inc();
     return;
   }
+  SetLogLevel(new_config->log_level);
   if (new_config->listen != c_.listen || new_config->database != c_.database ||
       new_config->admin_listen != c_.admin_listen) {
     LogWarn({{"msg", "listen, admin_listen and database changes take effect at the next restart"}});
@@ -450,7 +525,8 @@ void Daemon::Reload() {
   dispatcher_.Swap(new_config, new_handlers);
   receiver_.Swap({new_config, new_handlers});
   purge_.Swap(new_config);
-  LogInfo({{"msg", "reloaded"}, {"endpoints", new_config->endpoints.size()}});
+  NoteConfig(*new_config, *new_handlers);
+  LogLifecycle({{"msg", "reloaded"}, {"endpoints", new_config->endpoints.size()}});
   // A renamed or removed handler's waiting jobs are held, never run by another (held.h).
   WarnAboutHeldJobs(*inbox_, *new_config, "reload");
 }
@@ -475,7 +551,7 @@ int Daemon::Drain() {
     std::_Exit(kExitOk);
   }
   inbox_.reset();
-  LogInfo({{"msg", "stopped"}});
+  LogLifecycle({{"msg", "stopped"}});
   return kExitOk;
 }
 
@@ -503,10 +579,11 @@ int Serve(const std::string& config_path) {
                                                 },
                                             .applied = &applied});
   if (!opened.inbox) return opened.exit_code;
-  for (const std::string& m : applied) LogInfo({{"msg", "migrated"}, {"migration", m}});
+  for (const std::string& m : applied) LogLifecycle({{"msg", "migrated"}, {"migration", m}});
   // Build the handlers (once); run the sql handlers' setup. Then raise the open-file limit
   // and fit max_connections under it, beside what the handlers' slots need.
   Config& loaded = *opened.config;
+  SetLogLevel(loaded.log_level);
   auto handlers = BuildAndPrepare(loaded, *opened.inbox);
   if (!handlers) return kExitUsage;
   if (!FitDescriptors(loaded, *handlers)) return kExitUsage;
