@@ -79,6 +79,7 @@ Opened LoadAndOpen(const std::string& path, const OpenRequest& request);
 int Serve(const std::string& config_path);                    // serve.cc
 int CheckConfig(const std::string& path, bool read_secrets);  // config.cc
 int Migrate(const std::string& path);                         // config.cc
+int Backup(const std::string& config_path, const std::string& file);  // backup.cc
 
 // `inbox list`: the filter's options as given (ParseFilter checks them), the page size.
 // The filter's options as given (README, "Finding events"): ParseFilter checks them, so a bad
