@@ -39,6 +39,10 @@ constexpr Choice<Provider> kProviders[] = {
     {"hmac", Provider::kHmac}};
 constexpr Choice<Durability> kDurabilities[] = {{"full", Durability::kFull},
                                                 {"normal", Durability::kNormal}};
+constexpr Choice<LogLevel> kLogLevels[] = {{"debug", LogLevel::kDebug},
+                                           {"info", LogLevel::kInfo},
+                                           {"warn", LogLevel::kWarn},
+                                           {"error", LogLevel::kError}};
 constexpr Choice<Mode> kModes[] = {{"async", Mode::kAsync}, {"sync", Mode::kSync}};
 constexpr Choice<std::string_view> kHmacAlgorithms[] = {
     {"sha1", "sha1"}, {"sha256", "sha256"}, {"sha512", "sha512"}};
@@ -113,17 +117,39 @@ struct Field {
 // Turns a YAML document into a Config, collecting errors and warnings in `out`.
 class Loader final {
  public:
-  Loader(LoadResult& out, LoadOptions options) : out_(out), options_(options) {}
+  Loader(LoadResult& out, LoadOptions options, std::string file)
+      : out_(out), options_(options), file_(std::move(file)) {}
 
   void ReadDocument(const YAML::Node& root, const std::string& file, Config& config);
 
  private:
+  // Every message starts with where the key is in the file, "FILE:LINE:COLUMN: ", as a
+  // compiler's do, then the key's path and what is wrong and how to fix it.
   void Error(const std::string& where, std::string_view what) {
-    out_.errors.push_back(where.empty() ? std::string(what) + " (top level)"
-                                        : where + ": " + std::string(what));
+    out_.errors.push_back(Position(where) + (where.empty()
+                                                 ? std::string(what) + " (top level)"
+                                                 : where + ": " + std::string(what)));
   }
   void Warning(const std::string& where, std::string_view what) {
-    out_.warnings.push_back(where + ": " + std::string(what));
+    out_.warnings.push_back(Position(where) + where + ": " + std::string(what));
+  }
+  // An error about `at` itself (an unknown or repeated key), found in the mapping `where`.
+  void ErrorAt(const YAML::Node& at, const std::string& where, std::string_view what) {
+    const YAML::Mark m = at.Mark();
+    if (m.is_null()) return Error(where, what);
+    out_.errors.push_back(file_ + ":" + std::to_string(m.line + 1) + ":" +
+                          std::to_string(m.column + 1) + ": " +
+                          (where.empty() ? std::string(what) + " (top level)"
+                                         : where + ": " + std::string(what)));
+  }
+  // "FILE:LINE:COLUMN: " of the key `where` names, or of the nearest enclosing key or list
+  // item whose position is known (a check made after reading, e.g. a duplicate name, names
+  // its endpoint); "FILE: " when none is (the document as a whole).
+  std::string Position(std::string where) const;
+  // Remembers where a key or a list item is, for Position.
+  void Mark(const std::string& where, const YAML::Node& node) {
+    const YAML::Mark m = node.Mark();
+    if (!m.is_null()) marks_.emplace(where, m);
   }
 
   // Checks that `node` is a mapping whose keys are all in `fields`, each at most once, and
@@ -199,7 +225,22 @@ class Loader final {
 
   LoadResult& out_;
   LoadOptions options_;
+  std::string file_;
+  std::map<std::string, YAML::Mark> marks_;  // by the path Key() and Item() build
 };
+
+std::string Loader::Position(std::string where) const {
+  for (;;) {
+    if (auto it = marks_.find(where); it != marks_.end()) {
+      return file_ + ":" + std::to_string(it->second.line + 1) + ":" +
+             std::to_string(it->second.column + 1) + ": ";
+    }
+    // Up one level: "a.b" -> "a", "a[2]" -> "a", "a" -> "".
+    const size_t cut = where.find_last_of(".[");
+    if (where.empty()) return file_.empty() ? "" : file_ + ": ";
+    where = cut == std::string::npos ? "" : where.substr(0, cut);
+  }
+}
 
 bool Loader::ReadMapping(const YAML::Node& node, const std::string& where,
                          std::span<const Field> fields) {
@@ -219,10 +260,11 @@ bool Loader::ReadMapping(const YAML::Node& node, const std::string& where,
       if (f.key == key) field = &f;
     }
     if (field == nullptr) {
-      Error(where, "unknown key " + Quote(key));
+      ErrorAt(it->first, where, "unknown key " + Quote(key));
     } else if (!seen.insert(key).second) {
-      Error(where, "key " + Quote(key) + " appears twice");
+      ErrorAt(it->first, where, "key " + Quote(key) + " appears twice");
     } else {
+      Mark(Key(where, key), it->first);
       field->read(it->second, Key(where, key));
     }
   }
@@ -240,7 +282,10 @@ void Loader::ReadList(
     Error(where, "expected a non-empty list");
     return;
   }
-  for (size_t i = 0; i < node.size(); ++i) read(node[i], Item(where, i), i);
+  for (size_t i = 0; i < node.size(); ++i) {
+    Mark(Item(where, i), node[i]);
+    read(node[i], Item(where, i), i);
+  }
 }
 
 void Loader::Require(const YAML::Node& node, const std::string& where,
@@ -462,6 +507,8 @@ void Loader::ReadDocument(const YAML::Node& root, const std::string& file, Confi
           {"purge_at", [&](auto& n, auto& w) { Set(config.purge_at, ClockTime(n, w)); }},
           {"shutdown_grace",
            [&](auto& n, auto& w) { Set(config.shutdown_grace, DurationValue(n, w, kZero)); }},
+          {"log_level",
+           [&](auto& n, auto& w) { Set(config.log_level, OneOf<LogLevel>(n, w, kLogLevels)); }},
           {"endpoints",
            [&](auto& n, auto& w) {
              has_endpoints = true;
@@ -976,7 +1023,7 @@ LoadResult LoadConfigText(const std::string& yaml_text, const std::string& path_
   config.path = path_for_messages;
   try {
     YAML::Node root = YAML::Load(yaml_text);
-    Loader(result, options).ReadDocument(root, path_for_messages, config);
+    Loader(result, options, path_for_messages).ReadDocument(root, path_for_messages, config);
   } catch (const YAML::Exception& e) {
     result.errors.push_back(YamlError(path_for_messages, e));
   } catch (const std::exception& e) {  // last fail-safe; nothing above should throw
