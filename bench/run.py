@@ -13,6 +13,9 @@ are the package bench/harness/. Standard library only.
 
 Results go to bench/out/*.json and, with --results FILE, into FILE between its
 `<!-- BEGIN name -->` and `<!-- END name -->` markers.
+
+--smoke proves a scenario still runs, in seconds (bench.sh: BENCH_SMOKE=1): the same servers,
+wrk and report with every size cut down (SMOKE below); its figures mean nothing.
 """
 import argparse
 import os
@@ -23,6 +26,8 @@ from harness.cgroups import CAP_PERIOD_US, CAP_QUOTA_US
 from harness.host import BENCH
 from scenarios import console, handlers, replicas, scale, table
 
+SMOKE = ("one round of 1 s, at most 10 s of waiting for handlers or the purge, inboxes of "
+         "1,000 and 10,000 rows (scale, console), 5 GETs of each console page")
 SCENARIOS = {"table": table, "replicas": replicas, "handlers": handlers, "scale": scale,
              "console": console}
 
@@ -60,7 +65,17 @@ def main():
     ap.add_argument("--command", default="make bench")
     ap.add_argument("--pg-cluster", default=os.path.join(BENCH, "..", "tests", "pg", "cluster.sh"),
                     help="the script that starts and stops the PostgreSQL rows' cluster")
+    ap.add_argument("--smoke", action="store_true",
+                    help="a check that the scenario still runs, not a measurement: "
+                         "%s; nothing written to --results" % SMOKE)
     args = ap.parse_args()
+    # The inboxes of scale (small, large) and console (large); GETs of each console page.
+    args.rows, args.gets = (10_000, 1_000_000), 200
+    if args.smoke:
+        args.rounds, args.duration = 1, 1
+        args.drain_max, args.purge_max = min(args.drain_max, 10), min(args.purge_max, 10)
+        args.rows, args.gets = (1_000, 10_000), 5
+        args.results = None
     args.scale_data = args.scale_data or args.data
     for key in ("hookbox", "ceiling", "webhook", "data", "warmup_data", "scale_data",
                 "out", "results", "pg_cluster"):

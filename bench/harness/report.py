@@ -18,6 +18,12 @@ def median_run(runs):
     return ordered[len(ordered) // 2]
 
 
+def short_count(n):
+    """A count of rows in words, as the scale and console text says it: 1,000,000 as "1 M",
+    10,000 as "10 k"."""
+    return "%d M" % (n // 1_000_000) if n >= 1_000_000 else "%d k" % (n // 1000)
+
+
 def percentile(values, q):
     """The value q of the way up sorted values (0.0 for none): the latencies the harness
     timed itself (hookbox's delivery log lines, the console's GETs)."""

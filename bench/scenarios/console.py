@@ -9,7 +9,7 @@ import urllib.parse
 
 from harness.host import free_port, loadavg
 from harness.prefill import copy_db, prefilled
-from harness.report import emit, percentile
+from harness.report import emit, percentile, short_count
 from harness.servers import SECRET, Hookbox
 
 
@@ -43,20 +43,23 @@ def time_gets(port, path, n):
 
 
 def run(args):
-    """The console's pages with 1 M rows in the inbox (the scale mode's pre-filled database,
-    1 in 10,000 of its rows made dead), each page GET 200 times in a row on one keep-alive
-    connection, beside /healthz on the same listener (the bare round trip: the ceiling)."""
+    """The console's pages with 1 M rows in the inbox (--smoke: 10 k; the scale mode's
+    pre-filled database, 1 in 10,000 of its rows made dead), each page GET 200 times in a row
+    (--smoke: 5) on one keep-alive connection, beside /healthz on the same listener (the bare
+    round trip: the ceiling)."""
     out = os.path.join(args.out, "console")
     hb = ConsoleHookbox(out, args.hookbox, "full", 0, args.server_threads)
     os.makedirs(out, exist_ok=True)
-    copy_db(prefilled(args, 1_000_000), hb.db)
+    count = args.rows[1]
+    copy_db(prefilled(args, count), hb.db)
     subprocess.run(["sqlite3", hb.db,
                     "UPDATE inbox SET status = 'dead' WHERE id % 10000 = 0;"
                     " UPDATE jobs SET status = 'dead', last_error = 'exit 1'"
                     " WHERE id % 10000 = 0;"],
                    check=True)
     mid = subprocess.run(["sqlite3", "-separator", " ", hb.db,
-                          "SELECT received_at, id, event_id FROM inbox WHERE id = 500000"],
+                          "SELECT received_at, id, event_id FROM inbox WHERE id = %d"
+                          % (count // 2)],
                          capture_output=True, text=True, check=True).stdout.split()
     hb.prepare()
     hb.start()  # migrates first (the console's index is built over the 1 M rows here)
@@ -65,9 +68,9 @@ def run(args):
         pages = [
             ("/healthz (ceiling: the bare round trip)", "/healthz"),
             ("inbox, first page", "/"),
-            ("inbox, page at row 500,000 (keyset)", "/?before_at=%s&before_id=%s" % (
-                enc(mid[0]), mid[1])),
-            ("inbox, status dead (100 rows)", "/?status=dead"),
+            ("inbox, page at row {:,} (keyset)".format(count // 2),
+             "/?before_at=%s&before_id=%s" % (enc(mid[0]), mid[1])),
+            ("inbox, status dead (%d rows)" % (count // 10000), "/?status=dead"),
             ("inbox, endpoint github (all rows)", "/?endpoint=github"),
             ("inbox, endpoint other (no rows)", "/?endpoint=other"),
             ("inbox, search by event id", "/?id=%s" % mid[2]),
@@ -78,7 +81,7 @@ def run(args):
         load = loadavg()
         results = {}
         for name, path in pages:
-            results[name] = time_gets(hb.admin_port, path, 200)
+            results[name] = time_gets(hb.admin_port, path, args.gets)
     finally:
         hb.stop()
     ceiling = results[pages[0][0]]["p50_ms"]
@@ -89,8 +92,9 @@ def run(args):
         rows.append("| %s | %d, %d bytes | %.2f | %.2f | %.2f | %.1fx | %s |" % (
             name, r["status"], r["bytes"], r["p50_ms"], r["p99_ms"], r["max_ms"],
             r["p50_ms"] / ceiling, "yes" if r["max_ms"] < 50 else "**no**"))
-    text = ("1 M rows in the inbox (SQLite, `durability: full`, `workers: 0`); load averages "
-            "(1, 5, 15 min) %s before the timed GETs. Each page 200 times in a row from Python's "
-            "http.client on one keep-alive connection (client time included).\n\n" % load
+    text = ("%s rows in the inbox (SQLite, `durability: full`, `workers: 0`); load averages "
+            "(1, 5, 15 min) %s before the timed GETs. Each page %d times in a row from Python's "
+            "http.client on one keep-alive connection (client time included).\n\n" % (
+                short_count(count), load, args.gets)
             + "\n".join(rows) + "\n")
     emit(args, "console", text, {"results": results})

@@ -1,4 +1,5 @@
-"""`make bench-scale` (bench/bench.sh scale): the inbox at 10 k and 1 M rows.
+"""`make bench-scale` (bench/bench.sh scale): the inbox at 10 k and 1 M rows (--smoke: 1 k
+and 10 k).
 
 Accept latency with 10 thousand and with 1 million old rows already in the inbox
 (pre-filled with sqlite3 in one transaction, rows as hookbox writes them, each with one
@@ -14,7 +15,7 @@ import time
 
 from harness.host import loadavg, log, memory_kb
 from harness.prefill import copy_db, prefilled
-from harness.report import emit, fmt_ms, median_run, percentile
+from harness.report import emit, fmt_ms, median_run, percentile, short_count
 from harness.servers import Hookbox
 from harness.wrk import measure, run_wrk
 
@@ -58,7 +59,8 @@ def run(args):
     out = os.path.join(args.out, "scale")
     results = {}
     rows_text = []
-    for rows in (10_000, 1_000_000):
+    small, large = args.rows
+    for rows in args.rows:
         src = prefilled(args, rows)
         hb = Hookbox(os.path.join(out, "rows-%d" % rows), args.hookbox, "full", 0,
                      args.server_threads)
@@ -73,11 +75,11 @@ def run(args):
                    fmt_ms(r["max_us"]), r["hwm_kb"] // 1024, r["load_before"]))
         results[rows] = {"runs": runs, "median": median_run(runs)}
 
-    r10k, r1m = results[10_000]["median"], results[1_000_000]["median"]
+    r10k, r1m = results[small]["median"], results[large]["median"]
     rows_text.append("| inbox rows before the run | req/s | p50 ms | p99 ms | max ms | "
                      "non-2xx | peak RSS MB | load before |")
     rows_text.append("|---:|---:|---:|---:|---:|---:|---:|---|")
-    for rows, r in ((10_000, r10k), (1_000_000, r1m)):
+    for rows, r in ((small, r10k), (large, r1m)):
         rows_text.append("| %s | %.0f | %s | %s | %s | %d | %.0f | %s |" % (
             "{:,}".format(rows), r["rps"], fmt_ms(r["p50_us"]), fmt_ms(r["p99_us"]),
             fmt_ms(r["max_us"]), r["non2xx"], r["hwm_kb"] / 1024, r["load_before"]))
@@ -85,10 +87,11 @@ def run(args):
     rows_text.append("Every round (req/s / p50 ms / p99 ms): " + "; ".join(
         "%s rows: %s" % ("{:,}".format(rows), ", ".join(
             "%.0f / %s / %s" % (r["rps"], fmt_ms(r["p50_us"]), fmt_ms(r["p99_us"]))
-            for r in results[rows]["runs"])) for rows in (10_000, 1_000_000)) + ".")
+            for r in results[rows]["runs"])) for rows in args.rows) + ".")
     rows_text.append("")
-    rows_text.append("1 M vs 10 k: p50 × %.2f, p99 × %.2f, req/s × %.2f." % (
-        r1m["p50_us"] / r10k["p50_us"], r1m["p99_us"] / r10k["p99_us"], r1m["rps"] / r10k["rps"]))
+    rows_text.append("%s vs %s: p50 × %.2f, p99 × %.2f, req/s × %.2f." % (
+        short_count(large), short_count(small), r1m["p50_us"] / r10k["p50_us"],
+        r1m["p99_us"] / r10k["p99_us"], r1m["rps"] / r10k["rps"]))
 
     # The purge of the 1 M old rows while deliveries keep coming.
     purge = {}
@@ -104,11 +107,12 @@ def run(args):
 
 
 def purge_under_load(args, out):
-    """hookbox (1 M old rows) under wrk: first a window without purge, then one from 2 s
-    before `hookbox purge` starts until it ends."""
+    """hookbox (1 M old rows; --smoke: 10 k) under wrk: first a window without purge, then
+    one from 2 s before `hookbox purge` starts until it ends."""
     hb = Hookbox(os.path.join(out, "purge"), args.hookbox, "full", 0, args.server_threads)
     os.makedirs(hb.workdir, exist_ok=True)
-    copy_db(prefilled(args, 1_000_000), hb.db)
+    rows = args.rows[1]
+    copy_db(prefilled(args, rows), hb.db)
     hb.prepare()
     hb.start()
     state = {}
@@ -149,9 +153,9 @@ def purge_under_load(args, out):
     seconds = state["t1"] - state.get("t0", state["t1"])
     left = subprocess.run(["sqlite3", hb.db, "SELECT count(*) FROM inbox WHERE status = "
                            "'processed'"], capture_output=True, text=True).stdout.strip()
-    text = ["", "Purge of the 1,000,000 old rows with `hookbox purge` (Inbox::Purge, batches of "
+    text = ["", "Purge of the {:,} old rows with `hookbox purge` (Inbox::Purge, batches of "
             "500 rows per transaction, from a second process) while wrk keeps sending "
-            "deliveries on %d connections:" % args.connections, "",
+            "deliveries on {} connections:".format(rows, args.connections), "",
             "| | req/s | p50 ms | p99 ms | max ms | non-2xx | load before |",
             "|---|---:|---:|---:|---:|---:|---|"]
     for what, r, load in (("same load, no purge (wrk)", baseline, load_baseline),
@@ -171,9 +175,9 @@ def purge_under_load(args, out):
                 what, sv["n"], sv["p50_ms"], sv["p99_ms"], sv["p999_ms"], sv["max_ms"],
                 sv["over_50ms"], sv["over_100ms"],
                 ", ".join("%s %d" % kv for kv in sorted(sv["outcomes"].items()))))
-    text += ["", "Purge: %.1f s (`%s`); processed rows left: %s. hookbox RSS at 1 M rows: %.0f MB "
-             "before the purge (peak so far %.0f MB), %.0f MB after (peak %.0f MB)." % (
-                 seconds, purge_text, left, mem_before.get("VmRSS", 0) / 1024,
+    text += ["", "Purge: %.1f s (`%s`); processed rows left: %s. hookbox RSS at %s rows: "
+             "%.0f MB before the purge (peak so far %.0f MB), %.0f MB after (peak %.0f MB)." % (
+                 seconds, purge_text, left, short_count(rows), mem_before.get("VmRSS", 0) / 1024,
                  mem_before.get("VmHWM", 0) / 1024, mem_after.get("VmRSS", 0) / 1024,
                  mem_after.get("VmHWM", 0) / 1024)]
     if during.get("wrapped"):
