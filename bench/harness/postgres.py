@@ -1,5 +1,6 @@
 """hookbox on PostgreSQL: the throwaway cluster (tests/pg/cluster.sh, made durable again)
 and the hookbox replicas that share one database of it, measured as one server."""
+import contextlib
 import os
 import shutil
 import subprocess
@@ -61,6 +62,18 @@ class PgCluster:
         os.sync()  # initdb ran with --no-sync: its write-back must not slow the first run
         log("PostgreSQL %s on %s (fsync, full_page_writes, synchronous_commit on)" % (
             self.version, self.dir))
+
+    @contextlib.contextmanager
+    def running(self, args, needed=True):
+        """The cluster started for the block when needed, its version in args.pg_version (for
+        the report's header); stopped and removed after the block, however it ends."""
+        try:
+            if needed:
+                self.start()
+                args.pg_version = self.version
+            yield self
+        finally:
+            self.stop()
 
     def stop(self):
         if os.path.exists(self.state):

@@ -204,12 +204,8 @@ def run(args):
                     r["load_before"]))
 
     built = source_state()
-    try:
-        cluster.start()
-        args.pg_version = cluster.version
+    with cluster.running(args):
         runs = run_rounds(args, servers, one, line)
-    finally:
-        cluster.stop()
 
     best = {name: median_run(rs) for name, rs in runs.items()}
     lines = ["| server | req/s | p50 ms | p99 ms | max ms | CPU per replica, cores | "

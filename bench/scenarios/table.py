@@ -59,13 +59,8 @@ def run(args):
             s.name, r["rps"], fmt_ms(r["p50_us"]), fmt_ms(r["p99_us"]), r["non2xx"],
             r["load_before"])
 
-    try:
-        if any(isinstance(s, HookboxPostgres) for s in servers):
-            cluster.start()
-            args.pg_version = cluster.version
+    with cluster.running(args, any(isinstance(s, HookboxPostgres) for s in servers)):
         runs = run_rounds(args, servers, one, line)
-    finally:
-        cluster.stop()
 
     best = {name: median_run(rs) for name, rs in runs.items()}
     ceiling = best.get(servers[0].name) if isinstance(servers[0], Ceiling) else None
