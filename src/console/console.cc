@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "base/http_status.h"
 #include "console/render.h"
 #include "inbox/filter.h"
 #include "ops/clock.h"
@@ -55,8 +56,13 @@ Answer Redirect(const std::string& location) {
   return a;
 }
 
-Answer Unavailable(const Status& s) {
-  return Message(503, "The inbox did not answer", s.ToString());
+// A failed inbox call as a page. Its status is HttpStatusFor's (base/http_status.h), the
+// one mapping the receiver answers by too: 503 when storage is unavailable, 404 for an
+// event that is not there, 500 for a fault.
+Answer Failed(const Status& s) {
+  const bool missing = s.code() == Status::Code::kNotFound;
+  return Message(HttpStatusFor(s), missing ? "No such event" : "The inbox did not answer",
+                 s.ToString());
 }
 
 std::string EventHref(const std::string& endpoint, const std::string& id) {
@@ -371,9 +377,9 @@ Answer Console::ListPage(const Delivery& d) {
     f.before_received_at = *at;
   }
   auto rows = Rows(f);
-  if (!rows.ok()) return Unavailable(rows.status());
+  if (!rows.ok()) return Failed(rows.status());
   auto queue = inbox_.Queue(false);
-  if (!queue.ok()) return Unavailable(queue.status());
+  if (!queue.ok()) return Failed(queue.status());
 
   const EventFilter& ef = f.filter;
   std::string where_text;
@@ -442,11 +448,11 @@ Answer Console::EventPage(const Delivery& d) {
   auto detail = inbox_.Show(endpoint, id);
   if (!detail.ok()) {
     if (detail.status().code() == Status::Code::kNotFound) {
-      return Message(404, "No such event",
+      return Message(HttpStatusFor(detail.status()), "No such event",
                      "The inbox holds no event " + id + " at endpoint " + endpoint +
                          ": it may have been cleared or purged.");
     }
-    return Unavailable(detail.status());
+    return Failed(detail.status());
   }
   json view = {{"title", "Event " + id},
                {"row", RowView(detail->row)},
@@ -472,7 +478,7 @@ Answer Console::DeadPage(const Delivery& d) {
     before = *n;
   }
   auto dead = inbox_.DeadJobs(before, kPageRows + 1);
-  if (!dead.ok()) return Unavailable(dead.status());
+  if (!dead.ok()) return Failed(dead.status());
   const bool more = dead->size() > static_cast<size_t>(kPageRows);
   if (more) dead->pop_back();
   json view = {{"title", "Dead letters"}, {"dead", json::array()}};
@@ -517,23 +523,25 @@ Answer Console::EventAction(const Delivery& d) {
     auto rearmed = inbox_.Retry(endpoint, id, std::chrono::system_clock::now());
     if (!rearmed.ok()) {
       const Status& s = rearmed.status();
-      if (s.code() == Status::Code::kNotFound) return Message(404, "No such event", s.ToString());
+      // A row without a dead job is refused as InvalidArgument: here it is the row's state
+      // (409), not a bad request.
       if (s.code() == Status::Code::kInvalidArgument) {
         return Message(409, "Nothing to retry", "This event has no dead job.");
       }
-      return Unavailable(s);
+      return Failed(s);
     }
     if (options_.wake) options_.wake();
     return Redirect(EventHref(endpoint, id) + "&retried=" + std::to_string(*rearmed));
   }
   if (Status s = inbox_.Clear(endpoint, id, std::chrono::system_clock::now()); !s.ok()) {
-    if (s.code() == Status::Code::kNotFound) return Message(404, "No such event", s.ToString());
+    // A busy row is Conflict, which on the receive path is a body conflict (422): here it
+    // is the row's state (409).
     if (s.code() == Status::Code::kConflict) {
       return Message(409, "Not cleared",
                      "A job of this event is running. Clear it once the "
                      "attempt has ended.");
     }
-    return Unavailable(s);
+    return Failed(s);
   }
   return Redirect("/?cleared=1&cleared_endpoint=" + UrlEncode(endpoint) +
                   "&cleared_id=" + UrlEncode(id));
@@ -544,7 +552,7 @@ Answer Console::EventAction(const Delivery& d) {
 Answer Console::HandlersPage(const Delivery& d) {
   const FormFields query = ParseUrlEncoded(d.query);
   auto all = inbox_.Handlers(std::chrono::system_clock::now(), /*count_jobs=*/true);
-  if (!all.ok()) return Unavailable(all.status());
+  if (!all.ok()) return Failed(all.status());
   json view = {{"title", "Handlers"}, {"handlers", json::array()}};
   for (const ConsoleOptions::PoolHandler& ph : options_.handlers) {
     HandlerStatus h;
@@ -616,7 +624,7 @@ Answer Console::HandlerAction(const Delivery& d) {
   if (reason.size() > 200) reason.resize(200);
   auto changed = inbox_.SetPaused({{endpoint, handler}}, pause, pause ? reason : "",
                                   std::chrono::system_clock::now());
-  if (!changed.ok()) return Unavailable(changed.status());
+  if (!changed.ok()) return Failed(changed.status());
   if (!pause && options_.wake) options_.wake();
   return Redirect(std::string("/handlers?done=") + (pause ? "paused" : "resumed") +
                   "&endpoint=" + UrlEncode(endpoint) + "&handler=" + UrlEncode(handler));
@@ -662,7 +670,7 @@ Answer Console::BulkPage(const Delivery& d) {
       return Html(200, "bulk.html", view);
     }
     auto plan = inbox_.PlanBulk(q->request);
-    if (!plan.ok()) return Unavailable(plan.status());
+    if (!plan.ok()) return Failed(plan.status());
     view["plan"] = BulkPlanView(*plan, *q);
     view["plan"]["csrf"] = guards_.BulkCsrfToken();
   }
@@ -681,7 +689,7 @@ Answer Console::BulkAction(const Delivery& d) {
   }
   auto done = q->request.verb == BulkVerb::kReplay ? inbox_.Replay(q->request)
                                                    : inbox_.RetryDead(q->request);
-  if (!done.ok()) return Unavailable(done.status());
+  if (!done.ok()) return Failed(done.status());
   Metrics()
       .bulk_jobs_rearmed.With({BulkVerbName(q->request.verb)})
       .Inc(static_cast<uint64_t>(*done));
