@@ -50,6 +50,8 @@ Answer NotAllowed(const std::vector<const Route*>& rows) {
   return a;
 }
 
+Answer Healthy(const Delivery&) { return {200, R"({"status":"ok"})", {}}; }
+
 Answer Ready(const std::function<std::string()>& ready_problem) {
   const std::string problem = ready_problem();
   if (!problem.empty()) {
@@ -59,7 +61,7 @@ Answer Ready(const std::function<std::string()>& ready_problem) {
   return {200, R"({"status":"ready"})", {}};
 }
 
-Answer MetricsText() {
+Answer MetricsText(const Delivery&) {
   return {200,
           Metrics().registry.Render(),
           {{"Content-Type", "text/plain; version=0.0.4; charset=utf-8"}}};
@@ -104,19 +106,14 @@ std::vector<Route> AdminRoutes(std::function<std::string()> ready_problem,
   using console::Console;
   return {
       // The probes and the metrics take every method, as they always have.
-      {"/healthz",
-       {},
-       Auth::kOpen,
-       [](const Delivery&) -> Answer {
-         return {200, R"({"status":"ok"})", {}};
-       }},
+      {"/healthz", {}, Auth::kOpen, Healthy},
       {"/readyz",
        {},
        Auth::kOpen,
        [ready_problem = std::move(ready_problem)](const Delivery&) {
          return Ready(ready_problem);
        }},
-      {"/metrics", {}, Auth::kToken, [](const Delivery&) { return MetricsText(); }},
+      {"/metrics", {}, Auth::kToken, MetricsText},
       // The console. Its style sheet and login are open to anyone naming the listener; the
       // login takes every method (without a token it sends each to the list).
       {"/style.css", get, Auth::kConsoleOpen,
