@@ -1,9 +1,9 @@
 // `hookbox serve`: the daemon. Serve() reads as the list of steps it takes — process, config,
 // descriptors, open and migrate, handlers, dispatcher, receiver, purge, listeners, READY,
-// then wait for signals — and Daemon holds the running parts. Here too: the admin port's
-// answers (/healthz, /readyz, /metrics, and the console's pages from console/), the queue
-// gauges, SIGHUP's reload, and the fitting
-// of limits.max_connections under the open-file limit.
+// then wait for signals — and Daemon holds the running parts. Here too: what /readyz asks
+// (Liveness; the admin port's routes are admin/routes.h), the queue gauges, SIGHUP's reload,
+// and the fitting of limits.max_connections under the open-file limit.
+#include <openssl/rand.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -18,6 +18,7 @@
 #include <set>
 #include <thread>
 
+#include "admin/routes.h"
 #include "cli/cli.h"
 #include "config/exposure.h"
 #include "console/console.h"
@@ -110,41 +111,9 @@ struct Liveness {
   }
 };
 
-// The admin port: probes (open to all clients that name the listener: they tell little),
-// /metrics (behind admin_token when one is set), and the console (console/console.h). Every
-// path answers only to a Host that names this listener (Console::HostAllowed): a
-// DNS-rebinding page could otherwise read /metrics' endpoint and handler names (issue 26).
-Answer AdminAnswer(const Delivery& d, const Liveness& liveness, console::Console& console) {
-  if (!console.HostAllowed(d)) {
-    if (auto page = console.Handle(d)) return std::move(*page);  // its own 403 page
-    return {403,
-            R"({"error":"wrong Host: the admin listener answers only to its own address or )"
-            R"(a name in admin_hosts"})",
-            {}};
-  }
-  if (d.path == "/healthz") return {200, R"({"status":"ok"})", {}};
-  if (d.path == "/readyz") {
-    std::string problem = liveness.ReadyProblem();
-    if (!problem.empty()) return {503, Dump(json{{"status", problem}}), {}};
-    return {200, R"({"status":"ready"})", {}};
-  }
-  if (d.path == "/metrics") {
-    if (!console.Authorized(d)) {
-      return {401, R"({"error":"admin token required"})", {{"WWW-Authenticate", "Bearer"}}};
-    }
-    return {200,
-            Metrics().registry.Render(),
-            {{"Content-Type", "text/plain; version=0.0.4; charset=utf-8"}}};
-  }
-  if (auto page = console.Handle(d)) return std::move(*page);
-  return {404, R"({"error":"not found"})", {}};
-}
-
 console::ConsoleOptions ConsoleOptionsFor(const Config& c, std::function<void()> wake) {
   console::ConsoleOptions o;
   for (const Endpoint& e : c.endpoints) o.endpoints.push_back(e.name);
-  o.hosts = c.admin_hosts;
-  if (c.admin_token) o.token = c.admin_token->value;
   o.wake = std::move(wake);
   for (const Endpoint& e : c.endpoints) {
     if (e.mode == Mode::kSync) continue;
@@ -157,6 +126,17 @@ console::ConsoleOptions ConsoleOptionsFor(const Config& c, std::function<void()>
   }
   return o;
 }
+
+// The console's key for its form tokens (console/guards.h), drawn once at start: a restart
+// makes every open form out of date.
+StatusOr<std::string> DrawCsrfKey() {
+  std::string key(32, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(key.data()), static_cast<int>(key.size())) != 1) {
+    return Status::Internal("no random bytes for the console's CSRF key", "RAND_bytes failed");
+  }
+  return key;
+}
+
 
 // The handlers the config in use names, by endpoint: hookbox_jobs shows each at 0 when it
 // has no job. Replaced at start and at each reload (NoteConfig).
@@ -219,8 +199,8 @@ std::vector<GaugeSample> JobsByHandler(Inbox& inbox) {
   return out;
 }
 
-// hookbox_jobs, hookbox_jobs_done and hookbox_queue_oldest_age_seconds, asked of the inbox
-// at each scrape.
+// hookbox_jobs, hookbox_jobs_done, hookbox_build_info and hookbox_queue_oldest_age_seconds,
+// asked of the inbox at each scrape. Registered once: a process serves once.
 void AddQueueGauges(Inbox& inbox) {
   Metrics().registry.AddGauge(
       "hookbox_jobs", "Jobs waiting, running or dead, by endpoint, handler and status.",
@@ -374,8 +354,10 @@ bool FitDescriptors(Config& c, const HandlerSet& handlers) {
 // makes it once the inbox is open and the handlers are built.
 class Daemon {
  public:
+  // `csrf_key`: random bytes for the console's form tokens (console/guards.h).
   Daemon(std::string config_path, const std::shared_ptr<const Config>& config,
-         const std::shared_ptr<const HandlerSet>& handlers, std::unique_ptr<Inbox> inbox)
+         const std::shared_ptr<const HandlerSet>& handlers, std::unique_ptr<Inbox> inbox,
+         std::string csrf_key)
       : config_path_(std::move(config_path)),
         config_(config),
         c_(*config_),
@@ -388,9 +370,11 @@ class Daemon {
             PublicLimits(c_), [this](const Delivery& d) { return receiver_.Receive(d); },
             [this](const Delivery& head) { return receiver_.CheckHead(head); }),
         liveness_{*inbox_, hooks_, draining_},
-        console_(*inbox_, ConsoleOptionsFor(c_, [this] { dispatcher_.Wake(); })),
-        admin_(AdminLimits(),
-               [this](const Delivery& d) { return AdminAnswer(d, liveness_, console_); }) {}
+        guards_(c_.admin_hosts, c_.admin_token ? c_.admin_token->value : "", std::move(csrf_key)),
+        console_(*inbox_, ConsoleOptionsFor(c_, [this] { dispatcher_.Wake(); }), guards_),
+        admin_routes_(admin::AdminRoutes([this] { return liveness_.ReadyProblem(); }, console_),
+                      guards_),
+        admin_(AdminLimits(), [this](const Delivery& d) { return admin_routes_.Dispatch(d); }) {}
 
   // Starts the dispatcher, the daily purge and the listeners, then tells the log and systemd
   // the daemon is up. False, after logging why, when it cannot listen.
@@ -418,8 +402,10 @@ class Daemon {
   std::atomic<bool> draining_{false};
   HttpServer hooks_;  // webhooks, on `listen` (or systemd's socket)
   const Liveness liveness_;
-  console::Console console_;  // the inbox in a browser, on `admin_listen`
-  HttpServer admin_;          // health, metrics and the console, on `admin_listen`
+  console::Guards guards_;          // Host, token, Origin, CSRF: every admin path's
+  console::Console console_;        // the inbox in a browser, on `admin_listen`
+  admin::RouteTable admin_routes_;  // every path of `admin_listen`: probes, metrics, console
+  HttpServer admin_;                // the admin routes, on `admin_listen`
   std::string hooks_address_;
   std::optional<int> admin_port_;
   std::thread hooks_thread_;
@@ -457,7 +443,7 @@ bool Daemon::Listen(const std::vector<int>& activated) {
   auto bound = admin_.Bind(admin_addr->host, admin_addr->port);
   if (!bound.ok()) return cannot_listen(bound.status());
   admin_port_ = *bound;
-  console_.SetListener(admin_addr->host, *bound);
+  guards_.SetListener(admin_addr->host, *bound);
   return true;
 }
 
@@ -590,8 +576,13 @@ int Serve(const std::string& config_path) {
   auto config = std::make_shared<const Config>(std::move(loaded));
   // Start the dispatcher, then the receive pipeline that feeds it, the daily purge, and the
   // listeners: webhooks on `listen` (or systemd's socket); health and metrics on
-  // `admin_listen`.
-  Daemon daemon(config_path, config, handlers, std::move(opened.inbox));
+  // `admin_listen`, with the console's form key drawn for it.
+  auto csrf_key = DrawCsrfKey();
+  if (!csrf_key.ok()) {
+    LogError({{"msg", "cannot draw the console's key"}, {"error", csrf_key.status().ToString()}});
+    return kExitUsage;
+  }
+  Daemon daemon(config_path, config, handlers, std::move(opened.inbox), *std::move(csrf_key));
   if (!daemon.Start(activated)) return kExitUsage;
   daemon.WaitForStop(signals);
   // Drain: stop accepting, let running jobs finish within shutdown_grace, close the inbox.

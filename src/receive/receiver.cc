@@ -1,5 +1,5 @@
-// The receive pipeline (see receiver.h). The mapping from a Status to an HTTP answer lives
-// here and nowhere else.
+// The receive pipeline (see receiver.h). A Status becomes an HTTP status by HttpStatusFor
+// (base/http_status.h), the one mapping, which the console answers by too.
 #include "receive/receiver.h"
 
 #include <fnmatch.h>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/form.h"
+#include "base/http_status.h"
 #include "ops/daemon_metrics.h"
 #include "ops/log.h"
 #include "ops/storage_health.h"
@@ -29,27 +30,6 @@ std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 
 Answer Error(int status, const std::string& message) {
   return Answer{status, Dump(json{{"error", message}}), {}};
-}
-
-// The one place a Status becomes an HTTP status.
-int HttpStatusFor(const Status& s) {
-  switch (s.code()) {
-    case Status::Code::kOk:
-      return 200;
-    case Status::Code::kInvalidArgument:
-      return 400;
-    case Status::Code::kNotFound:
-      return 404;
-    case Status::Code::kUnauthenticated:
-      return 401;
-    case Status::Code::kConflict:
-      return 422;
-    case Status::Code::kUnavailable:
-      return 503;
-    case Status::Code::kInternal:
-      return 500;
-  }
-  return 500;
 }
 
 bool IsCredentialHeader(std::string_view name) {
