@@ -528,10 +528,10 @@ endpoints:
   CHECK_FALSE(r.config);
   CHECK(r.errors.size() == 5);
   CHECK(HasLine(r.errors, "five.yaml:5:5: endpoints[0].provider: \"stripey\" is not one of"));
-  CHECK(HasLine(r.errors, "five.yaml:6:16: endpoints[0].secrets[0].env: "));
+  CHECK(HasLine(r.errors, "five.yaml:6:15: endpoints[0].secrets[0]: environment variable"));
   CHECK(HasLine(r.errors, "five.yaml:8:5: endpoints[1].path: "));
   CHECK(HasLine(r.errors, "five.yaml:10:5: endpoints[1].event_id: "));
-  CHECK(HasLine(r.errors, "five.yaml:15:9: endpoints[2].secrets[0].file: "));
+  CHECK(HasLine(r.errors, "five.yaml:15:9: endpoints[2].secrets[0]: cannot read file"));
 }
 
 TEST_CASE("retention shorter than 3 days is a warning, not an error", "[config]") {

@@ -48,7 +48,7 @@ TEST_CASE("a missing or empty environment variable is an error", "[config][secre
   unsetenv("HOOKBOX_TEST_SECRET_UNSET");
   LoadResult missing = Load(Endpoint("github", "[{env: HOOKBOX_TEST_SECRET_UNSET}]"));
   CHECK(missing.errors ==
-        std::vector<std::string>{"endpoints[0].secrets[0]: environment variable "
+        std::vector<std::string>{"test.yaml:2:53: endpoints[0].secrets[0]: environment variable "
                                  "HOOKBOX_TEST_SECRET_UNSET is not set (endpoint \"e\")"});
   CHECK_FALSE(missing.config);
 
@@ -101,7 +101,7 @@ TEST_CASE("a secret from a file loses one trailing newline", "[config][secrets]"
 TEST_CASE("an unreadable or empty secret file is an error", "[config][secrets]") {
   LoadResult missing = Load(Endpoint("github", "[{file: /nonexistent/hookbox/secret}]"));
   CHECK(missing.errors ==
-        std::vector<std::string>{"endpoints[0].secrets[0]: cannot read file "
+        std::vector<std::string>{"test.yaml:2:53: endpoints[0].secrets[0]: cannot read file "
                                  "/nonexistent/hookbox/secret: No such file or directory "
                                  "(endpoint \"e\")"});
 
