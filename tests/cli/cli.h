@@ -101,7 +101,7 @@ class Workspace {
 
   // Another config file in the directory, {DB} being the same database; returns its path.
   std::string WriteConfig(const std::string& name, const std::string& yaml) const {
-    const std::string path = dir_ / name;
+    std::string path = dir_ / name;
     WriteFile(path, Filled(yaml, db_));
     return path;
   }
