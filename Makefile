@@ -86,12 +86,13 @@ test-asan: deps interop-deps
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure --timeout 900
 
-# The concurrency tests (storage, the dispatcher, handlers, the daemon end to end) under
+# The concurrency tests (storage, the dispatcher, handlers, the open-file limit, the daemon end
+# to end) under
 # TSan. Tests tagged [fork] are left out: they run a handler in a forked copy of the test
 # process (to exhaust its descriptors), which by then has threads (the exec child watch),
 # and TSan cannot follow a multi-threaded process across fork; the plain and ASan runs
 # have them. ("~[.]" keeps the hidden tests, such as [.postgres], hidden.)
-TSAN_TESTS = test_inbox test_work test_handlers test_integration
+TSAN_TESTS = test_inbox test_work test_handlers test_ops test_integration
 test-tsan: deps
 	@cmake -S . -B build-tsan -DHOOKBOX_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$(SANITIZE_FLAGS_TSAN)" >/dev/null
