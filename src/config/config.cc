@@ -30,13 +30,10 @@ struct Choice {
   T value;
 };
 
-constexpr Choice<Provider> kProviders[] = {
-    {"stripe", Provider::kStripe},     {"github", Provider::kGithub},
-    {"standard", Provider::kStandard}, {"shopify", Provider::kShopify},
-    {"slack", Provider::kSlack},       {"gitlab", Provider::kGitlab},
-    {"paddle", Provider::kPaddle},     {"square", Provider::kSquare},
-    {"discord", Provider::kDiscord},   {"twilio", Provider::kTwilio},
-    {"hmac", Provider::kHmac}};
+// `provider:`'s choices: the rows of config/providers.h, in their order.
+#define HOOKBOX_PROVIDER_CHOICE(id, ...) {SpecOf(Provider::id).name, Provider::id},
+constexpr Choice<Provider> kProviders[] = {HOOKBOX_PROVIDERS(HOOKBOX_PROVIDER_CHOICE)};
+#undef HOOKBOX_PROVIDER_CHOICE
 constexpr Choice<Durability> kDurabilities[] = {{"full", Durability::kFull},
                                                 {"normal", Durability::kNormal}};
 constexpr Choice<LogLevel> kLogLevels[] = {{"debug", LogLevel::kDebug},
@@ -715,8 +712,7 @@ void Loader::CheckVerification(const VerifyKeys& keys, const std::string& where,
   } else if (is_hmac) {
     Error(where, "hmac is required with provider hmac (header, algorithm, encoding, prefix)");
   }
-  if ((endpoint.provider == Provider::kSquare || endpoint.provider == Provider::kTwilio) &&
-      !keys.public_url) {
+  if (SpecOf(endpoint.provider).needs_public_url && !keys.public_url) {
     Error(where, std::string("provider ") + ProviderName(endpoint.provider) +
                      " signs the URL it calls: set public_url (the URL as the producer's "
                      "dashboard shows it)");
@@ -769,30 +765,11 @@ void Loader::ReadSecrets(const YAML::Node& node, const std::string& where, Endpo
       endpoint.secrets.push_back(std::move(*secret));
       return;
     }
-    // Keys are checked here, once: a config that loads verifies with every entry.
-    const std::string from = "the secret from " + secret->source;
-    const bool standard = endpoint.provider == Provider::kStandard;
-    if (endpoint.provider == Provider::kDiscord ||
-        (standard && secret->value.starts_with("whpk_"))) {
-      secret->public_key = config_internal::PublicKeyOf(endpoint.provider, secret->value);
-      if (!secret->public_key) {
-        Error(iw, from +
-                      (standard ? " is not a Standard Webhooks public key (whpk_ followed by the "
-                                  "base64 of 32 bytes)"
-                                : " is not a Discord application public key (64 hex digits)") +
-                      named);
-        return;
-      }
-    } else if (standard && !secret->value.starts_with("whsec_")) {
-      // Without its prefix a public key would load as an HMAC key, and anyone holding the
-      // public key could sign v1 with it (issue 26): the kind of key must be said.
-      Error(iw, from +
-                    " has no prefix: add whsec_ if it is the signing secret, or whpk_ if it is "
-                    "the public key (a Standard Webhooks key starts with one of them)" +
-                    named);
-      return;
-    } else if (standard && !config_internal::IsStandardWebhooksSecret(secret->value)) {
-      Error(iw, from + " is not a Standard Webhooks key (whsec_ followed by base64)" + named);
+    // Keys are checked here, once, as the provider's row says: a config that loads verifies
+    // with every entry.
+    if (std::string problem = config_internal::CheckKey(endpoint.provider, *secret);
+        !problem.empty()) {
+      Error(iw, "the secret from " + secret->source + problem + named);
       return;
     }
     endpoint.secrets.push_back(std::move(*secret));
@@ -1123,11 +1100,6 @@ std::string DerivedHandlerName(std::string_view kind, const YAML::Node& settings
   return std::string(kind) + "." + (hint.empty() ? "" : hint + ".") + hash;
 }
 
-const char* ProviderName(Provider p) {
-  for (const auto& c : kProviders) {
-    if (c.value == p) return c.name.data();
-  }
-  return "none";
-}
+const char* ProviderName(Provider p) { return SpecOf(p).name.data(); }
 
 }  // namespace hookbox

@@ -19,25 +19,12 @@
 #include "base/crypto.h"
 #include "base/log_level.h"
 #include "base/status.h"
+#include "config/providers.h"
 
 namespace hookbox {
 
 using Duration = std::chrono::milliseconds;
 
-enum class Provider {
-  kStripe,
-  kGithub,
-  kStandard,
-  kShopify,
-  kSlack,
-  kGitlab,
-  kPaddle,
-  kSquare,
-  kDiscord,
-  kTwilio,
-  kHmac,
-  kNone
-};
 enum class Durability { kFull, kNormal };
 enum class Mode { kAsync, kSync };
 
@@ -58,7 +45,7 @@ struct Secret {
 // Where a field of a delivery comes from: `header:NAME`, `body:/json/pointer`, or
 // `form:NAME` (a field of an application/x-www-form-urlencoded body, e.g. Twilio's).
 struct FieldRef {
-  enum class From { kNone, kHeader, kBody, kForm };
+  using From = FieldFrom;  // config/providers.h: the rows' defaults are of the same kinds
   From from = From::kNone;
   // header name, RFC 6901 JSON pointer ("" = whole document), or form field name (decoded)
   std::string name;
