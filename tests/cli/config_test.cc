@@ -35,7 +35,7 @@ endpoints:
   // check-config's report, errors included, is its output: stdout.
   CliResult r = w.RunWith(bad, {"check-config"});
   CHECK(r.exit_code == 1);
-  CHECK(Has(r.out, bad + ": error: endpoints[0]: path is required"));
+  CHECK(Has(r.out, bad + ":4:5: error: endpoints[0]: path is required"));
   CHECK(Has(r.out, "1 error(s)"));
   CHECK_FALSE(Has(r.out, ": ok"));
 }

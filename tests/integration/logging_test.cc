@@ -94,8 +94,8 @@ TEST_CASE("a bad log_level is a config error, and a reload with one keeps the ol
     WriteFile(bad, text);
     CliResult r = RunHookbox({"check-config", "-c", bad}, dir.path().string());
     CHECK(r.exit_code == 1);
-    CHECK(r.err.find("log_level: \"verbose\" is not one of debug, info, warn, error") !=
-          std::string::npos);
+    CHECK(r.out.find(bad + ":6:1: error: log_level: \"verbose\" is not one of debug, info, warn, "
+                           "error") != std::string::npos);
   }
   const int refused = d.LogCount("reload refused: the config has errors; the old one stays");
   d.WriteConfig(Config("verbose"));
