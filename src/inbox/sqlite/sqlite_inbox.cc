@@ -1381,8 +1381,8 @@ class SqliteInbox final : public Inbox {
   // leaves the lock free for kBulkGap, in which a daemon writer that waited gets it (it
   // polls every millisecond: PollForWriteLock). The time it holds the lock, not a count,
   // bounds the wait, on any disk and any size of row. 8 ms and 3 ms: at 20 ms and 2 ms the
-  // accepts' p99 during a 100,000-job retry was 67 ms, at 8 and 3 it was 19-29 ms in five
-  // runs of six, and the retry took 4.0-4.5 s instead of 3.4 (bench/RESULTS.md).
+  // accepts' p99 during a 100,000-job retry was 67 ms, at 8 and 3 it was 19-29 ms in eight
+  // runs of ten, and the retry took 3.8-4.5 s instead of 3.4 (bench/RESULTS.md).
   static constexpr auto kBulkHold = std::chrono::milliseconds(8);
   static constexpr auto kBulkGap = std::chrono::milliseconds(3);
   static constexpr size_t kBulkChunk = 200;
