@@ -18,10 +18,23 @@ admin_port=47164
 ok() { echo "ok: $*"; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 installed_version() { dpkg-query -W -f='${Version}' hookbox 2>/dev/null || true; }
-# As the unit runs its commands: user and group hookbox, umask 0077, in the state directory.
+# As the unit runs its commands: user and group hookbox, umask 0077, in the state directory,
+# which the user reaches as under DynamicUser=yes: /var/lib/private stays 0700 root outside,
+# and the command's own mount namespace gets a 0755 tmpfs there with just hookbox's
+# directory bound into it (what systemd mounts for such a service). test-deb.sh runs this
+# script in a private mount namespace already, so none of it reaches the machine's mounts.
 as_service() {
-  (cd /var/lib/hookbox && umask 0077 &&
-    exec setpriv --reuid=hookbox --regid=hookbox --init-groups --inh-caps=-all "$@")
+  unshare --mount --propagation unchanged bash -c '
+    set -e
+    mkdir -p /run/hookbox-state
+    mount --bind /var/lib/private/hookbox /run/hookbox-state
+    mount -t tmpfs -o mode=0755 tmpfs /var/lib/private
+    mkdir /var/lib/private/hookbox
+    mount --bind /run/hookbox-state /var/lib/private/hookbox
+    cd /var/lib/hookbox
+    umask 0077
+    [ -z "${PIDFILE:-}" ] || echo $$ >"$PIDFILE"   # this process becomes the command
+    exec setpriv --reuid=hookbox --regid=hookbox --init-groups --inh-caps=-all "$@"' as_service "$@"
 }
 # The unit's own command lines (%E is /etc), so the test runs what systemd would.
 unit_command() {
@@ -37,8 +50,11 @@ start_daemon() {
   read -ra pre <<<"$(unit_command ExecStartPre)"
   read -ra cmd <<<"$(unit_command ExecStart)"
   as_service timeout 60 "${pre[@]}" || fail "ExecStartPre (${pre[*]}) failed"
+  rm -f /tmp/serve.pid
+  export PIDFILE=/tmp/serve.pid
   as_service "${cmd[@]}" >/tmp/serve.log 2>&1 &
-  daemon_pid=$!
+  daemon_pid=$!   # the job, whose status is the daemon's; /tmp/serve.pid is the daemon
+  unset PIDFILE
   for _ in $(seq 1 300); do
     curl -fsS -m 2 "http://127.0.0.1:$admin_port/readyz" >/dev/null 2>&1 && return 0
     kill -0 "$daemon_pid" 2>/dev/null || { cat /tmp/serve.log >&2; fail "serve exited"; }
@@ -48,9 +64,12 @@ start_daemon() {
   fail "serve not ready within 30 s"
 }
 stop_daemon() {
-  kill -TERM "$daemon_pid"
-  timeout 60 tail --pid="$daemon_pid" -f /dev/null || fail "serve did not stop on SIGTERM"
-  wait "$daemon_pid" || fail "serve exited $? on SIGTERM"
+  local pid rc=0
+  pid=$(cat /tmp/serve.pid)
+  kill -TERM "$pid"
+  timeout 60 tail --pid="$pid" -f /dev/null || fail "serve did not stop on SIGTERM"
+  wait "$daemon_pid" || rc=$?
+  [ "$rc" -eq 0 ] || { cat /tmp/serve.log >&2; fail "serve exited $rc on SIGTERM"; }
 }
 send() {  # ID STATUS: a Standard Webhooks delivery of event ID, signed with the file: secret
   local out

@@ -2,7 +2,8 @@
 # `make test-deb`: hookbox's Debian package in a throwaway Debian 12 root. mmdebstrap
 # (Debian's own, no container runtime) bootstraps bookworm from the Debian mirror this
 # machine's apt uses, copies both packages in, and runs scripts/test-deb-root.sh inside it
-# as a customize hook, with /proc, /sys and /dev mounted; the root is built in a temporary
+# as a customize hook, with /proc, /sys and /dev mounted, in a mount namespace of its own
+# (the test mounts what systemd would for the service, and none of it may leak); the root is built in a temporary
 # directory and thrown away at the end (TARGET /dev/null). Needs root (mmdebstrap's root
 # mode); the bootstrap downloads about 100 MB.
 #
@@ -36,7 +37,7 @@ TMPDIR=$tmp timeout 1800 mmdebstrap --mode=root --variant=apt --quiet \
   --include=curl,systemd \
   --customize-hook="mkdir -p \"\$1/root/test\"" \
   --customize-hook="copy-in $tmp/$(basename "$new") $tmp/$(basename "$older") $tmp/test-deb-root.sh /root/test" \
-  --customize-hook="chroot \"\$1\" timeout 1200 bash /root/test/test-deb-root.sh /root/test/$(basename "$new") /root/test/$(basename "$older")" \
+  --customize-hook="unshare --mount --propagation private chroot \"\$1\" timeout 1200 bash /root/test/test-deb-root.sh /root/test/$(basename "$new") /root/test/$(basename "$older")" \
   bookworm /dev/null \
   "deb $mirror bookworm main" "deb $mirror bookworm-updates main" \
   "deb $security bookworm-security main"
