@@ -6,8 +6,14 @@
 #   make lint        clang-format check and clang-tidy (.clang-format, .clang-tidy), flake8 over
 #                    the Python (.flake8); run by CI
 #   make install     build, then install the binary, the systemd units and
-#                    /etc/hookbox/config.yaml (if absent) under the configured prefix
-#                    (/usr/local); DESTDIR= stages it
+#                    /etc/hookbox/config.yaml (from systemd/config.yaml, if absent) under the
+#                    configured prefix (/usr/local); DESTDIR= stages it
+#   make deb         the Debian package, build/deb/hookbox_<VERSION>_amd64.deb (debian/), with
+#                    its build dependencies installed first; lintian must find no error or
+#                    warning
+#   make test-deb    the package in a throwaway Debian 12 root (mmdebstrap): install, the
+#                    service's command line, upgrade, remove, purge (scripts/test-deb.sh).
+#                    Not part of `make test`: two package builds and a bootstrap
 #   make fuzz        each libFuzzer harness to FUZZ_RUNS executions (default 10^7), at most
 #                    FUZZ_SECONDS (default 3600) each; FUZZ_FORK=N runs N worker processes
 #                    (libFuzzer's -fork) that share one corpus and count toward one total
@@ -43,7 +49,7 @@ FUZZ_TARGETS = verify identify config receive http
 
 .PHONY: all deps build run test lint interop-deps install clean test-asan test-tsan fuzz \
         fuzz-smoke fuzz-build crash-test soak bench bench-replicas bench-handlers bench-scale \
-        bench-console bench-search bench-rate bench-bulk
+        bench-console bench-search bench-rate bench-bulk deb test-deb
 
 all: build
 
@@ -185,6 +191,28 @@ lint: build
 #   cmake -S . -B build -DCMAKE_INSTALL_PREFIX=/usr && make install
 install: build
 	@DESTDIR=$(DESTDIR) cmake --install $(BUILD)
+
+# Under nice: the machine's cores are shared. DEB_DIR holds the .deb, the build tree
+# (DEB_DIR/tree) and the package that `make test-deb` upgrades from (DEB_DIR/older). Each
+# package is a file target over the tree's files (what git tracks, plus new files it does
+# not ignore), so `make test-deb` after `make deb` builds no package again unless a file
+# changed (the tests, the benchmarks, this Makefile and the package test do not go into it).
+DEB_DIR ?= $(BUILD)/deb
+DEB_VERSION := $(shell cat VERSION)
+DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+DEB_FILE = $(DEB_DIR)/hookbox_$(DEB_VERSION)_$(DEB_ARCH).deb
+DEB_OLDER = $(DEB_DIR)/older/hookbox_$(DEB_VERSION)~older1_$(DEB_ARCH).deb
+DEB_SOURCES := $(wildcard $(shell git ls-files --cached --others --exclude-standard 2>/dev/null | \
+  grep -v -e '^tests/' -e '^bench/' -e '^Makefile$$' -e '^scripts/test-deb' | sed 's/ /\\ /g'))
+
+deb: $(DEB_FILE)
+$(DEB_FILE): $(DEB_SOURCES)
+	@nice -n 5 scripts/build-deb.sh $(DEB_DIR)
+$(DEB_OLDER): $(DEB_SOURCES)
+	@nice -n 5 scripts/build-deb.sh $(DEB_DIR) --older
+
+test-deb: $(DEB_FILE) $(DEB_OLDER)
+	@nice -n 5 scripts/test-deb.sh $(DEB_FILE) $(DEB_OLDER)
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz
