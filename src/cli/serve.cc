@@ -137,7 +137,6 @@ StatusOr<std::string> DrawCsrfKey() {
   return key;
 }
 
-
 // The handlers the config in use names, by endpoint: hookbox_jobs shows each at 0 when it
 // has no job. Replaced at start and at each reload (NoteConfig).
 struct ConfiguredHandlers {
@@ -308,9 +307,7 @@ void WarnIfSecretsExposed(const Config& c) {
              {"mode", exposed->ModeText()},
              {"owner", exposed->owner},
              {"inline_secrets", exposed->places},
-             {"fix",
-              "chmod 600 the file and chown it to the service user, or use file:/env: "
-              "secrets"}});
+             {"fix", kExposureFix}});
   }
 }
 
