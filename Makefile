@@ -3,10 +3,17 @@
 #   make test   install dependencies, build, run every test (unit, integration, interop,
 #               the fuzz corpora replayed), then the same suite under ASan+UBSan and the
 #               concurrency tests under TSan
-#   make lint        clang-format check and clang-tidy (.clang-format, .clang-tidy); run by CI
+#   make lint        clang-format check and clang-tidy (.clang-format, .clang-tidy), flake8 over
+#                    the Python (.flake8); run by CI
 #   make install     build, then install the binary, the systemd units and
-#                    /etc/hookbox/config.yaml (if absent) under the configured prefix
-#                    (/usr/local); DESTDIR= stages it
+#                    /etc/hookbox/config.yaml (from systemd/config.yaml, if absent) under the
+#                    configured prefix (/usr/local); DESTDIR= stages it
+#   make deb         the Debian package, build/deb/hookbox_<VERSION>_amd64.deb (debian/), with
+#                    its build dependencies installed first; lintian must find no error or
+#                    warning
+#   make test-deb    the package in a throwaway Debian 12 root (mmdebstrap): install, the
+#                    service's command line, upgrade, remove, purge (scripts/test-deb.sh).
+#                    Not part of `make test`: two package builds and a bootstrap
 #   make fuzz        each libFuzzer harness to FUZZ_RUNS executions (default 10^7), at most
 #                    FUZZ_SECONDS (default 3600) each; FUZZ_FORK=N runs N worker processes
 #                    (libFuzzer's -fork) that share one corpus and count toward one total
@@ -42,7 +49,7 @@ FUZZ_TARGETS = verify identify config receive http
 
 .PHONY: all deps build run test lint interop-deps install clean test-asan test-tsan fuzz \
         fuzz-smoke fuzz-build crash-test soak bench bench-replicas bench-handlers bench-scale \
-        bench-console bench-search bench-rate bench-bulk
+        bench-console bench-search bench-rate bench-bulk deb test-deb
 
 all: build
 
@@ -85,12 +92,13 @@ test-asan: deps interop-deps
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure --timeout 900
 
-# The concurrency tests (storage, the dispatcher, handlers, the daemon end to end) under
+# The concurrency tests (storage, the dispatcher, handlers, the open-file limit, the daemon end
+# to end) under
 # TSan. Tests tagged [fork] are left out: they run a handler in a forked copy of the test
 # process (to exhaust its descriptors), which by then has threads (the exec child watch),
 # and TSan cannot follow a multi-threaded process across fork; the plain and ASan runs
 # have them. ("~[.]" keeps the hidden tests, such as [.postgres], hidden.)
-TSAN_TESTS = test_inbox test_work test_handlers test_integration
+TSAN_TESTS = test_inbox test_work test_handlers test_ops test_integration
 test-tsan: deps
 	@cmake -S . -B build-tsan -DHOOKBOX_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$(SANITIZE_FLAGS_TSAN)" >/dev/null
@@ -168,11 +176,14 @@ bench-bulk: build
 
 # The formatting of every C++ file (.clang-format) and the checks of .clang-tidy over every
 # file the build compiles (the fuzz harnesses and bench tools, built by other compilers and
-# builds, are only format-checked). CI runs it after `make test`.
+# builds, are only format-checked), and flake8 (.flake8: why not ruff) over every Python file
+# git tracks (bench/, scripts/, tests/; node_modules is npm's). CI runs it after `make test`.
 LINT_FILES = git ls-files '*.cc' '*.h' | grep -v '^tests/interop/'
 TIDY_FILES = git ls-files '*.cc' | grep -v -e '^tests/interop/' -e '^tests/fuzz/fuzz_' -e '^bench/'
+PY_LINT_FILES = git ls-files '*.py' | grep -v '/node_modules/'
 lint: build
 	@$(LINT_FILES) | xargs clang-format --dry-run -Werror
+	@$(PY_LINT_FILES) | xargs -r flake8
 	@$(TIDY_FILES) | xargs -P$(JOBS) -n4 clang-tidy -p $(BUILD) --quiet
 	@echo "lint: clean"
 
@@ -180,6 +191,28 @@ lint: build
 #   cmake -S . -B build -DCMAKE_INSTALL_PREFIX=/usr && make install
 install: build
 	@DESTDIR=$(DESTDIR) cmake --install $(BUILD)
+
+# Under nice: the machine's cores are shared. DEB_DIR holds the .deb, the build tree
+# (DEB_DIR/tree) and the package that `make test-deb` upgrades from (DEB_DIR/older). Each
+# package is a file target over the tree's files (what git tracks, plus new files it does
+# not ignore), so `make test-deb` after `make deb` builds no package again unless a file
+# changed (the tests, the benchmarks, this Makefile and the package test do not go into it).
+DEB_DIR ?= $(BUILD)/deb
+DEB_VERSION := $(shell cat VERSION)
+DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+DEB_FILE = $(DEB_DIR)/hookbox_$(DEB_VERSION)_$(DEB_ARCH).deb
+DEB_OLDER = $(DEB_DIR)/older/hookbox_$(DEB_VERSION)~older1_$(DEB_ARCH).deb
+DEB_SOURCES := $(wildcard $(shell git ls-files --cached --others --exclude-standard 2>/dev/null | \
+  grep -v -e '^tests/' -e '^bench/' -e '^Makefile$$' -e '^scripts/test-deb' | sed 's/ /\\ /g'))
+
+deb: $(DEB_FILE)
+$(DEB_FILE): $(DEB_SOURCES)
+	@nice -n 5 scripts/build-deb.sh $(DEB_DIR)
+$(DEB_OLDER): $(DEB_SOURCES)
+	@nice -n 5 scripts/build-deb.sh $(DEB_DIR) --older
+
+test-deb: $(DEB_FILE) $(DEB_OLDER)
+	@nice -n 5 scripts/test-deb.sh $(DEB_FILE) $(DEB_OLDER)
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz

@@ -3,10 +3,13 @@
 
 #include "config/exposure.h"
 
+#include <grp.h>
 #include <pwd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <string_view>
 
 namespace hookbox {
 namespace {
@@ -30,6 +33,18 @@ std::string OwnerName(uid_t uid) {
     return found->pw_name;
   }
   return "uid " + std::to_string(uid);
+}
+
+// The file's group may read it when that group is the service's: the group this process runs
+// in (serve and ExecStartPre's check-config run as the service), or `hookbox`, the Debian
+// package's (its config is 0640 root:hookbox, and root's check-config must not cry wolf).
+bool IsServiceGroup(gid_t gid) {
+  if (gid == getegid()) return true;
+  struct group gr;
+  struct group* found = nullptr;
+  char buf[4096];
+  return getgrgid_r(gid, &gr, buf, sizeof buf, &found) == 0 && found != nullptr &&
+         std::string_view(found->gr_name) == "hookbox";
 }
 
 }  // namespace
@@ -67,14 +82,15 @@ std::string ExposedSecrets::Message() const {
   for (const std::string& p : places) where += (where.empty() ? "" : ", ") + p;
   return path + " is readable by " + ((mode & S_IROTH) ? "others" : "its group") + " (mode " +
          ModeText() + ", owner " + owner + ") and holds " + std::to_string(places.size()) +
-         " inline secret(s) (" + where + "): chmod 600 " + path +
-         " and chown it to the service user, or move the secrets to file: or env: sources";
+         " inline secret(s) (" + where + "): " + kExposureFix;
 }
 
 std::optional<ExposedSecrets> CheckInlineSecretsExposure(const Config& config) {
   struct stat st;
   if (config.path.empty() || ::stat(config.path.c_str(), &st) != 0) return std::nullopt;
-  if ((st.st_mode & (S_IRGRP | S_IROTH)) == 0) return std::nullopt;
+  if ((st.st_mode & S_IROTH) == 0 && ((st.st_mode & S_IRGRP) == 0 || IsServiceGroup(st.st_gid))) {
+    return std::nullopt;
+  }
   std::vector<std::string> places = InlineSecretPlaces(config);
   if (places.empty()) return std::nullopt;
   return ExposedSecrets{config.path, static_cast<unsigned>(st.st_mode & 07777),

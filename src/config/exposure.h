@@ -27,9 +27,17 @@ struct ExposedSecrets {
   std::string Message() const;
 };
 
-// Set when `config.path` is readable by its group or by others (mode & 044) and the config
-// holds at least one inline secret; nullopt otherwise (also when the file cannot be
-// stat'ed, e.g. a config loaded from text).
+// What to do about it, in words that fit both installs: the package's config is 0640
+// root:hookbox, a from-source install's service runs as a dynamic user (README, "Install").
+inline constexpr char kExposureFix[] =
+    "chmod 600 the file (or 640 with the service's group as its group: hookbox for the Debian "
+    "package), or move the secrets to file: or env: sources, or to systemd credentials "
+    "(LoadCredential=)";
+
+// Set when `config.path` is readable by others (mode & 04), or by a group other than the
+// service's (mode & 040; the service's: this process's effective group, or `hookbox`), and
+// the config holds at least one inline secret; nullopt otherwise (also when the file cannot
+// be stat'ed, e.g. a config loaded from text).
 std::optional<ExposedSecrets> CheckInlineSecretsExposure(const Config& config);
 
 }  // namespace hookbox

@@ -79,9 +79,15 @@ TEST_CASE("handlers without a sign: key are looked at without an exception", "[c
   CHECK(InlineSecretPlaces(LoadFrom(f)) == std::vector<std::string>{"endpoint gh secret 1"});
 }
 
-TEST_CASE("a group- or world-readable config with an inline secret is reported", "[config]") {
+TEST_CASE(
+    "a config with an inline secret readable by others, or by a group not the service's, is "
+    "reported",
+    "[config]") {
   testing::TempFile file(kInline);
   const Config config = LoadFrom(file);
+  // A group that is not this process's (the tests run as root: nogroup, 65534, on Debian).
+  const gid_t foreign = getegid() == 65534 ? 0 : 65534;
+  REQUIRE(chown(file.path().c_str(), static_cast<uid_t>(-1), foreign) == 0);
   for (mode_t mode : {0644, 0640, 0604, 0444}) {
     REQUIRE(chmod(file.path().c_str(), mode) == 0);
     auto exposed = CheckInlineSecretsExposure(config);
@@ -95,7 +101,8 @@ TEST_CASE("a group- or world-readable config with an inline secret is reported",
     CHECK(m.find("mode " + exposed->ModeText()) != std::string::npos);
     CHECK(m.find("owner " + exposed->owner) != std::string::npos);
     CHECK(m.find("chmod 600") != std::string::npos);
-    CHECK(m.find("chown") != std::string::npos);
+    CHECK(m.find("640 with the service's group") != std::string::npos);
+    CHECK(m.find("LoadCredential=") != std::string::npos);
     CHECK(m.find("endpoint gh secret 2") != std::string::npos);
     CHECK(m.find("inline-secret-text") == std::string::npos);  // never the secret itself
   }
@@ -103,6 +110,22 @@ TEST_CASE("a group- or world-readable config with an inline secret is reported",
   CHECK(CheckInlineSecretsExposure(config)->ModeText() == "0644");
   CHECK(CheckInlineSecretsExposure(config)->Message().find("readable by others") !=
         std::string::npos);
+  REQUIRE(chmod(file.path().c_str(), 0640) == 0);
+  CHECK(CheckInlineSecretsExposure(config)->Message().find("readable by its group") !=
+        std::string::npos);
+}
+
+TEST_CASE("a config readable by the service's own group is not reported", "[config]") {
+  // The Debian package's config is 0640 root:hookbox: the service's group reads it, nobody
+  // else does. The service's group is the process's effective group (serve, and check-config
+  // as ExecStartPre runs it) or the group named hookbox.
+  testing::TempFile file(kInline);
+  const Config config = LoadFrom(file);
+  REQUIRE(chown(file.path().c_str(), static_cast<uid_t>(-1), getegid()) == 0);
+  REQUIRE(chmod(file.path().c_str(), 0640) == 0);
+  CHECK_FALSE(CheckInlineSecretsExposure(config));
+  REQUIRE(chmod(file.path().c_str(), 0644) == 0);  // others still may not
+  CHECK(CheckInlineSecretsExposure(config));
 }
 
 TEST_CASE("a private config, or one without inline secrets, is not reported", "[config]") {

@@ -66,7 +66,7 @@ TEST_CASE("check-config warns about a readable config holding inline secrets", "
   CHECK(open.err.find("mode 0644") != std::string::npos);
   CHECK(open.err.find("owner ") != std::string::npos);
   CHECK(open.err.find("chmod 600") != std::string::npos);
-  CHECK(open.err.find("chown") != std::string::npos);
+  CHECK(open.err.find("LoadCredential=") != std::string::npos);
   CHECK(open.err.find("inline-secret-for-tests") == std::string::npos);
   CHECK((open.out + open.err).find("inline-secret-for-tests") == std::string::npos);
   // The same without reading secrets.
