@@ -19,9 +19,6 @@
 namespace hookbox {
 namespace {
 
-using config_internal::ResolveSecret;
-using config_internal::SecretSource;
-
 // `provider:`'s choices: the rows of config/providers.h, in their order.
 #define HOOKBOX_PROVIDER_CHOICE(id, ...) {SpecOf(Provider::id).name, Provider::id},
 constexpr Choice<Provider> kProviders[] = {HOOKBOX_PROVIDERS(HOOKBOX_PROVIDER_CHOICE)};
@@ -36,8 +33,6 @@ constexpr Choice<Mode> kModes[] = {{"async", Mode::kAsync}, {"sync", Mode::kSync
 constexpr Choice<std::string_view> kHmacAlgorithms[] = {
     {"sha1", "sha1"}, {"sha256", "sha256"}, {"sha512", "sha512"}};
 constexpr Choice<std::string_view> kHmacEncodings[] = {{"hex", "hex"}, {"base64", "base64"}};
-constexpr Choice<SecretSource> kSecretSources[] = {
-    {"env", SecretSource::kEnv}, {"file", SecretSource::kFile}, {"value", SecretSource::kValue}};
 
 // Producers retry for up to 3 days; purging earlier than that forgets events they may still
 // redeliver.
@@ -109,10 +104,10 @@ class Loader final : private YamlReader {
   };
   void CheckVerification(const VerifyKeys& keys, const std::string& where, Endpoint& endpoint);
   void ReadSecrets(const YAML::Node& node, const std::string& where, Endpoint& endpoint);
-  // One {env: NAME} / {file: PATH} / {value: TEXT}: resolved, or with its source only when
-  // secrets are not resolved; nullopt after the error (which ends with `named`).
   std::optional<Secret> SecretEntry(const YAML::Node& item, const std::string& where,
-                                    const std::string& named);
+                                    const std::string& named) {
+    return YamlReader::SecretEntry(item, where, options_.resolve_secrets, named);
+  }
   void CheckAdmin(const Config& config);
   void ReadHmac(const YAML::Node& node, const std::string& where, HmacScheme& hmac);
   void ReadDedupe(const YAML::Node& node, const std::string& where, Endpoint& endpoint);
@@ -454,40 +449,6 @@ void Loader::CheckVerification(const VerifyKeys& keys, const std::string& where,
   }
 }
 
-std::optional<Secret> Loader::SecretEntry(const YAML::Node& item, const std::string& where,
-                                          const std::string& named) {
-  if (!item.IsMap() || item.size() != 1 || !item.begin()->first.IsScalar()) {
-    // Never echo the item: it may be the secret itself, written inline by mistake.
-    Error(where, "expected one of {env: NAME}, {file: PATH} or {value: TEXT}");
-    return std::nullopt;
-  }
-  // Copies: the iterator's key/value pair is a temporary.
-  const YAML::Node entry_key = item.begin()->first;
-  const YAML::Node arg = item.begin()->second;
-  const std::string& kind = entry_key.Scalar();
-  std::optional<SecretSource> source;
-  for (const auto& c : kSecretSources) {
-    if (c.name == kind) source = c.value;
-  }
-  if (!source) {
-    Error(where, "unknown key " + Quote(kind) + " (expected env, file or value)");
-    return std::nullopt;
-  }
-  if (!arg.IsScalar() && !arg.IsNull()) {
-    Error(Key(where, kind), "expected a single value");
-    return std::nullopt;
-  }
-  if (!options_.resolve_secrets) {
-    return Secret{kind == "value" ? kind : kind + ":" + arg.Scalar(), ""};
-  }
-  auto secret = ResolveSecret(*source, arg.IsNull() ? std::string() : arg.Scalar());
-  if (!secret.ok()) {
-    Error(where, secret.status().what() + named);
-    return std::nullopt;
-  }
-  return std::move(*secret);
-}
-
 void Loader::ReadSecrets(const YAML::Node& node, const std::string& where, Endpoint& endpoint) {
   // A secret's problem names its endpoint too: secrets often come from files or variables
   // shared by several endpoints, and the operator fixes them by endpoint.
@@ -574,7 +535,9 @@ void Loader::ReadRetry(const YAML::Node& node, const std::string& where, RetryPo
 void Loader::CheckHandlerName(const HandlerSpec& handler, const std::string& where,
                               std::map<std::string, std::pair<std::string, std::string>>& seen) {
   if (handler.name.empty()) return;  // the kind was wrong: already an error
-  const std::string settings = handler.kind + "\n" + YAML::Dump(handler.config);
+  // No config: `name:` without a kind (already an error), dumped as the empty node it was.
+  const std::string settings =
+      handler.kind + "\n" + YAML::Dump(handler.config ? handler.config->node : YAML::Node());
   auto [first, inserted] = seen.emplace(handler.name, std::make_pair(where, settings));
   if (inserted || first->second.second == settings) return;
   if (handler.named) {
@@ -671,7 +634,8 @@ void Loader::ReadHandler(const YAML::Node& node, const std::string& where, Handl
                        kinds.push_back(kind);
                        if (!n.IsMap()) Error(w, "expected a mapping");
                        handler.kind = std::string(kind);
-                       handler.config = n.IsMap() ? ReadHandlerControls(n, w, handler) : n;
+                       handler.config = std::make_shared<const YamlTree>(
+                           YamlTree{n.IsMap() ? ReadHandlerControls(n, w, handler) : n});
                      }};
   };
   std::optional<std::string> name;
@@ -694,7 +658,7 @@ void Loader::ReadHandler(const YAML::Node& node, const std::string& where, Handl
   if (name) {
     handler.name = *name;
   } else if (kinds.size() == 1) {
-    handler.name = DerivedHandlerName(handler.kind, handler.config);
+    handler.name = DerivedHandlerName(handler.kind, *handler.config);
   }
 }
 
@@ -820,7 +784,8 @@ std::string TargetHint(std::string_view kind, const YAML::Node& target) {
 
 }  // namespace
 
-std::string DerivedHandlerName(std::string_view kind, const YAML::Node& settings) {
+std::string DerivedHandlerName(std::string_view kind, const YamlTree& tree) {
+  const YAML::Node& settings = tree.node;
   const std::string_view key = HandlerTargetKey(kind);
   const YAML::Node target =
       settings && settings.IsMap() && !key.empty() ? settings[std::string(key)] : YAML::Node();

@@ -8,7 +8,7 @@
 #include <limits>
 #include <set>
 
-#include "config/config.h"
+#include "config/secrets.h"
 
 namespace hookbox {
 
@@ -73,7 +73,7 @@ bool YamlReader::ReadMapping(const YAML::Node& node, const std::string& where,
     Error(where, "expected a mapping");
     return false;
   }
-  if (!positioned_) return ReadPlainMapping(node, where, fields);
+  if (!positioned_) return ReadPlainMapping(node, where, fields, true);
   std::set<std::string> seen;
   for (auto it = node.begin(); it != node.end(); ++it) {
     if (!it->first.IsScalar()) {
@@ -101,7 +101,7 @@ bool YamlReader::ReadMapping(const YAML::Node& node, const std::string& where,
 // known; an unknown key's message lists the table's keys; a key that is not a scalar reads as
 // the empty name.
 bool YamlReader::ReadPlainMapping(const YAML::Node& node, const std::string& where,
-                                  std::span<const YamlField> fields) {
+                                  std::span<const YamlField> fields, bool refuse_repeats) {
   std::string expected;
   for (const YamlField& f : fields) expected += (expected.empty() ? "" : ", ") + std::string(f.key);
   std::set<std::string> seen;
@@ -111,7 +111,7 @@ bool YamlReader::ReadPlainMapping(const YAML::Node& node, const std::string& whe
     for (const YamlField& f : fields) {
       if (f.key == key) field = &f;
     }
-    if (!seen.insert(key).second && !(field && field->repeatable)) {
+    if (!seen.insert(key).second && refuse_repeats) {
       Error(Key(where, key), "appears twice");
     } else if (field == nullptr) {
       Error(where, "unknown key " + Quote(key) + " (expected " + expected + ")");
@@ -120,6 +120,16 @@ bool YamlReader::ReadPlainMapping(const YAML::Node& node, const std::string& whe
     }
   }
   return true;
+}
+
+bool YamlReader::ReadMappingKeepingRepeats(const YAML::Node& node, const std::string& where,
+                                           std::initializer_list<YamlField> fields) {
+  if (!node.IsMap()) {
+    Error(where, "expected a mapping");
+    return false;
+  }
+  return ReadPlainMapping(node, where, std::span<const YamlField>(fields.begin(), fields.size()),
+                          false);
 }
 
 void YamlReader::ReadList(
@@ -259,6 +269,62 @@ std::optional<size_t> YamlReader::Size(const YAML::Node& node, const std::string
     return std::nullopt;
   }
   return value;
+}
+
+namespace {
+
+using config_internal::SecretSource;
+
+constexpr Choice<SecretSource> kSecretSources[] = {
+    {"env", SecretSource::kEnv}, {"file", SecretSource::kFile}, {"value", SecretSource::kValue}};
+constexpr std::string_view kSecretShape =
+    "expected one of {env: NAME}, {file: PATH} or {value: TEXT}";
+
+}  // namespace
+
+// The two wordings differ where a handler kind always said less: an unknown source is the
+// shape's message, and a source with nothing after it is not a single value.
+std::optional<Secret> YamlReader::SecretEntry(const YAML::Node& item, const std::string& where,
+                                              bool resolve, std::string_view named) {
+  if (!item.IsMap() || item.size() != 1 || !item.begin()->first.IsScalar()) {
+    Error(where, kSecretShape);
+    return std::nullopt;
+  }
+  // Copies: the iterator's key/value pair is a temporary.
+  const YAML::Node entry_key = item.begin()->first;
+  const YAML::Node arg = item.begin()->second;
+  const std::string& kind = entry_key.Scalar();
+  std::optional<SecretSource> source;
+  for (const auto& c : kSecretSources) {
+    if (c.name == kind) source = c.value;
+  }
+  if (!source) {
+    Error(where, positioned_ ? "unknown key " + Quote(kind) + " (expected env, file or value)"
+                             : std::string(kSecretShape));
+    return std::nullopt;
+  }
+  if (!arg.IsScalar() && (!arg.IsNull() || !positioned_)) {
+    Error(Key(where, kind), "expected a single value");
+    return std::nullopt;
+  }
+  if (!resolve) return Secret{kind == "value" ? kind : kind + ":" + arg.Scalar(), ""};
+  auto secret =
+      config_internal::ResolveSecret(*source, arg.IsNull() ? std::string() : arg.Scalar());
+  if (!secret.ok()) {
+    Error(where, secret.status().what() + std::string(named));
+    return std::nullopt;
+  }
+  return std::move(*secret);
+}
+
+std::optional<Secret> YamlReader::SigningKey(const YAML::Node& item, const std::string& where) {
+  auto secret = SecretEntry(item, where, true, "");
+  if (secret && !config_internal::IsStandardWebhooksSecret(secret->value)) {
+    Error(where, "the secret from " + secret->source +
+                     " is not a Standard Webhooks key (whsec_ followed by base64)");
+    return std::nullopt;
+  }
+  return secret;
 }
 
 }  // namespace hookbox

@@ -6,7 +6,7 @@
 // `hookbox check-config` shows them all at once.
 //
 // This is the one header of hookbox that includes yaml-cpp; config.h and handlers/handler.h
-// name a piece of the document only as the opaque YamlTree defined here. yaml-cpp throws:
+// name a piece of the document only as the YamlTree defined here. yaml-cpp throws:
 // its exceptions are caught by whoever calls the reader (config.cc's LoadConfigText, each
 // kind's factory) and become error lines.
 //
@@ -29,13 +29,12 @@
 #include <vector>
 
 #include "base/status.h"
+#include "config/config.h"
 
 namespace hookbox {
 
-using Duration = std::chrono::milliseconds;
-
 // A piece of config.yaml kept as written (a handler's settings), for the code that reads
-// it later. Public headers hold it by pointer only (config.h, handlers/handler.h).
+// it later. Public headers name it only as an incomplete type (config.h).
 struct YamlTree {
   YAML::Node node;
 };
@@ -53,9 +52,6 @@ struct Choice {
 struct YamlField {
   std::string_view key;
   std::function<void(const YAML::Node& value, const std::string& where)> read;
-  // Plain wording only: a repeated key is read again instead of refused (the last one
-  // wins), for the one key whose repeats were always accepted (the http kind's sign.secret).
-  bool repeatable = false;
 };
 
 std::string Quote(std::string_view s);
@@ -107,6 +103,10 @@ class YamlReader {
   }
   bool ReadMapping(const YAML::Node& node, const std::string& where,
                    std::span<const YamlField> fields);
+  // Plain wording, for the one mapping whose repeated keys were always read, not refused
+  // (the http kind's `sign`): every entry is read in order, so the last of a repeat wins.
+  bool ReadMappingKeepingRepeats(const YAML::Node& node, const std::string& where,
+                                 std::initializer_list<YamlField> fields);
   // Checks that `node` is a list (non-empty when `non_empty`) and calls read(item, where[i]).
   void ReadList(const YAML::Node& node, const std::string& where, bool non_empty,
                 const std::function<void(const YAML::Node&, const std::string&, size_t)>& read);
@@ -144,6 +144,15 @@ class YamlReader {
   std::optional<T> OneOf(const YAML::Node& node, const std::string& where,
                          std::span<const Choice<T>> choices);
 
+  // One secret entry, {env: NAME} / {file: PATH} / {value: TEXT} (secrets.h): resolved, or
+  // with its source only when not `resolve`; nullopt after the error (which ends with
+  // `named`). The item itself is never echoed: it may be the secret, written inline.
+  std::optional<Secret> SecretEntry(const YAML::Node& item, const std::string& where, bool resolve,
+                                    std::string_view named);
+  // A secret entry that must be a Standard Webhooks key (whsec_…), resolved: the http
+  // kind's `sign: {secret: …}`.
+  std::optional<Secret> SigningKey(const YAML::Node& item, const std::string& where);
+
  private:
   YamlReader(std::vector<std::string>* errors, std::vector<std::string>* warnings, std::string file,
              bool positioned)
@@ -156,7 +165,7 @@ class YamlReader {
   // Remembers where a key or a list item is, for Position.
   void Mark(const std::string& where, const YAML::Node& node);
   bool ReadPlainMapping(const YAML::Node& node, const std::string& where,
-                        std::span<const YamlField> fields);
+                        std::span<const YamlField> fields, bool refuse_repeats);
 
   std::vector<std::string>* errors_;
   std::vector<std::string>* warnings_;
