@@ -1,7 +1,9 @@
 // The one explicit table of handler kinds, built from the rows of config/handler_kinds.h
 // (the list the config loader takes the kinds' keys from): each kind's key and its factory.
 // A static library link can silently drop self-registering static initialisers; a table
-// cannot be dropped, and a duplicate name is a compile-time-visible mistake.
+// cannot be dropped, and a duplicate name is a compile-time-visible mistake. Also here: what
+// every kind shares, building a config's handlers (BuildHandlers) and the `concurrency` row
+// of the kinds' tables of keys (ConcurrencyField).
 #include <algorithm>
 #include <utility>
 
