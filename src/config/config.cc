@@ -1,9 +1,10 @@
 // config.yaml -> Config. The loader walks the document once with the table-driven reader
 // (yaml_reader.h: each mapping against the keys it may hold, every problem one line
 // "FILE:LINE:COLUMN: where: what", so `hookbox check-config` shows them all at once); what is
-// here is what the keys mean: the sections, the checks between keys, the handlers' stable
-// names. Secrets are resolved here too (secrets.cc), so a daemon that loaded its config can
-// verify. yaml-cpp throws; its exceptions stop at this file's edge and become error lines.
+// here is what the keys mean: the sections and the checks between keys (a handler's stable
+// name is handler_names.cc's). Secrets are resolved here too (secrets.cc), so a daemon that
+// loaded its config can verify. yaml-cpp throws; its exceptions stop at this file's edge and
+// become error lines.
 
 #include "config/config.h"
 
@@ -11,7 +12,6 @@
 #include <map>
 #include <set>
 
-#include "base/crypto.h"
 #include "config/handler_kinds.h"
 #include "config/secrets.h"
 #include "config/yaml_reader.h"
@@ -725,73 +725,6 @@ const Endpoint* Config::FindByName(std::string_view name) const {
     if (e.name == name) return &e;
   }
   return nullptr;
-}
-
-std::string_view HandlerTargetKey(std::string_view kind) {
-  for (size_t i = 0; i < std::size(kHandlerKinds); ++i) {
-    if (kHandlerKinds[i] == kind) return kHandlerTargets[i];
-  }
-  return {};
-}
-
-namespace {
-
-// The target's value as bytes that differ whenever it differs: a scalar's text; a list's
-// items, each behind its length (so ["a b"] and ["a", "b"] differ); anything else as YAML.
-std::string TargetBytes(const YAML::Node& target) {
-  if (!target) return "";
-  if (target.IsScalar()) return target.Scalar();
-  if (target.IsSequence()) {
-    std::string bytes;
-    for (const YAML::Node& item : target) {
-      const std::string text = item.IsScalar() ? item.Scalar() : YAML::Dump(item);
-      bytes += std::to_string(text.size()) + ":" + text + ",";
-    }
-    return bytes;
-  }
-  return YAML::Dump(target);
-}
-
-// A readable hint of the target for the name: the program's file name, the URL's host and
-// port, the folder's last part; the characters a name may not have become "-".
-std::string TargetHint(std::string_view kind, const YAML::Node& target) {
-  std::string text;
-  if (target && target.IsSequence() && target.size() > 0 && target[0].IsScalar()) {
-    text = target[0].Scalar();
-  } else if (target && target.IsScalar()) {
-    text = target.Scalar();
-  }
-  if (kind == "exec" || kind == "file") {
-    while (text.size() > 1 && text.back() == '/') text.pop_back();
-    text = text.substr(text.find_last_of('/') + 1);
-  } else if (kind == "http") {
-    size_t start = text.find("://");
-    start = start == std::string::npos ? 0 : start + 3;
-    text = text.substr(start, text.find_first_of("/?#", start) - start);
-    text = text.substr(text.find('@') + 1);  // never user info
-  } else {
-    text.clear();  // sql: statements make no name
-  }
-  std::string hint;
-  for (char c : text) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                       c == '_' || c == '-' || c == '.';
-    hint += plain ? c : '-';
-    if (hint.size() == 32) break;
-  }
-  return hint;
-}
-
-}  // namespace
-
-std::string DerivedHandlerName(std::string_view kind, const YamlTree& tree) {
-  const YAML::Node& settings = tree.node;
-  const std::string_view key = HandlerTargetKey(kind);
-  const YAML::Node target =
-      settings && settings.IsMap() && !key.empty() ? settings[std::string(key)] : YAML::Node();
-  const std::string hash = Sha256Hex(std::string(kind) + '\0' + TargetBytes(target)).substr(0, 8);
-  const std::string hint = TargetHint(kind, target);
-  return std::string(kind) + "." + (hint.empty() ? "" : hint + ".") + hash;
 }
 
 const char* ProviderName(Provider p) { return SpecOf(p).name.data(); }

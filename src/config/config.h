@@ -1,9 +1,9 @@
 // The daemon's configuration as plain values: what config.yaml says once it has been read,
 // checked and resolved (secrets loaded from env:/file:/value:). Everything downstream reads
-// these structs; only config.cc and the reader it uses (yaml_reader.h) know YAML: a
-// handler's settings are kept as written, as a YamlTree this header does not open. Keys whose
-// feature lands in a later release (workers, retention, purge_at, routes, retry, mode) are parsed,
-// validated and kept here so one config file works across releases.
+// these structs; only what includes yaml_reader.h (the loader, a kind's factory) knows YAML:
+// a handler's settings are kept as written, as a YamlTree this header does not open. Keys
+// whose feature lands in a later release (workers, retention, purge_at, routes, retry, mode)
+// are parsed, validated and kept here so one config file works across releases.
 #pragma once
 
 #include <chrono>
