@@ -89,6 +89,7 @@ class YamlReader {
 
   // "where: what" ("what (top level)" for the document itself), after the position.
   void Error(const std::string& where, std::string_view what);
+  // Positioned only: a Plain reader has no list of warnings (a kind's settings have none).
   void Warning(const std::string& where, std::string_view what);
   // An error about `at` itself (an unknown or repeated key), found in the mapping `where`.
   void ErrorAt(const YAML::Node& at, const std::string& where, std::string_view what);
