@@ -3,7 +3,8 @@
 #   make test   install dependencies, build, run every test (unit, integration, interop,
 #               the fuzz corpora replayed), then the same suite under ASan+UBSan and the
 #               concurrency tests under TSan
-#   make lint        clang-format check and clang-tidy (.clang-format, .clang-tidy); run by CI
+#   make lint        clang-format check and clang-tidy (.clang-format, .clang-tidy), flake8 over
+#                    the Python (.flake8); run by CI
 #   make install     build, then install the binary, the systemd units and
 #                    /etc/hookbox/config.yaml (if absent) under the configured prefix
 #                    (/usr/local); DESTDIR= stages it
@@ -85,12 +86,13 @@ test-asan: deps interop-deps
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure --timeout 900
 
-# The concurrency tests (storage, the dispatcher, handlers, the daemon end to end) under
+# The concurrency tests (storage, the dispatcher, handlers, the open-file limit, the daemon end
+# to end) under
 # TSan. Tests tagged [fork] are left out: they run a handler in a forked copy of the test
 # process (to exhaust its descriptors), which by then has threads (the exec child watch),
 # and TSan cannot follow a multi-threaded process across fork; the plain and ASan runs
 # have them. ("~[.]" keeps the hidden tests, such as [.postgres], hidden.)
-TSAN_TESTS = test_inbox test_work test_handlers test_integration
+TSAN_TESTS = test_inbox test_work test_handlers test_ops test_integration
 test-tsan: deps
 	@cmake -S . -B build-tsan -DHOOKBOX_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$(SANITIZE_FLAGS_TSAN)" >/dev/null
@@ -168,11 +170,14 @@ bench-bulk: build
 
 # The formatting of every C++ file (.clang-format) and the checks of .clang-tidy over every
 # file the build compiles (the fuzz harnesses and bench tools, built by other compilers and
-# builds, are only format-checked). CI runs it after `make test`.
+# builds, are only format-checked), and flake8 (.flake8: why not ruff) over every Python file
+# git tracks (bench/, scripts/, tests/; node_modules is npm's). CI runs it after `make test`.
 LINT_FILES = git ls-files '*.cc' '*.h' | grep -v '^tests/interop/'
 TIDY_FILES = git ls-files '*.cc' | grep -v -e '^tests/interop/' -e '^tests/fuzz/fuzz_' -e '^bench/'
+PY_LINT_FILES = git ls-files '*.py' | grep -v '/node_modules/'
 lint: build
 	@$(LINT_FILES) | xargs clang-format --dry-run -Werror
+	@$(PY_LINT_FILES) | xargs -r flake8
 	@$(TIDY_FILES) | xargs -P$(JOBS) -n4 clang-tidy -p $(BUILD) --quiet
 	@echo "lint: clean"
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One command for the benchmark (see bench/run.py for what it measures):
+# One command for the benchmark (bench/run.py; what each mode measures: bench/scenarios/MODE.py):
 #   bench/bench.sh table     `make bench`: ceiling, hookbox full/normal, hookbox on
 #                            PostgreSQL (1 and 2 replicas), adnanh/webhook
 #   bench/bench.sh replicas  `make bench-replicas`: hookbox on PostgreSQL, 1 replica vs 2, each
@@ -22,7 +22,9 @@
 # BENCH_HANDLER_CONCURRENCY (writes `concurrency: N` into each handler; unset: not written),
 # BENCH_HANDLER_WORKERS (writes `workers: N`; unset: not written), BENCH_DRAIN_MAX (longest
 # wait for a run's jobs after its load, s, 120). replicas only: BENCH_CAP_CORES (each replica's
-# CPU cap, cores, 0.5).
+# CPU cap, cores, 0.5). BENCH_SMOKE=1: run.py --smoke, a check that the mode still runs, in
+# seconds, not a measurement (one round of 1 s, small inboxes; RESULTS.md left alone); with
+# BENCH_EVENTS=3000 the deliveries are made in a second too.
 set -euo pipefail
 mode=${1:-table}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -101,6 +103,7 @@ args=(--hookbox "$build/hookbox" --ceiling "$build/tools/ceiling" --webhook "$(c
 [ -n "${BENCH_HANDLER_WORKERS:-}" ] && args+=(--handler-workers "$BENCH_HANDLER_WORKERS")
 [ -n "${BENCH_DRAIN_MAX:-}" ] && args+=(--drain-max "$BENCH_DRAIN_MAX")
 [ -n "${BENCH_CAP_CORES:-}" ] && args+=(--cap-cores "$BENCH_CAP_CORES")
+[ -n "${BENCH_SMOKE:-}" ] && args+=(--smoke)
 results=${BENCH_RESULTS-$root/bench/RESULTS.md}
 [ -n "$results" ] && args+=(--results "$results")
 command="make bench"
@@ -109,7 +112,8 @@ command="make bench"
 [ "$mode" = replicas ] && command="make bench-replicas"
 [ "$mode" = handlers ] && command="make bench-handlers"
 for v in BENCH_DURATION BENCH_ROUNDS BENCH_CONNECTIONS BENCH_EVENTS BENCH_ONLY \
-         BENCH_HANDLER_CONCURRENCY BENCH_HANDLER_WORKERS BENCH_DRAIN_MAX BENCH_CAP_CORES; do
+         BENCH_HANDLER_CONCURRENCY BENCH_HANDLER_WORKERS BENCH_DRAIN_MAX BENCH_CAP_CORES \
+         BENCH_SMOKE; do
   [ -n "${!v:-}" ] && command="$v=${!v} $command"
 done
 exec python3 "$root/bench/run.py" "$mode" "${args[@]}" --command "$command"

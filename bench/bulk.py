@@ -33,12 +33,13 @@ import os
 import queue
 import resource
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+from harness.host import free_port, wait_port
 
 SECRET = "bench-bulk-secret"
 
@@ -86,25 +87,6 @@ PRAGMA wal_checkpoint(TRUNCATE);
 
 def log(msg):
     print("[bulk] " + msg, file=sys.stderr, flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port, proc, timeout=20):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit("hookbox exited at start (see its log)")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit("hookbox did not listen within %d s" % timeout)
 
 
 class Load:

@@ -49,7 +49,8 @@ def push_event(rng: random.Random, n: int) -> dict:
         "sender": {"login": "octocat", "id": 583231, "type": "User",
                    "avatar_url": "https://avatars.githubusercontent.com/u/583231?v=4"},
         "created": False, "deleted": False, "forced": False,
-        "compare": "https://github.com/octo-org/hello-world/compare/%s...%s" % (before[:12], after[:12]),
+        "compare": "https://github.com/octo-org/hello-world/compare/%s...%s" % (
+            before[:12], after[:12]),
         "commits": commits,
         "head_commit": commits[-1],
     }

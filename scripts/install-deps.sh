@@ -15,6 +15,7 @@ packages=(
   libhttp-parser-dev   # nodejs http-parser: the second reading in tests/fuzz/fuzz_http.cc
   libkainjow-mustache-dev   # Mustache: the console's pages (src/console/render.cc)
   clang-format clang-tidy   # make lint
+  flake8   # make lint: the Python (.flake8; Debian 12 has no ruff)
   chromium   # headless, driven by puppeteer-core: the console's browser tests (tests/browser)
 )
 

@@ -218,7 +218,7 @@ def main():
         finally:
             slow_busy.release()
 
-    samples, per_minute = [], []
+    samples = []
     start = time.monotonic()
     next_send, next_sample, minute = start, start + 60, 0
     died = False

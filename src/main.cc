@@ -14,6 +14,8 @@
 #include <string>
 
 #include "cli/cli.h"
+#include "hookbox_version.h"
+#include "ops/log.h"
 
 namespace hookbox::cli {
 namespace {
@@ -38,6 +40,7 @@ struct Args {
   bool purge_dry_run = false, purge_json = false;
   std::string handler_target, pause_reason;  // handler pause / resume
   bool handlers_json = false;
+  std::string backup_file;
   int rc = kExitOk;
 };
 
@@ -211,6 +214,10 @@ void AddToolVerbs(CLI::App& app, Args& a) {
     return Stats(a.config_path, a.stats_json);
   })->add_flag("--json", a.stats_json, "JSON object for scripts");
 
+  Verb(&app, "backup", "copy a live SQLite inbox to FILE, consistent and checked", a, [&a] {
+    return Backup(a.config_path, a.backup_file);
+  })->add_option("FILE", a.backup_file, "a new file (never overwritten)")->required();
+
   CLI::App* purge = Verb(&app, "purge", "delete what retention no longer keeps, now", a,
                          [&a] { return Purge(a.config_path, a.purge_dry_run, a.purge_json); });
   purge->add_flag("--dry-run", a.purge_dry_run, "count what would go, delete nothing");
@@ -219,6 +226,7 @@ void AddToolVerbs(CLI::App& app, Args& a) {
 
 int Main(int argc, char** argv) {
   CLI::App app{"hookbox: verify, store exactly once, and handle webhook deliveries"};
+  app.set_version_flag("--version", std::string("hookbox ") + kVersion);
   app.require_subcommand(1);
   Args args;
   AddDaemonVerbs(app, args);
@@ -237,6 +245,8 @@ int Main(int argc, char** argv) {
 }  // namespace hookbox::cli
 
 int main(int argc, char** argv) {
+  // Before the first line: whether stderr is the journal (ops/log.h).
+  hookbox::DetectJournal();
   try {
     return hookbox::cli::Main(argc, argv);
   } catch (const std::exception& e) {

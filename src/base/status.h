@@ -1,7 +1,7 @@
 // Errors as values. Every fallible step on the request path returns a Status (or a
 // StatusOr<T>) instead of throwing; the code says what kind of failure it was, the message
 // says what failed and about what. The mapping from codes to HTTP answers and exit codes lives
-// in exactly one place each (HttpStatusFor in receive/receiver.cc, ExitCodeFor in
+// in exactly one place each (HttpStatusFor in base/http_status.h, ExitCodeFor in
 // cli/cli.cc).
 #pragma once
 

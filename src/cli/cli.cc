@@ -34,10 +34,25 @@ std::string Dump(const json& j, int indent) {
   return j.dump(indent, ' ', false, json::error_handler_t::replace);
 }
 
+std::string Diagnostic(const std::string& path, std::string_view severity,
+                       std::string_view message) {
+  std::string_view where = path;
+  if (message.starts_with(path) && message.size() > path.size() && message[path.size()] == ':') {
+    const size_t end = message.find(": ", path.size());
+    const std::string_view position = message.substr(path.size(), end - path.size());
+    if (end != std::string_view::npos &&
+        position.find_first_not_of(":0123456789") == std::string_view::npos) {
+      where = message.substr(0, end);
+      message.remove_prefix(end + 2);
+    }
+  }
+  return std::string(where) + ": " + std::string(severity) + ": " + std::string(message);
+}
+
 std::optional<Config> LoadOrReport(const std::string& path, bool resolve_secrets) {
   LoadResult r = LoadConfigFile(path, {.resolve_secrets = resolve_secrets});
-  for (const std::string& w : r.warnings) std::cerr << path << ": warning: " << w << "\n";
-  for (const std::string& e : r.errors) std::cerr << path << ": error: " << e << "\n";
+  for (const std::string& w : r.warnings) std::cerr << Diagnostic(path, "warning", w) << "\n";
+  for (const std::string& e : r.errors) std::cerr << Diagnostic(path, "error", e) << "\n";
   return std::move(r.config);
 }
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -40,6 +41,12 @@ int ReportFailure(const Status& s);
 
 // JSON text for the operator; bytes that are not UTF-8 are replaced, never thrown on.
 std::string Dump(const nlohmann::json& j, int indent = -1);
+
+// One config message as a compiler writes it: "FILE:LINE:COLUMN: error: what" when the
+// loader placed it in the file (its messages start with that position), "FILE: error: what"
+// otherwise. `severity` is "error" or "warning".
+std::string Diagnostic(const std::string& path, std::string_view severity,
+                       std::string_view message);
 
 // Loads the config, printing every problem; nullopt when it has errors. Only `serve`,
 // `check-config` and `send` read secrets: the operator's verbs work from a shell without them.
@@ -76,9 +83,10 @@ Opened LoadAndOpen(const std::string& path, const OpenRequest& request);
 
 // ---- the verbs: each returns the process's exit status
 
-int Serve(const std::string& config_path);                    // serve.cc
-int CheckConfig(const std::string& path, bool read_secrets);  // config.cc
-int Migrate(const std::string& path);                         // config.cc
+int Serve(const std::string& config_path);                            // serve.cc
+int CheckConfig(const std::string& path, bool read_secrets);          // config.cc
+int Migrate(const std::string& path);                                 // config.cc
+int Backup(const std::string& config_path, const std::string& file);  // backup.cc
 
 // `inbox list`: the filter's options as given (ParseFilter checks them), the page size.
 // The filter's options as given (README, "Finding events"): ParseFilter checks them, so a bad

@@ -40,8 +40,8 @@ int CheckConfig(const std::string& path, bool read_secrets) {
       std::cerr << "hookbox: warning: " << exposed->Message() << "\n";
     }
   }
-  for (const std::string& w : r.warnings) std::cout << path << ": warning: " << w << "\n";
-  for (const std::string& e : r.errors) std::cout << path << ": error: " << e << "\n";
+  for (const std::string& w : r.warnings) std::cout << Diagnostic(path, "warning", w) << "\n";
+  for (const std::string& e : r.errors) std::cout << Diagnostic(path, "error", e) << "\n";
   if (!r.config) {
     std::cout << r.errors.size() << " error(s)\n";
     return kExitUsage;

@@ -116,6 +116,35 @@ json DetailJson(const InboxDetail& detail, const Config& config) {
   return out;
 }
 
+// The end of an attempt's detail (a handler's stderr ends with its error), at most
+// kDetailTail bytes, cut at a character's start.
+constexpr size_t kDetailTail = 200;
+
+std::string DetailTail(const std::string& detail) {
+  if (detail.size() <= kDetailTail) return detail;
+  size_t from = detail.size() - kDetailTail;
+  while (from < detail.size() && (static_cast<unsigned char>(detail[from]) & 0xC0) == 0x80) ++from;
+  return "..." + detail.substr(from);
+}
+
+// One attempt under its job: number (and the replay it belongs to), when it finished (or
+// started, if it never did), its outcome and the end of its detail, as --json has them.
+void PrintAttemptText(const json& a) {
+  const int64_t generation = a["generation"].get<int64_t>();
+  const std::string finished = a["finished_at"].get<std::string>();
+  const std::string detail = a.contains("detail") && a["detail"].is_string()
+                                 ? DetailTail(a["detail"].get<std::string>())
+                                 : "";
+  std::printf(
+      "  attempt %lld%s  %s  %-9s %s\n", static_cast<long long>(a["number"].get<int64_t>()),
+      generation > 0 ? (" (replay " + std::to_string(generation) + ")").c_str() : "",
+      TerminalSafe(finished.empty() ? a["started_at"].get<std::string>() : finished).c_str(),
+      TerminalSafe(a["outcome"].get<std::string>().empty() ? std::string("running")
+                                                           : a["outcome"].get<std::string>())
+          .c_str(),
+      TerminalSafe(detail).c_str());
+}
+
 // The text is for a terminal: every field escaped (ops/terminal.h), the body keeping its
 // newlines and tabs.
 void PrintDetailText(const json& out, const InboxDetail& detail) {
@@ -141,6 +170,7 @@ void PrintDetailText(const json& out, const InboxDetail& detail) {
                 j["held"].get<bool>()
                     ? " held: its handler is not configured (hookbox inbox reassign / drop)"
                     : "");
+    for (const auto& a : j["attempts"]) PrintAttemptText(a);
   }
   std::printf("\n%s\n", TerminalSafeText(detail.row.body).c_str());
 }

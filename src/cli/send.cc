@@ -78,10 +78,8 @@ Field IdField(const Endpoint& ep) {
   Field f{"--id", "event id", std::nullopt};
   if (!ep.event_id.empty()) {
     f.source = ep.event_id;
-  } else if (ep.provider == Provider::kStandard) {
-    f.source = FieldRef{FieldRef::From::kHeader, "webhook-id"};  // the family Sign() signs
   } else if (auto sources = DefaultIdSources(ep.provider); !sources.empty()) {
-    f.source = sources.front();
+    f.source = sources.front();  // standard: webhook-id, the family Sign() signs
   }
   return f;
 }
@@ -102,9 +100,12 @@ std::string CannotSet(const Endpoint& ep, const Field& field) {
       return start + " has no event id source: its ids are the SHA-256 of the body, so only " +
              "another FILE is another id (or set event_id: header:NAME in its config)";
     }
-    if (ep.provider == Provider::kTwilio) {
-      return start + "'s event type is always \"twilio\" (set event_type: form:NAME in its " +
-             "config to route on a field of the form)";
+    if (const ProviderSpec& provider = SpecOf(ep.provider); !provider.type_constant.empty()) {
+      return start + "'s event type is always \"" + std::string(provider.type_constant) +
+             "\" (set event_type: " +
+             (provider.body == ProviderSpec::BodyFormat::kForm
+                  ? "form:NAME in its config to route on a field of the form)"
+                  : "header:NAME in its config)");
     }
     return start + " has no event type source (set event_type: header:NAME in its config)";
   }
@@ -146,8 +147,9 @@ std::string WhatIsSent(const Endpoint& ep, const Secret* signer, const std::stri
                      " (" + ProviderName(ep.provider) + ") would receive it";
   if (!names.empty()) line += ", with " + TerminalSafe(names);
   if (signer == nullptr) return line + "; unsigned\n";
-  if (ep.provider == Provider::kGitlab) {
-    return line + "; X-Gitlab-Token is the endpoint's token itself (from " + signer->source +
+  if (const ProviderSpec& provider = SpecOf(ep.provider); !provider.token_header.empty()) {
+    return line + "; " + std::string(provider.token_header) +
+           " is the endpoint's token itself (from " + signer->source +
            "): whoever sees this request can use it\n";
   }
   return line + "; signed with the secret from " + signer->source +
@@ -178,9 +180,10 @@ std::optional<HttpUrl> Destination(const Config& config, const Endpoint& ep, con
     return std::nullopt;
   }
   if (credential && !url->https && !own_listener && !IsLoopback(url->host) && !args.insecure) {
-    const bool token = ep.provider == Provider::kGitlab;
+    const ProviderSpec& provider = SpecOf(ep.provider);
+    const bool token = provider.keys == ProviderSpec::Keys::kToken;
     std::cerr << "hookbox: refusing to send endpoint " << ep.name << "'s "
-              << (token ? "GitLab token" : "signature") << " in clear text to "
+              << (token ? provider.key_name : "signature") << " in clear text to "
               << TerminalSafe(url->host)
               << ", which is not a loopback address: anyone on the way could "
               << (token ? "use it" : "replay the delivery")
@@ -230,11 +233,12 @@ int Send(const std::string& path, const SendArgs& args) {
   if (!args.id.empty()) SetHeader(headers, id_field.source->name, args.id);
   if (!args.type.empty()) SetHeader(headers, type_field.source->name, args.type);
   std::cerr << WhatIsSent(*ep, signer, args.file, body.size(), *url, headers);
-  auto reply = HttpPost(
-      *url, headers, body,
-      // Twilio posts forms, and signs their fields (a JSON body is signed apart).
-      ep->provider == Provider::kTwilio ? "application/x-www-form-urlencoded" : "application/json",
-      std::chrono::seconds(30));
+  auto reply = HttpPost(*url, headers, body,
+                        // A form-body producer (twilio) posts forms, and signs their fields.
+                        SpecOf(ep->provider).body == ProviderSpec::BodyFormat::kForm
+                            ? "application/x-www-form-urlencoded"
+                            : "application/json",
+                        std::chrono::seconds(30));
   if (!reply.ok()) {
     std::cerr << "hookbox: " << TerminalSafe(reply.status().ToString()) << "\n";
     return kExitUsage;

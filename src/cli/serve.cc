@@ -1,26 +1,30 @@
 // `hookbox serve`: the daemon. Serve() reads as the list of steps it takes — process, config,
 // descriptors, open and migrate, handlers, dispatcher, receiver, purge, listeners, READY,
-// then wait for signals — and Daemon holds the running parts. Here too: the admin port's
-// answers (/healthz, /readyz, /metrics, and the console's pages from console/), the queue
-// gauges, SIGHUP's reload, and the fitting
-// of limits.max_connections under the open-file limit.
+// then wait for signals — and Daemon holds the running parts. Here too: what /readyz asks
+// (Liveness; the admin port's routes are admin/routes.h), the queue gauges, SIGHUP's reload,
+// and the fitting of limits.max_connections under the open-file limit.
+#include <openssl/rand.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 
+#include "admin/routes.h"
 #include "cli/cli.h"
 #include "config/exposure.h"
 #include "console/console.h"
 #include "handlers/exec/children.h"
 #include "handlers/handler.h"
+#include "hookbox_version.h"
 #include "http/server.h"
 #include "inbox/postgres/pg.h"
 #include "ops/clock.h"
@@ -107,41 +111,9 @@ struct Liveness {
   }
 };
 
-// The admin port: probes (open to all clients that name the listener: they tell little),
-// /metrics (behind admin_token when one is set), and the console (console/console.h). Every
-// path answers only to a Host that names this listener (Console::HostAllowed): a
-// DNS-rebinding page could otherwise read /metrics' endpoint and handler names (issue 26).
-Answer AdminAnswer(const Delivery& d, const Liveness& liveness, console::Console& console) {
-  if (!console.HostAllowed(d)) {
-    if (auto page = console.Handle(d)) return std::move(*page);  // its own 403 page
-    return {403,
-            R"({"error":"wrong Host: the admin listener answers only to its own address or )"
-            R"(a name in admin_hosts"})",
-            {}};
-  }
-  if (d.path == "/healthz") return {200, R"({"status":"ok"})", {}};
-  if (d.path == "/readyz") {
-    std::string problem = liveness.ReadyProblem();
-    if (!problem.empty()) return {503, Dump(json{{"status", problem}}), {}};
-    return {200, R"({"status":"ready"})", {}};
-  }
-  if (d.path == "/metrics") {
-    if (!console.Authorized(d)) {
-      return {401, R"({"error":"admin token required"})", {{"WWW-Authenticate", "Bearer"}}};
-    }
-    return {200,
-            Metrics().registry.Render(),
-            {{"Content-Type", "text/plain; version=0.0.4; charset=utf-8"}}};
-  }
-  if (auto page = console.Handle(d)) return std::move(*page);
-  return {404, R"({"error":"not found"})", {}};
-}
-
 console::ConsoleOptions ConsoleOptionsFor(const Config& c, std::function<void()> wake) {
   console::ConsoleOptions o;
   for (const Endpoint& e : c.endpoints) o.endpoints.push_back(e.name);
-  o.hosts = c.admin_hosts;
-  if (c.admin_token) o.token = c.admin_token->value;
   o.wake = std::move(wake);
   for (const Endpoint& e : c.endpoints) {
     if (e.mode == Mode::kSync) continue;
@@ -155,22 +127,98 @@ console::ConsoleOptions ConsoleOptionsFor(const Config& c, std::function<void()>
   return o;
 }
 
-// hookbox_jobs{status} and hookbox_queue_oldest_age_seconds, asked of the inbox at each
-// scrape. Registered once: a process serves once.
+// The console's key for its form tokens (console/guards.h), drawn once at start: a restart
+// makes every open form out of date.
+StatusOr<std::string> DrawCsrfKey() {
+  std::string key(32, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(key.data()), static_cast<int>(key.size())) != 1) {
+    return Status::Internal("no random bytes for the console's CSRF key", "RAND_bytes failed");
+  }
+  return key;
+}
+
+
+// The handlers the config in use names, by endpoint: hookbox_jobs shows each at 0 when it
+// has no job. Replaced at start and at each reload (NoteConfig).
+struct ConfiguredHandlers {
+  std::mutex mu;
+  std::vector<std::pair<std::string, std::string>> list;  // endpoint, handler
+};
+
+ConfiguredHandlers& Configured() {
+  static ConfiguredHandlers* configured = new ConfiguredHandlers();  // gauges outlive Serve
+  return *configured;
+}
+
+// What a config, once in use, tells the metrics: its series at 0 (ops/daemon_metrics.h),
+// its handlers for hookbox_jobs, and the time it was loaded.
+void NoteConfig(const Config& config, const HandlerSet& handlers) {
+  KnownSeries known;
+  for (const Endpoint& e : config.endpoints) {
+    known.endpoints.emplace_back(e.name, e.provider != Provider::kNone);
+  }
+  for (const auto& [endpoint, by_name] : handlers.by_endpoint) {
+    for (const auto& [name, handler] : by_name) known.handlers.emplace_back(endpoint, name);
+  }
+  StartSeries(known);
+  {
+    std::lock_guard lock(Configured().mu);
+    Configured().list = known.handlers;
+  }
+  Metrics().last_reload.store(
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(),
+      std::memory_order_relaxed);
+}
+
+// hookbox_jobs{endpoint,handler,status}: the live queue (pending, processing, dead) of each
+// handler, configured ones at 0 included, plus any other handler the inbox still has jobs
+// for (held ones). Done jobs are one total, hookbox_jobs_done: labelling them would join
+// every job to its row at each scrape.
+std::vector<GaugeSample> JobsByHandler(Inbox& inbox) {
+  std::vector<GaugeSample> out;
+  auto all = inbox.Handlers(std::chrono::system_clock::now(), /*count_jobs=*/true);
+  if (!all.ok()) return out;
+  std::map<std::pair<std::string, std::string>, std::array<int64_t, 3>> counts;
+  {
+    std::lock_guard lock(Configured().mu);
+    for (const auto& key : Configured().list) counts[key] = {0, 0, 0};
+  }
+  for (const HandlerStatus& h : *all) {
+    if (h.pending + h.due + h.running + h.dead == 0 &&
+        !counts.contains({h.state.endpoint, h.state.handler})) {
+      continue;  // a state row (paused, circuit) of a handler with no jobs and no config
+    }
+    counts[{h.state.endpoint, h.state.handler}] = {h.pending + h.due, h.running, h.dead};
+  }
+  for (const auto& [key, n] : counts) {
+    const char* statuses[] = {"pending", "processing", "dead"};
+    for (size_t i = 0; i < 3; ++i) {
+      out.push_back({{key.first, key.second, statuses[i]}, static_cast<double>(n[i])});
+    }
+  }
+  return out;
+}
+
+// hookbox_jobs, hookbox_jobs_done, hookbox_build_info and hookbox_queue_oldest_age_seconds,
+// asked of the inbox at each scrape. Registered once: a process serves once.
 void AddQueueGauges(Inbox& inbox) {
-  Metrics().registry.AddGauge("hookbox_jobs", "Jobs in the inbox, by status.", {"status"},
-                              [&inbox] {
-                                std::vector<GaugeSample> out;
-                                auto q = inbox.Queue(true);
-                                if (!q.ok()) return out;
-                                std::map<std::string, int64_t> by_status = {
-                                    {"pending", 0}, {"processing", 0}, {"done", 0}, {"dead", 0}};
-                                for (const auto& [status, n] : q->jobs_by_status)
-                                  by_status[status] = n;
-                                for (const auto& [status, n] : by_status) {
-                                  out.push_back({{status}, static_cast<double>(n)});
-                                }
-                                return out;
+  Metrics().registry.AddGauge(
+      "hookbox_jobs", "Jobs waiting, running or dead, by endpoint, handler and status.",
+      {"endpoint", "handler", "status"}, [&inbox] { return JobsByHandler(inbox); });
+  Metrics().registry.AddGauge(
+      "hookbox_jobs_done", "Jobs done and still in the inbox (until the purge removes them).", {},
+      [&inbox] {
+        std::vector<GaugeSample> out;
+        auto q = inbox.Queue(true);
+        if (!q.ok()) return out;
+        auto done = q->jobs_by_status.find("done");
+        out.push_back(
+            {{}, static_cast<double>(done == q->jobs_by_status.end() ? 0 : done->second)});
+        return out;
+      });
+  Metrics().registry.AddGauge("hookbox_build_info", "The running hookbox's version; always 1.",
+                              {"version"}, [] {
+                                return std::vector<GaugeSample>{{{kVersion}, 1.0}};
                               });
   Metrics().registry.AddGauge(
       "hookbox_queue_oldest_age_seconds",
@@ -306,11 +354,14 @@ bool FitDescriptors(Config& c, const HandlerSet& handlers) {
 // makes it once the inbox is open and the handlers are built.
 class Daemon {
  public:
+  // `csrf_key`: random bytes for the console's form tokens (console/guards.h).
   Daemon(std::string config_path, const std::shared_ptr<const Config>& config,
-         const std::shared_ptr<const HandlerSet>& handlers, std::unique_ptr<Inbox> inbox)
+         const std::shared_ptr<const HandlerSet>& handlers, std::unique_ptr<Inbox> inbox,
+         std::string csrf_key)
       : config_path_(std::move(config_path)),
         config_(config),
         c_(*config_),
+        handlers_(handlers),
         inbox_(std::move(inbox)),
         dispatcher_(*inbox_, config, handlers, clock_),
         receiver_({config, handlers}, *inbox_, clock_, [this] { dispatcher_.Wake(); }),
@@ -319,9 +370,11 @@ class Daemon {
             PublicLimits(c_), [this](const Delivery& d) { return receiver_.Receive(d); },
             [this](const Delivery& head) { return receiver_.CheckHead(head); }),
         liveness_{*inbox_, hooks_, draining_},
-        console_(*inbox_, ConsoleOptionsFor(c_, [this] { dispatcher_.Wake(); })),
-        admin_(AdminLimits(),
-               [this](const Delivery& d) { return AdminAnswer(d, liveness_, console_); }) {}
+        guards_(c_.admin_hosts, c_.admin_token ? c_.admin_token->value : "", std::move(csrf_key)),
+        console_(*inbox_, ConsoleOptionsFor(c_, [this] { dispatcher_.Wake(); }), guards_),
+        admin_routes_(admin::AdminRoutes([this] { return liveness_.ReadyProblem(); }, console_),
+                      guards_),
+        admin_(AdminLimits(), [this](const Delivery& d) { return admin_routes_.Dispatch(d); }) {}
 
   // Starts the dispatcher, the daily purge and the listeners, then tells the log and systemd
   // the daemon is up. False, after logging why, when it cannot listen.
@@ -340,6 +393,7 @@ class Daemon {
   const std::string config_path_;
   const std::shared_ptr<const Config> config_;  // as started: reloads do not change it
   const Config& c_;
+  const std::shared_ptr<const HandlerSet> handlers_;  // as started, as config_
   std::unique_ptr<Inbox> inbox_;
   SystemClock clock_;
   Dispatcher dispatcher_;
@@ -348,8 +402,10 @@ class Daemon {
   std::atomic<bool> draining_{false};
   HttpServer hooks_;  // webhooks, on `listen` (or systemd's socket)
   const Liveness liveness_;
-  console::Console console_;  // the inbox in a browser, on `admin_listen`
-  HttpServer admin_;          // health, metrics and the console, on `admin_listen`
+  console::Guards guards_;          // Host, token, Origin, CSRF: every admin path's
+  console::Console console_;        // the inbox in a browser, on `admin_listen`
+  admin::RouteTable admin_routes_;  // every path of `admin_listen`: probes, metrics, console
+  HttpServer admin_;                // the admin routes, on `admin_listen`
   std::string hooks_address_;
   std::optional<int> admin_port_;
   std::thread hooks_thread_;
@@ -359,6 +415,7 @@ class Daemon {
 
 bool Daemon::Start(const std::vector<int>& activated) {
   WarnAboutHeldJobs(*inbox_, c_, "start");
+  NoteConfig(c_, *handlers_);
   dispatcher_.Start(c_.workers != 0);
   purge_.Start();
   AddQueueGauges(*inbox_);
@@ -386,7 +443,7 @@ bool Daemon::Listen(const std::vector<int>& activated) {
   auto bound = admin_.Bind(admin_addr->host, admin_addr->port);
   if (!bound.ok()) return cannot_listen(bound.status());
   admin_port_ = *bound;
-  console_.SetListener(admin_addr->host, *bound);
+  guards_.SetListener(admin_addr->host, *bound);
   return true;
 }
 
@@ -394,6 +451,7 @@ bool Daemon::Listen(const std::vector<int>& activated) {
 // taken.
 void Daemon::AnnounceReady(bool socket_activated) {
   json ready = {{"msg", "listening"},
+                {"version", kVersion},
                 {"listen", hooks_address_},
                 {"database", DatabaseForLogs(c_.database)},
                 {"endpoints", c_.endpoints.size()},
@@ -402,7 +460,7 @@ void Daemon::AnnounceReady(bool socket_activated) {
   if (admin_port_) {
     ready["admin"] = ParseHostPort(c_.admin_listen)->host + ":" + std::to_string(*admin_port_);
   }
-  LogInfo(ready);
+  LogLifecycle(ready);
   NotifySystemd("READY=1\nSTATUS=listening on " + hooks_address_);
   if (auto timeout = WatchdogTimeout()) {
     watchdog_.emplace(*timeout, [this] {
@@ -418,7 +476,7 @@ void Daemon::WaitForStop(const sigset_t& signals) {
     int sig = 0;
     sigwait(&signals, &sig);
     if (sig != SIGHUP) {
-      LogInfo({{"msg", "stopping"}, {"signal", strsignal(sig)}});
+      LogLifecycle({{"msg", "stopping"}, {"signal", strsignal(sig)}});
       return;
     }
     NotifySystemd("RELOADING=1\n" + MonotonicUsec());
@@ -434,6 +492,7 @@ void Daemon::Reload() {
   if (!r.config) {
     LogError({{"msg", "reload refused: the config has errors; the old one stays"},
               {"errors", r.errors}});
+    Metrics().reloads_refused.With({}).Inc();
     return;
   }
   WarnIfSecretsExposed(*r.config);
@@ -441,8 +500,10 @@ void Daemon::Reload() {
   auto new_handlers = BuildAndPrepare(*new_config, *inbox_);
   if (!new_handlers) {
     LogError({{"msg", "reload refused: the old config stays"}});
+    Metrics().reloads_refused.With({}).Inc();
     return;
   }
+  SetLogLevel(new_config->log_level);
   if (new_config->listen != c_.listen || new_config->database != c_.database ||
       new_config->admin_listen != c_.admin_listen) {
     LogWarn({{"msg", "listen, admin_listen and database changes take effect at the next restart"}});
@@ -450,7 +511,8 @@ void Daemon::Reload() {
   dispatcher_.Swap(new_config, new_handlers);
   receiver_.Swap({new_config, new_handlers});
   purge_.Swap(new_config);
-  LogInfo({{"msg", "reloaded"}, {"endpoints", new_config->endpoints.size()}});
+  NoteConfig(*new_config, *new_handlers);
+  LogLifecycle({{"msg", "reloaded"}, {"endpoints", new_config->endpoints.size()}});
   // A renamed or removed handler's waiting jobs are held, never run by another (held.h).
   WarnAboutHeldJobs(*inbox_, *new_config, "reload");
 }
@@ -475,7 +537,7 @@ int Daemon::Drain() {
     std::_Exit(kExitOk);
   }
   inbox_.reset();
-  LogInfo({{"msg", "stopped"}});
+  LogLifecycle({{"msg", "stopped"}});
   return kExitOk;
 }
 
@@ -503,18 +565,24 @@ int Serve(const std::string& config_path) {
                                                 },
                                             .applied = &applied});
   if (!opened.inbox) return opened.exit_code;
-  for (const std::string& m : applied) LogInfo({{"msg", "migrated"}, {"migration", m}});
+  for (const std::string& m : applied) LogLifecycle({{"msg", "migrated"}, {"migration", m}});
   // Build the handlers (once); run the sql handlers' setup. Then raise the open-file limit
   // and fit max_connections under it, beside what the handlers' slots need.
   Config& loaded = *opened.config;
+  SetLogLevel(loaded.log_level);
   auto handlers = BuildAndPrepare(loaded, *opened.inbox);
   if (!handlers) return kExitUsage;
   if (!FitDescriptors(loaded, *handlers)) return kExitUsage;
   auto config = std::make_shared<const Config>(std::move(loaded));
   // Start the dispatcher, then the receive pipeline that feeds it, the daily purge, and the
   // listeners: webhooks on `listen` (or systemd's socket); health and metrics on
-  // `admin_listen`.
-  Daemon daemon(config_path, config, handlers, std::move(opened.inbox));
+  // `admin_listen`, with the console's form key drawn for it.
+  auto csrf_key = DrawCsrfKey();
+  if (!csrf_key.ok()) {
+    LogError({{"msg", "cannot draw the console's key"}, {"error", csrf_key.status().ToString()}});
+    return kExitUsage;
+  }
+  Daemon daemon(config_path, config, handlers, std::move(opened.inbox), *std::move(csrf_key));
   if (!daemon.Start(activated)) return kExitUsage;
   daemon.WaitForStop(signals);
   // Drain: stop accepting, let running jobs finish within shutdown_grace, close the inbox.

@@ -30,15 +30,16 @@ struct Choice {
   T value;
 };
 
-constexpr Choice<Provider> kProviders[] = {
-    {"stripe", Provider::kStripe},     {"github", Provider::kGithub},
-    {"standard", Provider::kStandard}, {"shopify", Provider::kShopify},
-    {"slack", Provider::kSlack},       {"gitlab", Provider::kGitlab},
-    {"paddle", Provider::kPaddle},     {"square", Provider::kSquare},
-    {"discord", Provider::kDiscord},   {"twilio", Provider::kTwilio},
-    {"hmac", Provider::kHmac}};
+// `provider:`'s choices: the rows of config/providers.h, in their order.
+#define HOOKBOX_PROVIDER_CHOICE(id, ...) {SpecOf(Provider::id).name, Provider::id},
+constexpr Choice<Provider> kProviders[] = {HOOKBOX_PROVIDERS(HOOKBOX_PROVIDER_CHOICE)};
+#undef HOOKBOX_PROVIDER_CHOICE
 constexpr Choice<Durability> kDurabilities[] = {{"full", Durability::kFull},
                                                 {"normal", Durability::kNormal}};
+constexpr Choice<LogLevel> kLogLevels[] = {{"debug", LogLevel::kDebug},
+                                           {"info", LogLevel::kInfo},
+                                           {"warn", LogLevel::kWarn},
+                                           {"error", LogLevel::kError}};
 constexpr Choice<Mode> kModes[] = {{"async", Mode::kAsync}, {"sync", Mode::kSync}};
 constexpr Choice<std::string_view> kHmacAlgorithms[] = {
     {"sha1", "sha1"}, {"sha256", "sha256"}, {"sha512", "sha512"}};
@@ -113,17 +114,39 @@ struct Field {
 // Turns a YAML document into a Config, collecting errors and warnings in `out`.
 class Loader final {
  public:
-  Loader(LoadResult& out, LoadOptions options) : out_(out), options_(options) {}
+  Loader(LoadResult& out, LoadOptions options, std::string file)
+      : out_(out), options_(options), file_(std::move(file)) {}
 
   void ReadDocument(const YAML::Node& root, const std::string& file, Config& config);
 
  private:
+  // Every message starts with where the key is in the file, "FILE:LINE:COLUMN: ", as a
+  // compiler's do, then the key's path and what is wrong and how to fix it.
   void Error(const std::string& where, std::string_view what) {
-    out_.errors.push_back(where.empty() ? std::string(what) + " (top level)"
-                                        : where + ": " + std::string(what));
+    out_.errors.push_back(Position(where) + (where.empty()
+                                                 ? std::string(what) + " (top level)"
+                                                 : where + ": " + std::string(what)));
   }
   void Warning(const std::string& where, std::string_view what) {
-    out_.warnings.push_back(where + ": " + std::string(what));
+    out_.warnings.push_back(Position(where) + where + ": " + std::string(what));
+  }
+  // An error about `at` itself (an unknown or repeated key), found in the mapping `where`.
+  void ErrorAt(const YAML::Node& at, const std::string& where, std::string_view what) {
+    const YAML::Mark m = at.Mark();
+    if (m.is_null()) return Error(where, what);
+    out_.errors.push_back(file_ + ":" + std::to_string(m.line + 1) + ":" +
+                          std::to_string(m.column + 1) + ": " +
+                          (where.empty() ? std::string(what) + " (top level)"
+                                         : where + ": " + std::string(what)));
+  }
+  // "FILE:LINE:COLUMN: " of the key `where` names, or of the nearest enclosing key or list
+  // item whose position is known (a check made after reading, e.g. a duplicate name, names
+  // its endpoint); "FILE: " when none is (the document as a whole).
+  std::string Position(std::string where) const;
+  // Remembers where a key or a list item is, for Position.
+  void Mark(const std::string& where, const YAML::Node& node) {
+    const YAML::Mark m = node.Mark();
+    if (!m.is_null()) marks_.emplace(where, m);
   }
 
   // Checks that `node` is a mapping whose keys are all in `fields`, each at most once, and
@@ -199,7 +222,22 @@ class Loader final {
 
   LoadResult& out_;
   LoadOptions options_;
+  std::string file_;
+  std::map<std::string, YAML::Mark> marks_;  // by the path Key() and Item() build
 };
+
+std::string Loader::Position(std::string where) const {
+  for (;;) {
+    if (auto it = marks_.find(where); it != marks_.end()) {
+      return file_ + ":" + std::to_string(it->second.line + 1) + ":" +
+             std::to_string(it->second.column + 1) + ": ";
+    }
+    // Up one level: "a.b" -> "a", "a[2]" -> "a", "a" -> "".
+    const size_t cut = where.find_last_of(".[");
+    if (where.empty()) return file_.empty() ? "" : file_ + ": ";
+    where = cut == std::string::npos ? "" : where.substr(0, cut);
+  }
+}
 
 bool Loader::ReadMapping(const YAML::Node& node, const std::string& where,
                          std::span<const Field> fields) {
@@ -219,10 +257,11 @@ bool Loader::ReadMapping(const YAML::Node& node, const std::string& where,
       if (f.key == key) field = &f;
     }
     if (field == nullptr) {
-      Error(where, "unknown key " + Quote(key));
+      ErrorAt(it->first, where, "unknown key " + Quote(key));
     } else if (!seen.insert(key).second) {
-      Error(where, "key " + Quote(key) + " appears twice");
+      ErrorAt(it->first, where, "key " + Quote(key) + " appears twice");
     } else {
+      Mark(Key(where, key), it->first);
       field->read(it->second, Key(where, key));
     }
   }
@@ -240,7 +279,10 @@ void Loader::ReadList(
     Error(where, "expected a non-empty list");
     return;
   }
-  for (size_t i = 0; i < node.size(); ++i) read(node[i], Item(where, i), i);
+  for (size_t i = 0; i < node.size(); ++i) {
+    Mark(Item(where, i), node[i]);
+    read(node[i], Item(where, i), i);
+  }
 }
 
 void Loader::Require(const YAML::Node& node, const std::string& where,
@@ -462,6 +504,8 @@ void Loader::ReadDocument(const YAML::Node& root, const std::string& file, Confi
           {"purge_at", [&](auto& n, auto& w) { Set(config.purge_at, ClockTime(n, w)); }},
           {"shutdown_grace",
            [&](auto& n, auto& w) { Set(config.shutdown_grace, DurationValue(n, w, kZero)); }},
+          {"log_level",
+           [&](auto& n, auto& w) { Set(config.log_level, OneOf<LogLevel>(n, w, kLogLevels)); }},
           {"endpoints",
            [&](auto& n, auto& w) {
              has_endpoints = true;
@@ -668,8 +712,7 @@ void Loader::CheckVerification(const VerifyKeys& keys, const std::string& where,
   } else if (is_hmac) {
     Error(where, "hmac is required with provider hmac (header, algorithm, encoding, prefix)");
   }
-  if ((endpoint.provider == Provider::kSquare || endpoint.provider == Provider::kTwilio) &&
-      !keys.public_url) {
+  if (SpecOf(endpoint.provider).needs_public_url && !keys.public_url) {
     Error(where, std::string("provider ") + ProviderName(endpoint.provider) +
                      " signs the URL it calls: set public_url (the URL as the producer's "
                      "dashboard shows it)");
@@ -722,30 +765,11 @@ void Loader::ReadSecrets(const YAML::Node& node, const std::string& where, Endpo
       endpoint.secrets.push_back(std::move(*secret));
       return;
     }
-    // Keys are checked here, once: a config that loads verifies with every entry.
-    const std::string from = "the secret from " + secret->source;
-    const bool standard = endpoint.provider == Provider::kStandard;
-    if (endpoint.provider == Provider::kDiscord ||
-        (standard && secret->value.starts_with("whpk_"))) {
-      secret->public_key = config_internal::PublicKeyOf(endpoint.provider, secret->value);
-      if (!secret->public_key) {
-        Error(iw, from +
-                      (standard ? " is not a Standard Webhooks public key (whpk_ followed by the "
-                                  "base64 of 32 bytes)"
-                                : " is not a Discord application public key (64 hex digits)") +
-                      named);
-        return;
-      }
-    } else if (standard && !secret->value.starts_with("whsec_")) {
-      // Without its prefix a public key would load as an HMAC key, and anyone holding the
-      // public key could sign v1 with it (issue 26): the kind of key must be said.
-      Error(iw, from +
-                    " has no prefix: add whsec_ if it is the signing secret, or whpk_ if it is "
-                    "the public key (a Standard Webhooks key starts with one of them)" +
-                    named);
-      return;
-    } else if (standard && !config_internal::IsStandardWebhooksSecret(secret->value)) {
-      Error(iw, from + " is not a Standard Webhooks key (whsec_ followed by base64)" + named);
+    // Keys are checked here, once, as the provider's row says: a config that loads verifies
+    // with every entry.
+    if (std::string problem = config_internal::CheckKey(endpoint.provider, *secret);
+        !problem.empty()) {
+      Error(iw, "the secret from " + secret->source + problem + named);
       return;
     }
     endpoint.secrets.push_back(std::move(*secret));
@@ -976,7 +1000,7 @@ LoadResult LoadConfigText(const std::string& yaml_text, const std::string& path_
   config.path = path_for_messages;
   try {
     YAML::Node root = YAML::Load(yaml_text);
-    Loader(result, options).ReadDocument(root, path_for_messages, config);
+    Loader(result, options, path_for_messages).ReadDocument(root, path_for_messages, config);
   } catch (const YAML::Exception& e) {
     result.errors.push_back(YamlError(path_for_messages, e));
   } catch (const std::exception& e) {  // last fail-safe; nothing above should throw
@@ -1076,11 +1100,6 @@ std::string DerivedHandlerName(std::string_view kind, const YAML::Node& settings
   return std::string(kind) + "." + (hint.empty() ? "" : hint + ".") + hash;
 }
 
-const char* ProviderName(Provider p) {
-  for (const auto& c : kProviders) {
-    if (c.value == p) return c.name.data();
-  }
-  return "none";
-}
+const char* ProviderName(Provider p) { return SpecOf(p).name.data(); }
 
 }  // namespace hookbox

@@ -17,26 +17,14 @@
 #include <vector>
 
 #include "base/crypto.h"
+#include "base/log_level.h"
 #include "base/status.h"
+#include "config/providers.h"
 
 namespace hookbox {
 
 using Duration = std::chrono::milliseconds;
 
-enum class Provider {
-  kStripe,
-  kGithub,
-  kStandard,
-  kShopify,
-  kSlack,
-  kGitlab,
-  kPaddle,
-  kSquare,
-  kDiscord,
-  kTwilio,
-  kHmac,
-  kNone
-};
 enum class Durability { kFull, kNormal };
 enum class Mode { kAsync, kSync };
 
@@ -57,7 +45,7 @@ struct Secret {
 // Where a field of a delivery comes from: `header:NAME`, `body:/json/pointer`, or
 // `form:NAME` (a field of an application/x-www-form-urlencoded body, e.g. Twilio's).
 struct FieldRef {
-  enum class From { kNone, kHeader, kBody, kForm };
+  using From = FieldFrom;  // config/providers.h: the rows' defaults are of the same kinds
   From from = From::kNone;
   // header name, RFC 6901 JSON pointer ("" = whole document), or form field name (decoded)
   std::string name;
@@ -175,6 +163,9 @@ struct Config {
   Retention retention;
   std::string purge_at = "03:30";
   Duration shutdown_grace = std::chrono::seconds(30);
+  // The lowest level `serve` writes (ops/log.h); a reload applies a new one. The operator's
+  // CLI verbs write theirs whatever it says.
+  LogLevel log_level = LogLevel::kInfo;
   std::vector<Endpoint> endpoints;
 
   const Endpoint* FindByPath(std::string_view path) const;

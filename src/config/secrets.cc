@@ -113,14 +113,39 @@ bool IsStandardWebhooksSecret(std::string_view secret) {
 }
 
 std::shared_ptr<const Ed25519PublicKey> PublicKeyOf(Provider provider, std::string_view value) {
+  using Keys = ProviderSpec::Keys;
   std::optional<std::string> raw;
-  if (provider == Provider::kStandard && value.starts_with("whpk_")) {
+  const Keys keys = SpecOf(provider).keys;
+  if (keys == Keys::kStandard && value.starts_with("whpk_")) {
     raw = Base64DecodeOptionalPadding(value.substr(5));
-  } else if (provider == Provider::kDiscord && value.size() == 2 * Ed25519PublicKey::kKeySize) {
+  } else if (keys == Keys::kEd25519Hex && value.size() == 2 * Ed25519PublicKey::kKeySize) {
     raw = HexDecode(value);
   }
   if (!raw) return nullptr;
   return Ed25519PublicKey::FromRaw(*raw);  // nullptr unless 32 bytes
+}
+
+std::string CheckKey(Provider provider, Secret& secret) {
+  using Keys = ProviderSpec::Keys;
+  const ProviderSpec& spec = SpecOf(provider);
+  const bool standard = spec.keys == Keys::kStandard;
+  if (spec.keys == Keys::kEd25519Hex || (standard && secret.value.starts_with("whpk_"))) {
+    secret.public_key = PublicKeyOf(provider, secret.value);
+    if (secret.public_key) return "";
+    return standard ? " is not a Standard Webhooks public key (whpk_ followed by the base64 of "
+                      "32 bytes)"
+                    : " is not a " + std::string(spec.key_name) + " (64 hex digits)";
+  }
+  if (standard && !secret.value.starts_with("whsec_")) {
+    // Without its prefix a public key would load as an HMAC key, and anyone holding the
+    // public key could sign v1 with it (issue 26): the kind of key must be said.
+    return " has no prefix: add whsec_ if it is the signing secret, or whpk_ if it is the "
+           "public key (a Standard Webhooks key starts with one of them)";
+  }
+  if (standard && !IsStandardWebhooksSecret(secret.value)) {
+    return " is not a Standard Webhooks key (whsec_ followed by base64)";
+  }
+  return "";
 }
 
 }  // namespace hookbox::config_internal

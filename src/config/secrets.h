@@ -31,10 +31,16 @@ StatusOr<Secret> ResolveSecret(SecretSource source, const std::string& arg);
 // secrets verification can decode into a key.
 bool IsStandardWebhooksSecret(std::string_view secret);
 
-// The Ed25519 public key a secret entry holds for the providers that verify with one:
-// standard `whpk_` + base64 of the 32-byte key (padding optional), discord the key's 64 hex
-// digits (the application's "public key" in Discord's portal). nullptr when `value` is not
-// such a key (or the provider takes none).
+// The Ed25519 public key a secret entry holds for the providers whose keys are public keys
+// (config/providers.h, ProviderSpec::keys): Keys::kStandard `whpk_` + base64 of the 32-byte
+// key (padding optional), Keys::kEd25519Hex the key's 64 hex digits (discord: the
+// application's "public key" in Discord's portal). nullptr when `value` is not such a key (or
+// the provider takes none).
 std::shared_ptr<const Ed25519PublicKey> PublicKeyOf(Provider provider, std::string_view value);
+
+// Checks a resolved secret entry against the kind of key the provider's row takes, and parses
+// a public key into `secret.public_key`. "" when it will verify; else what is wrong, as the
+// end of a sentence about it (" is not a Standard Webhooks key (...)"), naming no secret byte.
+std::string CheckKey(Provider provider, Secret& secret);
 
 }  // namespace hookbox::config_internal

@@ -1,22 +1,16 @@
-// The console's routes, its guards (Host, token, Origin, CSRF) and its three pages and two
-// actions (see console.h). The pages' HTML is in pages/, rendered by render.cc.
+// The console's pages and actions (see console.h), and its refusals as pages. Which request
+// reaches which of them is the admin listener's route table (admin/routes.cc), and the guards
+// it asks first are guards.cc. The pages' HTML is in pages/, rendered by render.cc.
 #include "console/console.h"
-
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <netinet/in.h>
-#include <openssl/rand.h>
 
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
-#include <set>
-#include <stdexcept>
 #include <tuple>
 
-#include "base/crypto.h"
+#include "base/http_status.h"
 #include "console/render.h"
 #include "inbox/filter.h"
 #include "ops/clock.h"
@@ -29,7 +23,6 @@ namespace {
 using nlohmann::json;
 
 constexpr int kPageRows = 50;
-constexpr const char* kSessionCookie = "hookbox_session";
 constexpr std::array<const char*, 6> kRowStatuses = {"pending", "processing", "processed",
                                                      "stale",   "dead",       "ignored"};
 
@@ -63,14 +56,13 @@ Answer Redirect(const std::string& location) {
   return a;
 }
 
-Answer NotAllowed(const char* allow) {
-  Answer a = Message(405, "Method not allowed", std::string("This address takes ") + allow + ".");
-  a.headers.emplace("Allow", allow);
-  return a;
-}
-
-Answer Unavailable(const Status& s) {
-  return Message(503, "The inbox did not answer", s.ToString());
+// A failed inbox call as a page. Its status is HttpStatusFor's (base/http_status.h), the
+// one mapping the receiver answers by too: 503 when storage is unavailable, 404 for an
+// event that is not there, 500 for a fault.
+Answer Failed(const Status& s) {
+  const bool missing = s.code() == Status::Code::kNotFound;
+  return Message(HttpStatusFor(s), missing ? "No such event" : "The inbox did not answer",
+                 s.ToString());
 }
 
 std::string EventHref(const std::string& endpoint, const std::string& id) {
@@ -315,257 +307,59 @@ json BulkPlanView(const BulkPlan& plan, const BulkQuery& q) {
           {"label", (replay ? "Replay " : "Retry ") + std::to_string(plan.jobs) + " job(s)"}};
 }
 
-bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-std::string RandomKey() {
-  std::string key(32, '\0');
-  if (RAND_bytes(reinterpret_cast<unsigned char*>(key.data()), static_cast<int>(key.size())) != 1) {
-    throw std::runtime_error("no random bytes for the console's CSRF key");
-  }
-  return key;
-}
-
 }  // namespace
 
-Console::Console(Inbox& inbox, ConsoleOptions options)
-    : inbox_(inbox), options_(std::move(options)), csrf_key_(RandomKey()) {}
-
-std::optional<Answer> Console::Handle(const Delivery& d) {
-  static const std::set<std::string_view> kPaths = {
-      "/",         "/event",         "/dead",           "/event/retry", "/event/clear",
-      "/handlers", "/handler/pause", "/handler/resume", "/bulk",        "/login",
-      "/style.css"};
-  if (!kPaths.contains(d.path)) return std::nullopt;
-  if (!HostAllowed(d)) {
-    return Message(403, "Wrong address",
-                   "This console answers only to its own address (the listener's IP address, "
-                   "localhost when it listens on loopback, or a name listed in admin_hosts).");
-  }
-  const bool get = d.method == "GET" || d.method == "HEAD";
-  if (d.path == "/style.css") {
-    if (!get) return NotAllowed("GET, HEAD");
-    return Answer{200, std::string(*PageFile("style.css")),
-                  SecurityHeaders("text/css; charset=utf-8")};
-  }
-  if (d.path == "/login") return Login(d);
-  if (!Authorized(d)) {
-    return get ? Html(401, "login.html", {{"title", "Sign in"}})
-               : Message(401, "Sign in first", "This console needs the admin token.");
-  }
-  if (d.path == "/event/retry" || d.path == "/event/clear") {
-    if (d.method != "POST") return NotAllowed("POST");
-    return Action(d);
-  }
-  if (d.path == "/handler/pause" || d.path == "/handler/resume") {
-    if (d.method != "POST") return NotAllowed("POST");
-    return HandlerAction(d);
-  }
-  if (d.path == "/bulk" && d.method == "POST") return BulkAction(d);
-  if (!get) return NotAllowed(d.path == "/bulk" ? "GET, HEAD, POST" : "GET, HEAD");
-  const FormFields query = ParseUrlEncoded(d.query);
-  if (d.path == "/handlers") return HandlersPage(query);
-  if (d.path == "/bulk") return BulkPage(query);
-  if (d.path == "/event") return EventPage(query);
-  if (d.path == "/dead") return DeadPage(query);
-  return ListPage(query);
+Answer WrongHostPage() {
+  return Message(403, "Wrong address",
+                 "This console answers only to its own address (the listener's IP address, "
+                 "localhost when it listens on loopback, or a name listed in admin_hosts).");
 }
 
-namespace {
-
-// An IP address in one comparable form: v4 as its 4 bytes, v6 as its 16 (a v4-mapped v6
-// address as the v4 one). nullopt for anything that is not an IP literal.
-std::optional<std::string> IpBytes(const std::string& text) {
-  in_addr a4{};
-  if (inet_pton(AF_INET, text.c_str(), &a4) == 1) {
-    return std::string(reinterpret_cast<const char*>(&a4), sizeof a4);
-  }
-  in6_addr a6{};
-  if (inet_pton(AF_INET6, text.c_str(), &a6) != 1) return std::nullopt;
-  if (IN6_IS_ADDR_V4MAPPED(&a6)) return std::string(reinterpret_cast<const char*>(&a6) + 12, 4);
-  return std::string(reinterpret_cast<const char*>(&a6), sizeof a6);
+Answer SignInPage(const Delivery& d) {
+  if (d.method == "GET" || d.method == "HEAD")
+    return Html(401, "login.html", {{"title", "Sign in"}});
+  return Message(401, "Sign in first", "This console needs the admin token.");
 }
 
-bool IsLoopback(const std::string& bytes) {
-  static const std::string kV6Loopback = *IpBytes("::1");
-  return (bytes.size() == 4 && bytes[0] == 127) || bytes == kV6Loopback;
-}
-
-bool IsWildcard(const std::string& bytes) {
-  return bytes.find_first_not_of('\0') == std::string::npos;
-}
-
-// Whether `ip` is an address of one of this machine's interfaces: what a listener bound to
-// 0.0.0.0 or [::] answers on. Asked at each request, as interfaces come and go.
-bool IsLocalAddress(const std::string& ip) {
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return false;
-  bool found = false;
-  for (const ifaddrs* i = list; i != nullptr && !found; i = i->ifa_next) {
-    if (i->ifa_addr == nullptr) continue;
-    if (i->ifa_addr->sa_family == AF_INET) {
-      const auto* a = reinterpret_cast<const sockaddr_in*>(i->ifa_addr);
-      found = ip == std::string(reinterpret_cast<const char*>(&a->sin_addr), 4);
-    } else if (i->ifa_addr->sa_family == AF_INET6) {
-      const auto* a = reinterpret_cast<const sockaddr_in6*>(i->ifa_addr);
-      found = ip == std::string(reinterpret_cast<const char*>(&a->sin6_addr), 16);
-    }
-  }
-  freeifaddrs(list);
-  return found;
-}
-
-}  // namespace
-
-bool Console::HostAllowed(const Delivery& d) const {
-  // No Host at all: only HTTP/1.0 may leave it out (the parser answers an HTTP/1.1 request
-  // without one 400), and no browser does, so no DNS-rebinding page can send this. An old
-  // load balancer's or `nc` health probe can, and once got 403 (issue 26).
-  const size_t hosts = HeaderCount(d.headers, "Host");
-  if (hosts == 0) return true;
-  if (hosts != 1) return false;
-  std::string_view host = *HeaderValue(d.headers, "Host");
-  std::string name;
-  std::string_view rest;
-  if (host.starts_with('[')) {
-    const size_t close = host.find(']');
-    if (close == std::string_view::npos) return false;
-    name = std::string(host.substr(1, close - 1));
-    rest = host.substr(close + 1);
-    // Only a v6 literal goes in brackets.
-    in6_addr a6{};
-    if (inet_pton(AF_INET6, name.c_str(), &a6) != 1) return false;
-  } else {
-    const size_t colon = host.rfind(':');
-    name = std::string(host.substr(0, colon));
-    rest = colon == std::string_view::npos ? std::string_view() : host.substr(colon);
-  }
-  int64_t port = 80;
-  if (!rest.empty()) {
-    auto n = rest.starts_with(':') ? Count(std::string(rest.substr(1))) : std::nullopt;
-    if (!n) return false;
-    port = *n;
-  }
-  if (port != port_) return false;
-  if (std::any_of(options_.hosts.begin(), options_.hosts.end(),
-                  [&](const std::string& h) { return EqualsIgnoringCase(h, name); })) {
-    return true;
-  }
-  // The listener's own address: the name admin_listen gives, or the bytes its IP stands for.
-  if (!listen_ip_ && EqualsIgnoringCase(name, listen_host_)) return true;
-  if (EqualsIgnoringCase(name, "localhost")) return bound_loopback_ || bound_wildcard_;
-  const std::optional<std::string> ip = IpBytes(name);
-  // A name not listed in admin_hosts, or 0.0.0.0 (which a browser may send to a local port).
-  if (!ip || IsWildcard(*ip)) return false;
-  if (listen_ip_ && *ip == *listen_ip_) return true;
-  static const std::string kV4Loopback = *IpBytes("127.0.0.1");
-  if (bound_loopback_) return IsLoopback(*ip) && (ip->size() == 16 || *ip == kV4Loopback);
-  return bound_wildcard_ && IsLocalAddress(*ip);
-}
-
-void Console::SetListener(std::string host, int port) {
-  listen_host_ = std::move(host);
-  listen_ip_ = IpBytes(listen_host_);
-  bound_loopback_ =
-      EqualsIgnoringCase(listen_host_, "localhost") || (listen_ip_ && IsLoopback(*listen_ip_));
-  bound_wildcard_ = listen_ip_ && IsWildcard(*listen_ip_);
-  port_ = port;
-}
-
-bool Console::Authorized(const Delivery& d) const {
-  if (options_.token.empty()) return true;
-  if (auto auth = HeaderValue(d.headers, "Authorization"); auth && auth->starts_with("Bearer ")) {
-    return ConstantTimeEqual(auth->substr(7), options_.token);
-  }
-  const std::string session = SessionCookieValue();
-  auto [from, to] = d.headers.equal_range("Cookie");
-  for (auto it = from; it != to; ++it) {
-    std::string_view cookies = it->second;
-    while (!cookies.empty()) {
-      const size_t semi = cookies.find(';');
-      std::string_view pair = cookies.substr(0, semi);
-      cookies = semi == std::string_view::npos ? std::string_view() : cookies.substr(semi + 1);
-      while (pair.starts_with(' ')) pair.remove_prefix(1);
-      const size_t eq = pair.find('=');
-      if (eq != std::string_view::npos && pair.substr(0, eq) == kSessionCookie &&
-          ConstantTimeEqual(pair.substr(eq + 1), session)) {
-        return true;
-      }
-    }
-  }
-  return false;
-}
-
-// A POST from another site: an Origin (or Sec-Fetch-Site) that is not this listener's, or,
-// for the actions, a missing or wrong CSRF token. nullopt when the request may go on.
-std::optional<Answer> Console::RefusedPost(const Delivery& d, const FormFields& form) const {
-  const std::string host(HeaderValue(d.headers, "Host").value_or(""));
-  if (auto origin = HeaderValue(d.headers, "Origin")) {
-    if (!EqualsIgnoringCase(*origin, "http://" + host) &&
-        !EqualsIgnoringCase(*origin, "https://" + host)) {
-      return Message(403, "Refused", "This request came from another site.");
-    }
-  }
-  if (auto site = HeaderValue(d.headers, "Sec-Fetch-Site");
-      site && *site != "same-origin" && *site != "none") {
-    return Message(403, "Refused", "This request came from another site.");
-  }
-  if (d.path == "/login") return std::nullopt;
-  // A handler's forms carry its name as `id`; their tokens are bound apart from an
-  // event's of the same name (HandlerToken). The bulk form's is tied to no event.
-  const std::string expected = d.path == "/bulk" ? BulkCsrfToken()
-                               : d.path.starts_with("/handler/")
-                                   ? HandlerToken(Field(form, "endpoint"), Field(form, "id"))
-                                   : CsrfToken(Field(form, "endpoint"), Field(form, "id"));
-  if (!ConstantTimeEqual(Field(form, "csrf"), expected)) {
-    return Message(403, "Refused",
-                   "The form's token is missing or out of date (the daemon may have "
-                   "restarted): open the event's page again and repeat.");
-  }
-  return std::nullopt;
-}
-
-std::string Console::CsrfToken(const std::string& endpoint, const std::string& id) const {
-  std::string message = "csrf";
-  message += '\0' + endpoint + '\0' + id;
-  return HexEncode(Hmac(HashAlgorithm::kSha256, csrf_key_, message));
-}
-
-std::string Console::HandlerToken(const std::string& endpoint, const std::string& handler) const {
-  return CsrfToken(endpoint, std::string("\x1fhandler\x1f") + handler);
-}
-
-std::string Console::BulkCsrfToken() const {
-  return HexEncode(Hmac(HashAlgorithm::kSha256, csrf_key_, std::string("csrf-bulk")));
-}
-
-std::string Console::SessionCookieValue() const {
-  return HexEncode(Hmac(HashAlgorithm::kSha256, options_.token, "hookbox console session"));
-}
-
-Answer Console::Login(const Delivery& d) {
-  if (options_.token.empty()) return Redirect("/");
-  if (d.method == "GET" || d.method == "HEAD") {
-    if (Authorized(d)) return Redirect("/");
-    return Html(200, "login.html", {{"title", "Sign in"}});
-  }
-  if (d.method != "POST") return NotAllowed("GET, HEAD, POST");
-  const FormFields form = ParseUrlEncoded(d.body);
-  if (auto refused = RefusedPost(d, form)) return *refused;
-  if (!ConstantTimeEqual(Field(form, "token"), options_.token)) {
-    return Html(401, "login.html", {{"title", "Sign in"}, {"failed", true}});
-  }
-  Answer a = Redirect("/");
-  a.headers.emplace("Set-Cookie", std::string(kSessionCookie) + "=" + SessionCookieValue() +
-                                      "; Path=/; HttpOnly; SameSite=Strict");
+Answer NotAllowedPage(std::string_view allow) {
+  Answer a = Message(405, "Method not allowed", "This address takes " + std::string(allow) + ".");
+  a.headers.emplace("Allow", std::string(allow));
   return a;
 }
 
-Answer Console::ListPage(const FormFields& query) {
+Answer RefusedPage(std::string_view why) { return Message(403, "Refused", std::string(why)); }
+
+Console::Console(Inbox& inbox, ConsoleOptions options, const Guards& guards)
+    : inbox_(inbox), options_(std::move(options)), guards_(guards) {}
+
+Answer Console::StyleSheet() {
+  return Answer{200, std::string(*PageFile("style.css")),
+                SecurityHeaders("text/css; charset=utf-8")};
+}
+
+// Every method comes here (its row takes them all): without a token there is nothing to sign
+// in to, and any request is sent to the list. With one, GET shows the form (or the list, to
+// a signed-in browser) and POST, from this listener's own page (Origin), checks the token and
+// sets the session cookie.
+Answer Console::Login(const Delivery& d) {
+  if (!guards_.HasToken()) return Redirect("/");
+  if (d.method == "GET" || d.method == "HEAD") {
+    if (guards_.Authorized(d)) return Redirect("/");
+    return Html(200, "login.html", {{"title", "Sign in"}});
+  }
+  if (d.method != "POST") return NotAllowedPage("GET, HEAD, POST");
+  const FormFields form = ParseUrlEncoded(d.body);
+  if (auto refused = guards_.RefusedPost(d, form)) return RefusedPage(*refused);
+  if (!guards_.IsToken(Field(form, "token"))) {
+    return Html(401, "login.html", {{"title", "Sign in"}, {"failed", true}});
+  }
+  Answer a = Redirect("/");
+  a.headers.emplace("Set-Cookie", guards_.SessionSetCookie());
+  return a;
+}
+
+Answer Console::ListPage(const Delivery& d) {
+  const FormFields query = ParseUrlEncoded(d.query);
   std::vector<std::string> where_lines;
   const std::vector<FilterOption> options = FilterOptions(query, &where_lines);
   auto filter = ParseFilter(options, std::chrono::system_clock::now());
@@ -583,9 +377,9 @@ Answer Console::ListPage(const FormFields& query) {
     f.before_received_at = *at;
   }
   auto rows = Rows(f);
-  if (!rows.ok()) return Unavailable(rows.status());
+  if (!rows.ok()) return Failed(rows.status());
   auto queue = inbox_.Queue(false);
-  if (!queue.ok()) return Unavailable(queue.status());
+  if (!queue.ok()) return Failed(queue.status());
 
   const EventFilter& ef = f.filter;
   std::string where_text;
@@ -644,7 +438,8 @@ StatusOr<std::vector<InboxRow>> Console::Rows(const ListFilter& f) {
   return rows;
 }
 
-Answer Console::EventPage(const FormFields& query) {
+Answer Console::EventPage(const Delivery& d) {
+  const FormFields query = ParseUrlEncoded(d.query);
   const std::string endpoint = Field(query, "endpoint");
   const std::string id = Field(query, "id");
   if (endpoint.empty() || id.empty()) {
@@ -653,17 +448,17 @@ Answer Console::EventPage(const FormFields& query) {
   auto detail = inbox_.Show(endpoint, id);
   if (!detail.ok()) {
     if (detail.status().code() == Status::Code::kNotFound) {
-      return Message(404, "No such event",
+      return Message(HttpStatusFor(detail.status()), "No such event",
                      "The inbox holds no event " + id + " at endpoint " + endpoint +
                          ": it may have been cleared or purged.");
     }
-    return Unavailable(detail.status());
+    return Failed(detail.status());
   }
   json view = {{"title", "Event " + id},
                {"row", RowView(detail->row)},
                {"headers", HeadersView(detail->row.headers_json)},
                {"jobs", JobsView(detail->jobs)},
-               {"csrf", CsrfToken(endpoint, id)}};
+               {"csrf", guards_.CsrfToken(endpoint, id)}};
   view["can_retry"] = std::any_of(detail->jobs.begin(), detail->jobs.end(),
                                   [](const JobRow& j) { return j.status == "dead"; });
   AddBody(detail->row.body, view);
@@ -674,7 +469,8 @@ Answer Console::EventPage(const FormFields& query) {
   return Html(200, "event.html", view);
 }
 
-Answer Console::DeadPage(const FormFields& query) {
+Answer Console::DeadPage(const Delivery& d) {
+  const FormFields query = ParseUrlEncoded(d.query);
   int64_t before = 0;
   if (auto text = FormValue(query, "before")) {
     auto n = Count(*text);
@@ -682,7 +478,7 @@ Answer Console::DeadPage(const FormFields& query) {
     before = *n;
   }
   auto dead = inbox_.DeadJobs(before, kPageRows + 1);
-  if (!dead.ok()) return Unavailable(dead.status());
+  if (!dead.ok()) return Failed(dead.status());
   const bool more = dead->size() > static_cast<size_t>(kPageRows);
   if (more) dead->pop_back();
   json view = {{"title", "Dead letters"}, {"dead", json::array()}};
@@ -698,10 +494,10 @@ Answer Console::DeadPage(const FormFields& query) {
 }
 
 // Retry or Clear: the first POST answers a confirmation page that says what will happen;
-// its button posts again with confirm=yes, which acts.
-Answer Console::Action(const Delivery& d) {
+// its button posts again with confirm=yes, which acts. The route table has checked the form's
+// Origin and CSRF token (guards.h) before this runs, as for every action.
+Answer Console::EventAction(const Delivery& d) {
   const FormFields form = ParseUrlEncoded(d.body);
-  if (auto refused = RefusedPost(d, form)) return *refused;
   const std::string endpoint = Field(form, "endpoint");
   const std::string id = Field(form, "id");
   const bool retry = d.path == "/event/retry";
@@ -727,23 +523,25 @@ Answer Console::Action(const Delivery& d) {
     auto rearmed = inbox_.Retry(endpoint, id, std::chrono::system_clock::now());
     if (!rearmed.ok()) {
       const Status& s = rearmed.status();
-      if (s.code() == Status::Code::kNotFound) return Message(404, "No such event", s.ToString());
+      // A row without a dead job is refused as InvalidArgument: here it is the row's state
+      // (409), not a bad request.
       if (s.code() == Status::Code::kInvalidArgument) {
         return Message(409, "Nothing to retry", "This event has no dead job.");
       }
-      return Unavailable(s);
+      return Failed(s);
     }
     if (options_.wake) options_.wake();
     return Redirect(EventHref(endpoint, id) + "&retried=" + std::to_string(*rearmed));
   }
   if (Status s = inbox_.Clear(endpoint, id, std::chrono::system_clock::now()); !s.ok()) {
-    if (s.code() == Status::Code::kNotFound) return Message(404, "No such event", s.ToString());
+    // A busy row is Conflict, which on the receive path is a body conflict (422): here it
+    // is the row's state (409).
     if (s.code() == Status::Code::kConflict) {
       return Message(409, "Not cleared",
                      "A job of this event is running. Clear it once the "
                      "attempt has ended.");
     }
-    return Unavailable(s);
+    return Failed(s);
   }
   return Redirect("/?cleared=1&cleared_endpoint=" + UrlEncode(endpoint) +
                   "&cleared_id=" + UrlEncode(id));
@@ -751,9 +549,10 @@ Answer Console::Action(const Delivery& d) {
 
 // The handlers page (issue 25): each worker-pool handler of the config with its state and
 // job counts, and a Pause or Resume form (a confirmation first, as Retry and Clear).
-Answer Console::HandlersPage(const FormFields& query) {
+Answer Console::HandlersPage(const Delivery& d) {
+  const FormFields query = ParseUrlEncoded(d.query);
   auto all = inbox_.Handlers(std::chrono::system_clock::now(), /*count_jobs=*/true);
-  if (!all.ok()) return Unavailable(all.status());
+  if (!all.ok()) return Failed(all.status());
   json view = {{"title", "Handlers"}, {"handlers", json::array()}};
   for (const ConsoleOptions::PoolHandler& ph : options_.handlers) {
     HandlerStatus h;
@@ -777,7 +576,7 @@ Answer Console::HandlersPage(const FormFields& query) {
                                 {"action", st.paused ? "/handler/resume" : "/handler/pause"},
                                 {"label", st.paused ? "Resume" : "Pause"},
                                 {"pausable", !st.paused},
-                                {"csrf", HandlerToken(ph.endpoint, ph.handler)}});
+                                {"csrf", guards_.HandlerToken(ph.endpoint, ph.handler)}});
   }
   if (const std::string done = Field(query, "done"); done == "paused" || done == "resumed") {
     view["notice"] = (done == "paused" ? "Paused " : "Resumed ") + Field(query, "endpoint") +
@@ -790,7 +589,6 @@ Answer Console::HandlersPage(const FormFields& query) {
 // confirm=yes, which acts (Inbox::SetPaused, as `hookbox handler pause` does).
 Answer Console::HandlerAction(const Delivery& d) {
   const FormFields form = ParseUrlEncoded(d.body);
-  if (auto refused = RefusedPost(d, form)) return *refused;
   const std::string endpoint = Field(form, "endpoint");
   const std::string handler = Field(form, "id");
   const bool pause = d.path == "/handler/pause";
@@ -826,7 +624,7 @@ Answer Console::HandlerAction(const Delivery& d) {
   if (reason.size() > 200) reason.resize(200);
   auto changed = inbox_.SetPaused({{endpoint, handler}}, pause, pause ? reason : "",
                                   std::chrono::system_clock::now());
-  if (!changed.ok()) return Unavailable(changed.status());
+  if (!changed.ok()) return Failed(changed.status());
   if (!pause && options_.wake) options_.wake();
   return Redirect(std::string("/handlers?done=") + (pause ? "paused" : "resumed") +
                   "&endpoint=" + UrlEncode(endpoint) + "&handler=" + UrlEncode(handler));
@@ -835,7 +633,8 @@ Answer Console::HandlerAction(const Delivery& d) {
 // The bulk page: the plan of a retry of the dead jobs, or a replay of one handler, over the
 // filter in the query (the same numbers as `hookbox inbox retry --dead --dry-run`), and the
 // form whose POST acts. GET changes nothing.
-Answer Console::BulkPage(const FormFields& query) {
+Answer Console::BulkPage(const Delivery& d) {
+  const FormFields query = ParseUrlEncoded(d.query);
   json view = {{"title", "Bulk retry and replay"}};
   view["endpoints"] = json::array();
   const std::string endpoint = Field(query, "endpoint");
@@ -871,19 +670,18 @@ Answer Console::BulkPage(const FormFields& query) {
       return Html(200, "bulk.html", view);
     }
     auto plan = inbox_.PlanBulk(q->request);
-    if (!plan.ok()) return Unavailable(plan.status());
+    if (!plan.ok()) return Failed(plan.status());
     view["plan"] = BulkPlanView(*plan, *q);
-    view["plan"]["csrf"] = BulkCsrfToken();
+    view["plan"]["csrf"] = guards_.BulkCsrfToken();
   }
   return Html(200, "bulk.html", view);
 }
 
 // The bulk page's POST: the confirmation of the plan the page showed. Guarded as Retry and
-// Clear (RefusedPost: Origin, Sec-Fetch-Site and the CSRF token); acts on the rows the
+// Clear (Origin, Sec-Fetch-Site and the bulk form's CSRF token); acts on the rows the
 // filter matches now (jobs that changed since the plan are left alone: inbox.h).
 Answer Console::BulkAction(const Delivery& d) {
   const FormFields form = ParseUrlEncoded(d.body);
-  if (auto refused = RefusedPost(d, form)) return *refused;
   auto q = ParseBulkQuery(form);
   if (!q.ok()) return Message(400, "This filter cannot be used", q.status().ToString());
   if (q->request.verb == BulkVerb::kReplay && q->request.filter.handler.empty()) {
@@ -891,7 +689,7 @@ Answer Console::BulkAction(const Delivery& d) {
   }
   auto done = q->request.verb == BulkVerb::kReplay ? inbox_.Replay(q->request)
                                                    : inbox_.RetryDead(q->request);
-  if (!done.ok()) return Unavailable(done.status());
+  if (!done.ok()) return Failed(done.status());
   Metrics()
       .bulk_jobs_rearmed.With({BulkVerbName(q->request.verb)})
       .Inc(static_cast<uint64_t>(*done));

@@ -46,10 +46,49 @@ DaemonMetrics::DaemonMetrics()
           "hookbox_storage_errors_total",
           "Storage operations that failed other than by lock contention, by operation (accept, "
           "checkpoint, purge, claim, finish); each is also an error log line.",
-          {"op"})) {
+          {"op"})),
+      reloads_refused(registry.AddCounter(
+          "hookbox_config_reloads_refused_total",
+          "Reloads (SIGHUP) refused because the new config had errors; the old config stays.",
+          {})) {
   // Present at 0 from the start, so that an alert on its rate has a series to read.
   for (const char* op : {"accept", "checkpoint", "purge", "claim", "finish"}) {
     storage_errors.With({op});
+  }
+  for (const char* kind : {"processed", "stale", "ignored", "dead", "sequences"}) {
+    purged_rows.With({kind});
+  }
+  for (const char* verb : {"retry", "replay"}) bulk_jobs_rearmed.With({verb});
+  reloads_refused.With({});
+  auto timestamp = [](const std::atomic<double>& t) {
+    return [&t] { return std::vector<GaugeSample>{{{}, t.load(std::memory_order_relaxed)}}; };
+  };
+  registry.AddGauge("hookbox_purge_last_success_timestamp_seconds",
+                    "Unix time the last purge completed; 0 if none has since the start.", {},
+                    timestamp(last_purge));
+  registry.AddGauge("hookbox_config_last_reload_success_timestamp_seconds",
+                    "Unix time the config in use was loaded: the start, or the last reload.", {},
+                    timestamp(last_reload));
+}
+
+void StartSeries(const KnownSeries& known) {
+  DaemonMetrics& m = Metrics();
+  for (const auto& [endpoint, verified] : known.endpoints) {
+    for (const char* outcome : kDeliveryOutcomes) m.deliveries.With({endpoint, outcome});
+    if (!verified) continue;
+    for (const char* reason : {"missing", "malformed", "mismatch", "timestamp"}) {
+      m.signature_failures.With({endpoint, reason});
+    }
+  }
+  m.deliveries.With({"", "not_found"});
+  for (const auto& [endpoint, handler] : known.handlers) {
+    for (const char* outcome : {"ok", "failed", "timeout", "permanent"}) {
+      m.attempts.With({endpoint, handler, outcome});
+    }
+    m.handler_infra_failures.With({endpoint, handler});
+    for (const char* to : {"open", "half-open", "closed"}) {
+      m.circuit_transitions.With({endpoint, handler, to});
+    }
   }
 }
 

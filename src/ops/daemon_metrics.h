@@ -5,6 +5,11 @@
 // which owns the inbox.
 #pragma once
 
+#include <atomic>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "ops/metrics.h"
 #include "ops/recent_counts.h"
 
@@ -40,12 +45,37 @@ struct DaemonMetrics {
   // {op}: accept, checkpoint, purge, claim, finish. Storage operations that failed for a
   // reason other than lock contention (storage_health.h); each is also an `error` log line.
   CounterFamily& storage_errors;
+  // Reloads (SIGHUP) refused because the new config had errors; the old one stays.
+  CounterFamily& reloads_refused;
+  // Unix times, 0 until it first happens in this process: the last purge that completed
+  // (daily, or `hookbox purge`), and the config last loaded (the start, or a reload).
+  std::atomic<double> last_purge{0};
+  std::atomic<double> last_reload{0};
   // Deliveries of the last hour by the outcome `deliveries` counts them under (the
   // console's summary).
   RecentCounts recent_deliveries;
 
   DaemonMetrics();
 };
+
+// What the config names, for StartSeries: every endpoint (and whether it verifies
+// signatures) and every handler, by endpoint.
+struct KnownSeries {
+  std::vector<std::pair<std::string, bool>> endpoints;        // name, verified
+  std::vector<std::pair<std::string, std::string>> handlers;  // endpoint, handler
+};
+
+// Creates, at 0, each counter series the config's endpoints and handlers can have (every
+// outcome, reason and transition of theirs), so `rate()` and absence alerts have a series
+// from the first scrape, before anything happened. Called at start and after each reload;
+// series of a removed endpoint or handler stay (a counter never goes back).
+void StartSeries(const KnownSeries& known);
+
+// The delivery outcomes StartSeries creates for each endpoint: those an operator alerts on.
+// (Rarer ones, e.g. challenge, ping, method_not_allowed, appear when first counted.)
+inline constexpr const char* kDeliveryOutcomes[] = {
+    "accepted",      "duplicate", "stale",         "ignored",   "unauthenticated", "bad_identity",
+    "body_conflict", "too_large", "storage_error", "sync_busy", "sync_failed"};
 
 DaemonMetrics& Metrics();
 

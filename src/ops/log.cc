@@ -1,17 +1,68 @@
-// Structured JSON log lines on stderr (see log.h).
+// Structured JSON log lines on stderr (see log.h): the level threshold and the journal's
+// priority prefix.
 #include "ops/log.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
 
 #include "ops/clock.h"
 
 namespace hookbox {
 
-void Log(const char* level, const nlohmann::json& fields) {
-  nlohmann::json line = {{"time", FormatTime(std::chrono::system_clock::now())}, {"level", level}};
+namespace {
+
+std::atomic<LogLevel> g_threshold{LogLevel::kInfo};
+std::atomic<bool> g_journal{false};
+
+// sd-daemon(3)'s priorities (syslog's numbers).
+const char* JournalPrefix(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug:
+      return "<7>";
+    case LogLevel::kInfo:
+      return "<6>";
+    case LogLevel::kWarn:
+      return "<4>";
+    case LogLevel::kError:
+      return "<3>";
+  }
+  return "<6>";
+}
+
+}  // namespace
+
+void SetLogLevel(LogLevel level) { g_threshold.store(level, std::memory_order_relaxed); }
+
+LogLevel CurrentLogLevel() { return g_threshold.load(std::memory_order_relaxed); }
+
+void DetectJournal() {
+  // systemd.exec(5): JOURNAL_STREAM is "DEVICE:INODE" of the stream it connected; a process
+  // whose stderr was redirected since (a child's log file) must not take it for the journal.
+  bool journal = false;
+  const char* env = std::getenv("JOURNAL_STREAM");
+  struct stat st {};
+  unsigned long long dev = 0;
+  unsigned long long ino = 0;
+  if (env && std::sscanf(env, "%llu:%llu", &dev, &ino) == 2 && ::fstat(STDERR_FILENO, &st) == 0) {
+    journal = static_cast<unsigned long long>(st.st_dev) == dev &&
+              static_cast<unsigned long long>(st.st_ino) == ino;
+  }
+  g_journal.store(journal, std::memory_order_relaxed);
+}
+
+namespace {
+
+void Write(LogLevel level, const nlohmann::json& fields) {
+  nlohmann::json line = {{"time", FormatTime(std::chrono::system_clock::now())},
+                         {"level", LogLevelName(level)}};
   line.update(fields);
+  std::string text = g_journal.load(std::memory_order_relaxed) ? JournalPrefix(level) : "";
   // Invalid UTF-8 from a client (an event id, a path) is replaced, never thrown on.
-  std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  text += line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   text += '\n';
   // One write() per line: concurrent lines never interleave (stderr is unbuffered).
   size_t off = 0;
@@ -21,5 +72,13 @@ void Log(const char* level, const nlohmann::json& fields) {
     off += static_cast<size_t>(n);
   }
 }
+
+}  // namespace
+
+void Log(LogLevel level, const nlohmann::json& fields) {
+  if (level >= CurrentLogLevel()) Write(level, fields);
+}
+
+void LogLifecycle(const nlohmann::json& fields) { Write(LogLevel::kInfo, fields); }
 
 }  // namespace hookbox

@@ -13,8 +13,9 @@
 namespace hookbox {
 namespace {
 
-FieldRef Header(const char* name) { return {FieldRef::From::kHeader, name}; }
-FieldRef Body(const char* pointer) { return {FieldRef::From::kBody, pointer}; }
+FieldRef FieldOf(const ProviderSpec::Source& source) {
+  return {source.from, std::string(source.name)};
+}
 
 std::string Describe(const FieldRef& ref) {
   switch (ref.from) {
@@ -106,62 +107,14 @@ Status CheckField(const char* what, const std::string& value) {
 }  // namespace
 
 std::vector<FieldRef> DefaultIdSources(Provider provider) {
-  switch (provider) {
-    case Provider::kStripe:
-      return {Body("/id")};
-    case Provider::kGithub:
-      return {Header("X-GitHub-Delivery")};
-    case Provider::kStandard:
-      return {Header("webhook-id"), Header("svix-id")};
-    case Provider::kShopify:
-      return {Header("X-Shopify-Event-Id"), Header("X-Shopify-Webhook-Id")};
-    case Provider::kSlack:
-      return {Body("/event_id")};
-    case Provider::kGitlab:
-      return {Header("Idempotency-Key"), Header("X-Gitlab-Event-UUID")};
-    case Provider::kPaddle:
-    case Provider::kSquare:
-      return {Body("/event_id")};
-    case Provider::kTwilio:
-      // Not I-Twilio-Idempotency-Token: Twilio does not sign it, so a captured request resent
-      // under a fresh token would be a new event and run its handlers again. The hash of the
-      // signed message (URL and sorted fields, or the URL with bodySHA256) is the same for
-      // Twilio's own retries, which resend the signed request (issue 26).
-    case Provider::kDiscord:  // its events carry no id: the body hash
-    case Provider::kHmac:
-    case Provider::kNone:
-      return {};
+  std::vector<FieldRef> sources;
+  for (const ProviderSpec::Source& source : SpecOf(provider).ids) {
+    if (!source.empty()) sources.push_back(FieldOf(source));
   }
-  return {};
+  return sources;
 }
 
-FieldRef DefaultTypeSource(Provider provider) {
-  switch (provider) {
-    case Provider::kStripe:
-      return Body("/type");
-    case Provider::kGithub:
-      return Header("X-GitHub-Event");
-    case Provider::kStandard:
-      return Body("/type");
-    case Provider::kShopify:
-      return Header("X-Shopify-Topic");
-    case Provider::kSlack:
-      return Body("/event/type");
-    case Provider::kGitlab:
-      return Header("X-Gitlab-Event");
-    case Provider::kPaddle:
-      return Body("/event_type");
-    case Provider::kSquare:
-      return Body("/type");
-    case Provider::kDiscord:
-      return Body("/event/type");
-    case Provider::kTwilio:  // no type in its requests: the constant "twilio" (Identify)
-    case Provider::kHmac:
-    case Provider::kNone:
-      return {};
-  }
-  return {};
-}
+FieldRef DefaultTypeSource(Provider provider) { return FieldOf(SpecOf(provider).type); }
 
 std::optional<int64_t> SequenceKey(std::string_view value) {
   int64_t n = 0;
@@ -181,13 +134,16 @@ StatusOr<Identity> Identify(const Endpoint& endpoint, const Headers& headers, st
   Identity id;
   id.body_sha256 = Sha256Hex(signed_message.empty() ? body : signed_message);
 
+  const ProviderSpec& provider = SpecOf(endpoint.provider);
   std::vector<FieldRef> id_sources = endpoint.event_id.empty()
                                          ? DefaultIdSources(endpoint.provider)
                                          : std::vector<FieldRef>{endpoint.event_id};
-  if (endpoint.event_id.empty() && endpoint.provider == Provider::kStandard) {
-    // The id is the one the signature covers: from the header family that was verified,
-    // never the other one (a svix-signed delivery with an added webhook-id is no new event).
-    id_sources = {Header(StandardHeaderPrefix(headers) == "svix-" ? "svix-id" : "webhook-id")};
+  if (endpoint.event_id.empty()) {
+    // The id is the one the signature covers, where the scheme signs one (standard: from the
+    // header family that was verified, never the other one).
+    if (std::optional<std::string_view> signed_id = SignedIdHeader(endpoint, headers)) {
+      id_sources = {FieldRef{FieldRef::From::kHeader, std::string(*signed_id)}};
+    }
   }
   for (const FieldRef& ref : id_sources) {
     auto v = Read(ref, headers, reader);
@@ -197,11 +153,15 @@ StatusOr<Identity> Identify(const Endpoint& endpoint, const Headers& headers, st
       break;
     }
   }
-  if (id.event_id.empty() && endpoint.event_id.empty() && endpoint.provider == Provider::kSquare) {
-    // No /event_id where Square's body starts in its signed message (the body here is read
-    // from there, verify.h SignedBody): no event Square sends. Refused rather than stored
-    // under the hash, which would make a new event of a signature over anything else.
-    return Status::InvalidArgument("square delivery without a body /event_id");
+  if (id.event_id.empty() && endpoint.event_id.empty() && provider.id_required) {
+    // The producer always sends its id (square: its body's /event_id, read where Square's body
+    // starts in its signed message, verify.h SignedBody): no event it sends. Refused rather
+    // than stored under the hash, which would make a new event of a signature over anything
+    // else.
+    const ProviderSpec::Source& first = provider.ids.front();
+    return Status::InvalidArgument(std::string(provider.name) + " delivery without a " +
+                                   (first.from == FieldRef::From::kHeader ? "header " : "body ") +
+                                   std::string(first.name));
   }
   if (id.event_id.empty()) {
     id.event_id = "sha256:" + id.body_sha256;
@@ -211,8 +171,9 @@ StatusOr<Identity> Identify(const Endpoint& endpoint, const Headers& headers, st
   FieldRef type_ref =
       endpoint.event_type.empty() ? DefaultTypeSource(endpoint.provider) : endpoint.event_type;
   id.event_type = Read(type_ref, headers, reader).value_or("");
-  if (endpoint.event_type.empty() && endpoint.provider == Provider::kTwilio) {
-    id.event_type = "twilio";  // Twilio names no event; route on form:NAME to tell them apart
+  if (endpoint.event_type.empty() && !provider.type_constant.empty()) {
+    // The producer names no event (twilio); route on a form:NAME to tell them apart.
+    id.event_type = provider.type_constant;
   }
 
   if (!endpoint.resource.empty() && !endpoint.sequence.empty()) {

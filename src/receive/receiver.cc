@@ -1,5 +1,5 @@
-// The receive pipeline (see receiver.h). The mapping from a Status to an HTTP answer lives
-// here and nowhere else.
+// The receive pipeline (see receiver.h). A Status becomes an HTTP status by HttpStatusFor
+// (base/http_status.h), the one mapping, which the console answers by too.
 #include "receive/receiver.h"
 
 #include <fnmatch.h>
@@ -12,9 +12,11 @@
 #include <vector>
 
 #include "base/form.h"
+#include "base/http_status.h"
 #include "ops/daemon_metrics.h"
 #include "ops/log.h"
 #include "ops/storage_health.h"
+#include "receive/examine.h"
 #include "receive/identify.h"
 #include "verify/verify.h"
 #include "work/attempt.h"
@@ -31,33 +33,19 @@ Answer Error(int status, const std::string& message) {
   return Answer{status, Dump(json{{"error", message}}), {}};
 }
 
-// The one place a Status becomes an HTTP status.
-int HttpStatusFor(const Status& s) {
-  switch (s.code()) {
-    case Status::Code::kOk:
-      return 200;
-    case Status::Code::kInvalidArgument:
-      return 400;
-    case Status::Code::kNotFound:
-      return 404;
-    case Status::Code::kUnauthenticated:
-      return 401;
-    case Status::Code::kConflict:
-      return 422;
-    case Status::Code::kUnavailable:
-      return 503;
-    case Status::Code::kInternal:
-      return 500;
+// The headers that carry credentials, and every provider's token header (GitLab's
+// X-Gitlab-Token): the inbox holds no secret.
+Headers CredentialHeaders() {
+  Headers names = {
+      {"Authorization", ""}, {"Proxy-Authorization", ""}, {"Cookie", ""}, {"X-Api-Key", ""}};
+  for (const ProviderSpec& provider : Providers()) {
+    if (!provider.token_header.empty()) names.emplace(provider.token_header, "");
   }
-  return 500;
+  return names;
 }
 
 bool IsCredentialHeader(std::string_view name) {
-  static const Headers kCredentials = {{"Authorization", ""},
-                                       {"Proxy-Authorization", ""},
-                                       {"Cookie", ""},
-                                       {"X-Gitlab-Token", ""},
-                                       {"X-Api-Key", ""}};
+  static const Headers kCredentials = CredentialHeaders();
   return kCredentials.count(name) > 0;
 }
 
@@ -338,35 +326,18 @@ Event EventFor(const ReceiverSetup& setup, const Endpoint& ep, const Delivery& d
   return e;
 }
 
-// A body too large to read: past limits.max_body, or (Twilio, whose signature covers the
-// form's parsed, sorted fields) more fields than kMaxFormFields, so that work is bounded
-// before the signature is checked (issue 26). A JSON body (bodySHA256 in the query) is not
-// parsed.
+// A body too large to read: past limits.max_body, or a form with more than kMaxFormFields
+// fields where the provider's signature covers them parsed (twilio, verify.h
+// TooManyFormFields), so that work is bounded before the signature is checked (issue 26).
 std::optional<std::pair<Answer, const char*>> SizeRefusal(const Endpoint& ep, const Delivery& d,
                                                           size_t max_body) {
   if (d.body.size() > max_body) {
     return std::make_pair(Error(413, "body larger than limits.max_body"), "too_large");
   }
-  if (ep.provider == Provider::kTwilio && !FormValue(ParseUrlEncoded(d.query), "bodySHA256") &&
-      CountFormFields(d.body) > kMaxFormFields) {
+  if (TooManyFormFields(ep, d.body, d.query)) {
     return std::make_pair(
         Error(413, "form body has more than " + std::to_string(kMaxFormFields) + " fields"),
         "too_large");
-  }
-  return std::nullopt;
-}
-
-// A verified request that is not an event, answered and not stored: Slack proves an endpoint
-// with a one-off challenge; Discord checks one with a signed PING (type 0), answered 204.
-std::optional<std::pair<Answer, const char*>> AnswerBeforeAccept(const Endpoint& ep,
-                                                                 const Delivery& d) {
-  if (ep.provider == Provider::kSlack &&
-      BodyField(d.body, "/type").value_or("") == "url_verification") {
-    json answer = {{"challenge", BodyField(d.body, "/challenge").value_or("")}};
-    return std::make_pair(Answer{200, Dump(answer), {}}, "challenge");
-  }
-  if (ep.provider == Provider::kDiscord && BodyField(d.body, "/type").value_or("") == "0") {
-    return std::make_pair(Answer{204, "", {}}, "ping");
   }
   return std::nullopt;
 }
@@ -389,31 +360,25 @@ Answer Receiver::Receive(const Delivery& d) const {
     return record.Finish(std::move(refused->first), refused->second);
   }
 
-  // 2. verify: before anything reads the body or the inbox.
-  std::string signed_message;  // twilio, square: what identity hashes instead of the body
-  if (Status s = Verify(*ep, d.headers, d.body, clock_.Now(), d.query, &signed_message); !s.ok()) {
-    record.log["reason"] = s.what();
-    Metrics().signature_failures.With({ep->name, FailureReason(s.what())}).Inc();
-    return record.Finish(Error(401, s.what()), "unauthenticated");
+  // 2. verify and identify: the endpoint's provider (examine.h), before anything reads the
+  // inbox.
+  Examination exam;
+  Examine(*ep, d, clock_.Now(), exam);
+  if (exam.body_resplit) record.log["body_resplit"] = true;
+  if (exam.refused.code() == Status::Code::kUnauthenticated) {
+    const std::string& why = exam.refused.what();
+    record.log["reason"] = why;
+    Metrics().signature_failures.With({ep->name, FailureReason(why)}).Inc();
+    return record.Finish(Error(401, why), "unauthenticated");
   }
-
-  if (auto answered = AnswerBeforeAccept(*ep, d)) {
-    return record.Finish(std::move(answered->first), answered->second);
+  if (exam.answered) return record.Finish(std::move(*exam.answered), exam.outcome.data());
+  if (!exam.refused.ok()) {
+    return record.Finish(Error(HttpStatusFor(exam.refused), exam.refused.what()), "bad_identity");
   }
+  record.LogIdentity(exam.identity);
 
-  // 3. identify: the body the signature stands for, which is the request's but for a square
-  // delivery with bytes moved across the `?` (issue 26): that one is read, and stored, as
-  // Square split its message, so it is the event it replays.
-  const std::string_view body = SignedBody(*ep, d.body, signed_message);
-  if (body != d.body) record.log["body_resplit"] = true;
-  StatusOr<Identity> id = Identify(*ep, d.headers, body, signed_message);
-  if (!id.ok()) {
-    return record.Finish(Error(HttpStatusFor(id.status()), id.status().what()), "bad_identity");
-  }
-  record.LogIdentity(*id);
-
-  // 4. accept
-  const Event e = EventFor(*setup, *ep, d, body, *id, clock_.Now());
+  // 3. accept
+  const Event e = EventFor(*setup, *ep, d, exam.body, exam.identity, clock_.Now());
   StatusOr<AcceptResult> result = inbox_.Accept(e);
   Metrics()
       .accept_latency.With({ep->name})
@@ -424,7 +389,7 @@ Answer Receiver::Receive(const Delivery& d) const {
   Storage().Record(kStorageAccept, result.status());
   if (!result.ok()) return record.Refused(result.status());
 
-  // 5. answer
+  // 4. answer
   record.stored = true;
   if (result->body_changed) record.log["body_changed"] = true;
   if (!result->duplicate_of.empty()) record.log["duplicate_of"] = result->duplicate_of;

@@ -1,10 +1,11 @@
 // The receive pipeline, one delivery at a time:
-//   route -> verify -> identify -> accept -> answer
+//   route -> verify + identify (the provider, examine.h) -> accept -> answer
 // route: path -> endpoint (404 unknown path, 405 not POST); verify: the provider's signature
-// over the raw body, before anything else reads it (401); identify: event id, type, resource,
-// sequence (400 if a field breaks its bounds); accept: one inbox transaction (200 accepted,
-// duplicate, stale or ignored; 422 strict_body conflict; 503 storage failure); answer: the
-// short JSON body and one log line.
+// over the raw body, before anything else reads it (401), then the provider's answer to a
+// request that is no event (Slack's challenge, Discord's PING); identify: event id, type,
+// resource, sequence (400 if a field breaks its bounds); accept: one inbox transaction (200
+// accepted, duplicate, stale or ignored; 422 strict_body conflict; 503 storage failure); answer:
+// the short JSON body and one log line.
 //
 // mode: sync endpoints run their handlers inside the request (the accept transaction hands
 // this request the event's jobs): 200 only once they succeeded and the row is processed,

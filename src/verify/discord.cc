@@ -3,10 +3,11 @@
 // (no separator) made with the application's private key. The secret entries are the
 // application's public key (64 hex digits, parsed at load into Secret::public_key), so
 // hookbox can verify but never sign. The timestamp must be within the endpoint's tolerance.
-// Discord's PING (body type 0) is answered in src/receive/receiver.cc, after this check.
+// Discord's PING (body type 0) is answered after this check, as its row says (the early
+// answer, config/providers.h). Its events carry no id: the row has none, so the body's hash.
 #include <string>
 
-#include "verify/providers.h"
+#include "verify/scheme.h"
 
 namespace hookbox::verify_internal {
 namespace {

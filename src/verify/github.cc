@@ -5,7 +5,7 @@
 // is absent, so a sender that has both cannot be downgraded.
 #include <string>
 
-#include "verify/providers.h"
+#include "verify/scheme.h"
 
 namespace hookbox::verify_internal {
 namespace {
@@ -27,8 +27,7 @@ Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view bo
              std::string_view event_id, std::string_view event_type) {
   Headers headers;
   headers.emplace(kHeader, "sha256=" + HexEncode(Hmac(HashAlgorithm::kSha256, secret.value, body)));
-  AddIfNotEmpty(headers, "X-GitHub-Delivery", event_id);
-  AddIfNotEmpty(headers, "X-GitHub-Event", event_type);
+  // X-GitHub-Delivery and X-GitHub-Event are its row's (verify.cc, Sign).
   headers.emplace("Content-Type", "application/json");
   return headers;
 }

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "verify/providers.h"
+#include "verify/scheme.h"
 
 namespace hookbox::verify_internal {
 namespace {

@@ -3,7 +3,7 @@
 // endpoint's tolerance.
 #include <string>
 
-#include "verify/providers.h"
+#include "verify/scheme.h"
 
 namespace hookbox::verify_internal {
 namespace {

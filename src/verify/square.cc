@@ -15,7 +15,7 @@
 // either, but answered a replay of a stored event unlike every other replay.)
 #include <string>
 
-#include "verify/providers.h"
+#include "verify/scheme.h"
 
 namespace hookbox::verify_internal {
 namespace {

@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "verify/providers.h"
+#include "verify/scheme.h"
 
 namespace hookbox::verify_internal {
 namespace {
@@ -98,9 +98,18 @@ Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view bo
   return headers;
 }
 
+// The id the signature covers is the signed family's: a svix-signed delivery with an added,
+// unsigned webhook-id is no new event (issue 13).
+std::string_view SignedIdHeader(const Headers& headers) {
+  return StandardHeaderPrefix(headers) == "svix-" ? "svix-id" : "webhook-id";
+}
+
 }  // namespace
 
-const Scheme kStandard = {&Parse, &ExpectedMac, &Sign};
+const Scheme kStandard = {.parse = &Parse,
+                          .expected_mac = &ExpectedMac,
+                          .sign = &Sign,
+                          .signed_id_header = &SignedIdHeader};
 
 }  // namespace hookbox::verify_internal
 

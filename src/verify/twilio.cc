@@ -13,14 +13,15 @@
 // does hookbox (public_url without a port and with its port, or the scheme's default).
 // No signed timestamp: replays are caught by dedupe on the hash of the signed message, not
 // of the body (a reordered or re-encoded form signs alike). I-Twilio-Idempotency-Token is
-// not the default id: Twilio does not sign it (identify.cc).
+// not the default id (its row has none): Twilio does not sign it, so a captured request resent
+// under a fresh token would be a new event and run its handlers again.
 #include <strings.h>
 
 #include <algorithm>
 #include <string>
 
 #include "base/form.h"
-#include "verify/providers.h"
+#include "verify/scheme.h"
 
 namespace hookbox::verify_internal {
 namespace {
@@ -124,8 +125,17 @@ Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view bo
   return headers;
 }
 
+// Twilio's JSON requests: the query's bodySHA256 binds the body, which is not parsed.
+bool BodySignedByHash(std::string_view query) {
+  return FormValue(ParseUrlEncoded(query), "bodySHA256").has_value();
+}
+
 }  // namespace
 
-const Scheme kTwilio = {&Parse, &HmacWithSecret, &Sign, /*signs_parsed_body=*/true};
+const Scheme kTwilio = {.parse = &Parse,
+                        .expected_mac = &HmacWithSecret,
+                        .sign = &Sign,
+                        .signs_parsed_body = true,
+                        .body_signed_by_hash = &BodySignedByHash};
 
 }  // namespace hookbox::verify_internal

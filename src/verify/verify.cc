@@ -9,7 +9,8 @@
 #include <utility>
 
 #include "base/crypto.h"
-#include "verify/providers.h"
+#include "base/form.h"
+#include "verify/scheme.h"
 
 namespace hookbox {
 namespace verify_internal {
@@ -86,6 +87,48 @@ StatusOr<Claim> SingleMacClaim(const Endpoint& endpoint, const Headers& headers,
   return claim;
 }
 
+StatusOr<Claim> ParameterClaim(const ParameterHeader& format, const Endpoint& endpoint,
+                               const Headers& headers, std::string_view body, TimePoint now) {
+  StatusOr<std::string_view> header = RequiredHeader(endpoint, headers, format.name);
+  if (!header.ok()) return header.status();
+  std::optional<std::string_view> timestamp;
+  Claim claim;
+  for (std::string_view element : Split(*header, format.separator)) {
+    const size_t eq = element.find('=');
+    if (eq == std::string_view::npos) return Fail(endpoint, reason::kMalformed);
+    const std::string_view key = element.substr(0, eq);
+    const std::string_view value = element.substr(eq + 1);
+    if (format.valid_key != nullptr && !format.valid_key(key)) {
+      return Fail(endpoint, reason::kMalformed);
+    }
+    if (key == format.timestamp_key) {
+      if (timestamp) return Fail(endpoint, reason::kMalformed);  // which one was signed?
+      timestamp = value;
+    } else if (key == format.mac_key) {
+      if (claim.macs.size() == kMaxMacs) return Fail(endpoint, reason::kMalformed);
+      StatusOr<std::string> mac = DecodeMac(endpoint, value, Encoding::kHex, claim.algorithm);
+      if (!mac.ok()) return mac.status();
+      claim.macs.push_back(std::move(*mac));
+    }
+  }
+  if (!timestamp || claim.macs.empty()) return Fail(endpoint, reason::kMalformed);
+  StatusOr<int64_t> checked = CheckTimestamp(endpoint, *timestamp, now);
+  if (!checked.ok()) return checked.status();
+  claim.message = std::string(*timestamp) + format.joiner + std::string(body);
+  return claim;
+}
+
+Headers ParameterSign(const ParameterHeader& format, const Secret& secret, std::string_view body,
+                      TimePoint now) {
+  const std::string ts = std::to_string(UnixSeconds(now));
+  const std::string mac =
+      Hmac(HashAlgorithm::kSha256, secret.value, ts + format.joiner + std::string(body));
+  Headers headers;
+  headers.emplace(format.name, std::string(format.timestamp_key) + "=" + ts + format.separator +
+                                   std::string(format.mac_key) + "=" + HexEncode(mac));
+  return headers;
+}
+
 int64_t UnixSeconds(TimePoint now) {
   return std::chrono::floor<std::chrono::seconds>(now.time_since_epoch()).count();
 }
@@ -130,34 +173,15 @@ namespace {
 
 using verify_internal::Scheme;
 
+// The schemes, one per row of config/providers.h, in the rows' order (Provider's values).
+#define HOOKBOX_SCHEME_ROW(id, ...) &verify_internal::id,
+constexpr const Scheme* kSchemes[] = {HOOKBOX_PROVIDERS(HOOKBOX_SCHEME_ROW)};
+#undef HOOKBOX_SCHEME_ROW
+
+// nullptr for kNone (`verify: none`).
 const Scheme* SchemeFor(Provider provider) {
-  switch (provider) {
-    case Provider::kStripe:
-      return &verify_internal::kStripe;
-    case Provider::kGithub:
-      return &verify_internal::kGithub;
-    case Provider::kStandard:
-      return &verify_internal::kStandard;
-    case Provider::kShopify:
-      return &verify_internal::kShopify;
-    case Provider::kSlack:
-      return &verify_internal::kSlack;
-    case Provider::kGitlab:
-      return &verify_internal::kGitlab;
-    case Provider::kPaddle:
-      return &verify_internal::kPaddle;
-    case Provider::kSquare:
-      return &verify_internal::kSquare;
-    case Provider::kDiscord:
-      return &verify_internal::kDiscord;
-    case Provider::kTwilio:
-      return &verify_internal::kTwilio;
-    case Provider::kHmac:
-      return &verify_internal::kHmac;
-    case Provider::kNone:
-      return nullptr;
-  }
-  return nullptr;
+  const auto index = static_cast<size_t>(provider);
+  return index < std::size(kSchemes) ? kSchemes[index] : nullptr;
 }
 
 // Whether a secret matches the claim's message. Every secret and every offered MAC is
@@ -210,13 +234,37 @@ std::string_view SignedBody(const Endpoint& endpoint, std::string_view body,
   return scheme->signed_body(endpoint, signed_message).value_or(body);
 }
 
+std::optional<std::string_view> SignedIdHeader(const Endpoint& endpoint, const Headers& headers) {
+  const Scheme* scheme = SchemeFor(endpoint.provider);
+  if (scheme == nullptr || scheme->signed_id_header == nullptr) return std::nullopt;
+  return scheme->signed_id_header(headers);
+}
+
+bool TooManyFormFields(const Endpoint& endpoint, std::string_view body, std::string_view query) {
+  if (SpecOf(endpoint.provider).body != ProviderSpec::BodyFormat::kForm) return false;
+  const Scheme* scheme = SchemeFor(endpoint.provider);
+  if (scheme->body_signed_by_hash != nullptr && scheme->body_signed_by_hash(query)) return false;
+  return CountFormFields(body) > kMaxFormFields;
+}
+
 bool CanSign(const Secret& secret) { return !secret.public_key && !secret.value.empty(); }
 
 Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view body, TimePoint now,
              std::string_view event_id, std::string_view event_type) {
   const Scheme* scheme = SchemeFor(endpoint.provider);
   if (scheme == nullptr || scheme->sign == nullptr || !CanSign(secret)) return {};
-  return scheme->sign(endpoint, secret, body, now, event_id, event_type);
+  Headers headers = scheme->sign(endpoint, secret, body, now, event_id, event_type);
+  // The id and type the producer sends in headers of their own, where its row reads them by
+  // default (github, shopify, gitlab); a header the scheme signs (standard's webhook-id) is
+  // the scheme's.
+  const ProviderSpec& provider = SpecOf(endpoint.provider);
+  for (const auto& [source, value] :
+       {std::pair{provider.ids.front(), event_id}, std::pair{provider.type, event_type}}) {
+    if (source.from == FieldFrom::kHeader && !headers.contains(std::string(source.name))) {
+      verify_internal::AddIfNotEmpty(headers, source.name, value);
+    }
+  }
+  return headers;
 }
 
 }  // namespace hookbox

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -49,6 +50,17 @@ Status Verify(const Endpoint& endpoint, const Headers& headers, std::string_view
 // replays (issue 26). A view into `signed_message` or `body`.
 std::string_view SignedBody(const Endpoint& endpoint, std::string_view body,
                             std::string_view signed_message);
+
+// The header that carries the event id the signature covers, for a scheme that signs one
+// (standard: webhook-id, or svix-id when that family is the one signed): identity reads the
+// default id from it alone. nullopt for the other schemes, whose default ids are their row's.
+std::optional<std::string_view> SignedIdHeader(const Endpoint& endpoint, const Headers& headers);
+
+// True when the endpoint's producer posts forms whose parsed fields its signature covers
+// (ProviderSpec::body, kForm: twilio, unless the query binds a JSON body by its hash) and
+// `body` has more than kMaxFormFields (base/form.h) fields: refused before Verify parses
+// them, so the work an unsigned request can cause is bounded (issue 26).
+bool TooManyFormFields(const Endpoint& endpoint, std::string_view body, std::string_view query);
 
 // Standard Webhooks: the one header family ("webhook-" or "svix-") a delivery's id,
 // timestamp and signature are read from. The signature header picks it: webhook-signature

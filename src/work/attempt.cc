@@ -101,10 +101,14 @@ StatusOr<JobOutcome> Report(const FinishRequest& finish, const StatusOr<Outcome>
   if (outcome.next == JobOutcome::Next::kRetry && mode == AttemptMode::kPool) {
     log["next_attempt_at"] = FormatTime(outcome.next_attempt_at);
   }
-  if (outcome.outcome == Outcome::kOk)
+  // A job going dead needs someone (an error); a retry is routine (a warning).
+  if (outcome.outcome == Outcome::kOk) {
     LogInfo(log);
-  else
+  } else if (outcome.next == JobOutcome::Next::kDead) {
+    LogError(log);
+  } else {
     LogWarn(log);
+  }
   return outcome;
 }
 

@@ -237,6 +237,12 @@ bool Dispatcher::Claim() {
     std::this_thread::sleep_for(kStorageBackoff);  // storage is down: don't spin
     return false;
   }
+  if (!claimed->empty() && CurrentLogLevel() == LogLevel::kDebug) {
+    LogDebug({{"msg", "claimed"},
+              {"jobs", claimed->size()},
+              {"lease_ms", lease.count()},
+              {"free_slots", free}});
+  }
   std::vector<ClaimedJob> unconfigured;
   for (ClaimedJob& job : *claimed) {
     if (job.rate_due_at) {

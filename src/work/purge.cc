@@ -125,6 +125,9 @@ StatusOr<PurgeCounts> PurgeNow(Inbox& inbox, const Retention& retention, TimePoi
     log[kind] = n;
     Metrics().purged_rows.With({kind}).Inc(static_cast<uint64_t>(n));
   }
+  Metrics().last_purge.store(
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(),
+      std::memory_order_relaxed);
   LogInfo(log);
   return counts;
 }

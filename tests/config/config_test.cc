@@ -31,6 +31,7 @@ workers: 6
 retention: {processed: 7d, dead: 30d, sequences: 90d}
 purge_at: "03:30"
 shutdown_grace: 45s
+log_level: warn
 endpoints:
   - name: stripe
     path: /hooks/stripe
@@ -76,6 +77,7 @@ TEST_CASE("a complete config loads with every value", "[config]") {
   CHECK(c.admin_listen == "[::1]:9464");
   CHECK(c.database == "/var/lib/hookbox/inbox.db");
   CHECK(c.durability == Durability::kNormal);
+  CHECK(c.log_level == LogLevel::kWarn);
   CHECK(c.limits.max_body == 2u << 20);
   CHECK(c.limits.read_timeout == seconds(15));
   CHECK(c.limits.threads == 8);
@@ -155,6 +157,7 @@ TEST_CASE("defaults apply to keys left out", "[config]") {
   const Config& c = *r.config;
   CHECK(c.listen == "127.0.0.1:8080");
   CHECK(c.durability == Durability::kFull);
+  CHECK(c.log_level == LogLevel::kInfo);
   CHECK(c.limits.max_body == 1u << 20);
   CHECK(c.limits.max_connections_per_peer == 1024);
   CHECK(c.limits.max_buffered == 64u << 20);
@@ -240,6 +243,8 @@ TEST_CASE("each kind of mistake is reported where it is", "[config]") {
       {"database: \"\"\n" + std::string(kOpen), "database: must not be empty"},
       {"durability: fast\n" + std::string(kOpen),
        "durability: \"fast\" is not one of full, normal"},
+      {"log_level: warning\n" + std::string(kOpen),
+       "log_level: \"warning\" is not one of debug, info, warn, error"},
       {"limits: {max_body: 1XB}\n" + std::string(kOpen),
        "limits.max_body: \"1XB\" is not a size (use e.g. 64KiB, 1MiB)"},
       {"limits: {max_body: 0}\n" + std::string(kOpen), "limits.max_body: must be greater than 0"},
@@ -490,9 +495,43 @@ endpoints:
   - {name: b, path: /hooks/a, verify: none}
   - {name: a, path: /hooks/c, verify: none}
 )");
-  CHECK(r.errors == std::vector<std::string>{
-                        "endpoints[1].path: \"/hooks/a\" is already used by endpoint \"a\"",
-                        "endpoints[2].name: \"a\" is already used by endpoints[0]"});
+  // Each at the key it is about: line 4, column 15 is endpoints[1]'s `path`.
+  CHECK(r.errors ==
+        std::vector<std::string>{
+            "test.yaml:4:15: endpoints[1].path: \"/hooks/a\" is already used by endpoint \"a\"",
+            "test.yaml:5:6: endpoints[2].name: \"a\" is already used by endpoints[0]"});
+}
+
+TEST_CASE("five mistakes in three endpoints: all five, each with its line and column",
+          "[config]") {
+  // Line numbers as an editor shows them (the raw string starts with a newline: line 1 is
+  // empty). None of the mistakes hides another: a bad provider still has its secrets
+  // checked, and a secret that cannot be read does not stop the next endpoint's checks.
+  LoadResult r = LoadConfigText(R"(
+endpoints:
+  - name: a
+    path: /a
+    provider: stripey
+    secrets: [{env: HOOKBOX_TEST_UNSET_VARIABLE}]
+  - name: b
+    path: b-without-slash
+    verify: none
+    event_id: nowhere:/id
+  - name: c
+    path: /c
+    provider: github
+    secrets:
+      - file: /nonexistent/hookbox/secret
+)",
+                                "five.yaml", {.resolve_secrets = true});
+  INFO(Dump(r));
+  CHECK_FALSE(r.config);
+  CHECK(r.errors.size() == 5);
+  CHECK(HasLine(r.errors, "five.yaml:5:5: endpoints[0].provider: \"stripey\" is not one of"));
+  CHECK(HasLine(r.errors, "five.yaml:6:15: endpoints[0].secrets[0]: environment variable"));
+  CHECK(HasLine(r.errors, "five.yaml:8:5: endpoints[1].path: "));
+  CHECK(HasLine(r.errors, "five.yaml:10:5: endpoints[1].event_id: "));
+  CHECK(HasLine(r.errors, "five.yaml:15:9: endpoints[2].secrets[0]: cannot read file"));
 }
 
 TEST_CASE("retention shorter than 3 days is a warning, not an error", "[config]") {

@@ -48,7 +48,7 @@ TEST_CASE("a missing or empty environment variable is an error", "[config][secre
   unsetenv("HOOKBOX_TEST_SECRET_UNSET");
   LoadResult missing = Load(Endpoint("github", "[{env: HOOKBOX_TEST_SECRET_UNSET}]"));
   CHECK(missing.errors ==
-        std::vector<std::string>{"endpoints[0].secrets[0]: environment variable "
+        std::vector<std::string>{"test.yaml:2:53: endpoints[0].secrets[0]: environment variable "
                                  "HOOKBOX_TEST_SECRET_UNSET is not set (endpoint \"e\")"});
   CHECK_FALSE(missing.config);
 
@@ -101,7 +101,7 @@ TEST_CASE("a secret from a file loses one trailing newline", "[config][secrets]"
 TEST_CASE("an unreadable or empty secret file is an error", "[config][secrets]") {
   LoadResult missing = Load(Endpoint("github", "[{file: /nonexistent/hookbox/secret}]"));
   CHECK(missing.errors ==
-        std::vector<std::string>{"endpoints[0].secrets[0]: cannot read file "
+        std::vector<std::string>{"test.yaml:2:53: endpoints[0].secrets[0]: cannot read file "
                                  "/nonexistent/hookbox/secret: No such file or directory "
                                  "(endpoint \"e\")"});
 
@@ -249,10 +249,12 @@ TEST_CASE("a standard key without its whsec_ or whpk_ prefix is refused, naming 
     INFO(bare);
     LoadResult r = Load(Endpoint("standard", std::string("[{value: \"") + bare + "\"}]"));
     CHECK_FALSE(r.config);
-    CHECK(r.errors == std::vector<std::string>{
-                          "endpoints[0].secrets[0]: the secret from value has no prefix: add "
-                          "whsec_ if it is the signing secret, or whpk_ if it is the public key "
-                          "(a Standard Webhooks key starts with one of them) (endpoint \"e\")"});
+    REQUIRE(r.errors.size() == 1);
+    CHECK(r.errors[0].starts_with("test.yaml:"));  // the line and column of the entry
+    CHECK(r.errors[0].ends_with(
+        ": endpoints[0].secrets[0]: the secret from value has no prefix: add "
+        "whsec_ if it is the signing secret, or whpk_ if it is the public key "
+        "(a Standard Webhooks key starts with one of them) (endpoint \"e\")"));
   }
   // From a file too, and the message never holds the value.
   TempFile file("11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=\n");

@@ -16,6 +16,12 @@
 #include "handlers/handler.h"
 
 namespace hookbox::testing {
+// An inline namespace of its own: tests/integration/daemon.h has another TempDir in
+// hookbox::testing, and test_ops links a file of each (tests/ops/*fdlimit*); two inline
+// classes of one name in one binary break the one-definition rule (the linker keeps one
+// class's constructor for both, and the other's callers crash). `testing::TempDir` still
+// names this one wherever this header is included.
+inline namespace handler_harness {
 
 struct Built {
   std::unique_ptr<Handler> handler;
@@ -90,4 +96,5 @@ inline std::string ReadAll(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+}  // namespace handler_harness
 }  // namespace hookbox::testing

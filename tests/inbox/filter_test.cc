@@ -1,7 +1,7 @@
 // The filter's parsing (ParseFilter: every option, every refusal naming its part) and the two
 // matching pieces the backends share: the value a JSON pointer selects (JsonPointerValue, the
 // SQLite function's body) and the spellings of a form pair. Storage is not involved here;
-// inbox_test.cc holds List() to the same filter on both backends.
+// reads_test.cc holds List() to the same filter on both backends.
 #include "inbox/filter.h"
 
 #include <algorithm>

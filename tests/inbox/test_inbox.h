@@ -1,4 +1,4 @@
-// The fixture of the Inbox contract suites (inbox_test.cc, handler_state_test.cc): a fresh
+// The fixture of the Inbox contract suites (contract.h's files, handler_state_test.cc): a fresh
 // database per test, SQLite in a temporary directory, or, when ctest runs the suite as
 // `inbox_postgres` (HOOKBOX_TEST_BACKEND=postgres), a database of its own on the throwaway
 // PostgreSQL cluster. Every suite of the contract runs on both backends through it.

@@ -170,6 +170,13 @@ inline std::string RunSqlite(const std::string& db, const std::string& sql) {
   return RunToCompletion({"/usr/bin/sqlite3", db, sql}, db + ".sql-out", db + ".sql-err").out;
 }
 
+// A log line as JSON (discarded if it is not), after the journal's priority prefix (`<6>`)
+// when the daemon ran with its stderr as JOURNAL_STREAM (ops/log.h).
+inline nlohmann::json ParseLogLine(std::string_view line) {
+  if (line.size() > 3 && line[0] == '<' && line[2] == '>') line.remove_prefix(3);
+  return nlohmann::json::parse(line, nullptr, false);
+}
+
 // How `serve` is started beyond its config.
 struct DaemonOptions {
   std::vector<std::string> env;  // "NAME=value", added to this process's environment
@@ -205,6 +212,8 @@ class Daemon {
   ~Daemon() { Kill(SIGKILL); }
 
   void Start() {
+    // <dir>/hookbox-1.log first; opened with O_TRUNC, so a file made beforehand keeps its
+    // inode (a test may point JOURNAL_STREAM at it).
     log_ = dir_ + "/hookbox-" + std::to_string(++starts_) + ".log";
     std::vector<std::string> argv_s = options_.wrapper;
     for (const char* a : {HOOKBOX_BIN, "serve", "-c"}) argv_s.emplace_back(a);
@@ -239,7 +248,7 @@ class Daemon {
     while (std::chrono::steady_clock::now() < deadline) {
       std::istringstream lines(ReadFile(log_));
       for (std::string line; std::getline(lines, line);) {
-        auto j = nlohmann::json::parse(line, nullptr, false);
+        auto j = ParseLogLine(line);
         if (j.is_object() && j.value("msg", "") == "listening") {
           std::string listen = j["listen"];
           port_ = std::stoi(listen.substr(listen.rfind(':') + 1));
@@ -270,7 +279,7 @@ class Daemon {
     int n = 0;
     std::istringstream lines(ReadFile(log_));
     for (std::string line; std::getline(lines, line);) {
-      auto j = nlohmann::json::parse(line, nullptr, false);
+      auto j = ParseLogLine(line);
       if (j.is_object() && j.value("msg", "") == msg) ++n;
     }
     return n;

@@ -250,6 +250,7 @@ TEST_CASE("the scheduled purge removes exactly the rows past retention") {
   REQUIRE(inbox.Accept(MakeEvent("seq-1", old, {}, "res", 1)).ok());
 
   const uint64_t ignored_before = Metrics().purged_rows.With({"ignored"}).Value();
+  Metrics().last_purge.store(0);
   FakeClock clock(now - 1h);
   PurgeSchedule schedule(inbox, ConfigWith("03:30"), clock);
   CHECK_FALSE(schedule.Tick());  // 02:30: not yet
@@ -264,6 +265,12 @@ TEST_CASE("the scheduled purge removes exactly the rows past retention") {
   CHECK(counts.dead == 1);  // ancient-dead; old-dead is within retention.dead
   CHECK(schedule.next_run() == Utc("2026-07-01T03:30:00Z"));
   CHECK(Metrics().purged_rows.With({"ignored"}).Value() == ignored_before + 1101);
+  // hookbox_purge_last_success_timestamp_seconds: the wall clock's time of the completed
+  // run (what an alert compares with time()), not the schedule's clock.
+  const double wall =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  CHECK(Metrics().last_purge.load() > wall - 60);
+  CHECK(Metrics().last_purge.load() <= wall);
 
   ListFilter all;
   all.limit = 100000;

@@ -1380,22 +1380,25 @@ class SqliteInbox final : public Inbox {
   // so an accept waits at most that (and our commit) behind it; between transactions it
   // leaves the lock free for kBulkGap, in which a daemon writer that waited gets it (it
   // polls every millisecond: PollForWriteLock). The time it holds the lock, not a count,
-  // bounds the wait, on any disk and any size of row.
-  static constexpr auto kBulkHold = std::chrono::milliseconds(20);
-  static constexpr auto kBulkGap = std::chrono::milliseconds(2);
+  // bounds the wait, on any disk and any size of row. 8 ms and 3 ms: at 20 ms and 2 ms the
+  // accepts' p99 during a 100,000-job retry was 67 ms, at 8 and 3 it was 19-29 ms in eight
+  // runs of ten, and the retry took 3.8-4.5 s instead of 3.4 (bench/RESULTS.md).
+  static constexpr auto kBulkHold = std::chrono::milliseconds(8);
+  static constexpr auto kBulkGap = std::chrono::milliseconds(3);
   static constexpr size_t kBulkChunk = 200;
 
-  // The UPDATE of one chunk of jobs: ?1 is the chunk's [[job id, due time], ...] as JSON,
-  // ?2 the due time when all are due now (NULL under --rate: each pair's own). The ids by IN
-  // (a rowid lookup each; an UPDATE ... FROM json_each scanned the whole table per chunk).
+  // The UPDATE of one chunk of jobs: ?1 is the chunk's [[job id, due time], ...] as JSON.
+  // The pairs drive the join, each job found by its rowid. `+status` keeps the status test
+  // off the jobs_due index: with it, SQLite's planner (no ANALYZE statistics) preferred
+  // walking every dead job in jobs_due for each chunk, which made a bulk retry quadratic
+  // (100,000 jobs: 6.2 s of CPU in this statement, 1.3 s without; bench/RESULTS.md).
   static std::string BulkJobSql(bool replay) {
     return std::string(
-               "UPDATE jobs SET status = 'pending', attempts = 0, next_attempt_at ="
-               " CASE WHEN ?2 IS NOT NULL THEN ?2 ELSE (SELECT json_extract(value, '$[1]')"
-               " FROM json_each(?1) WHERE json_extract(value, '$[0]') = jobs.id) END,"
+               "UPDATE jobs SET status = 'pending', attempts = 0, next_attempt_at = p.due,"
                " sync = 0") +
            (replay ? ", generation = generation + 1, last_error = NULL" : "") +
-           " WHERE id IN (SELECT json_extract(value, '$[0]') FROM json_each(?1)) AND status = " +
+           " FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS due"
+           " FROM json_each(?1)) AS p WHERE jobs.id = p.id AND +jobs.status = " +
            (replay ? "'done'" : "'dead'") + " RETURNING inbox_id";
   }
 
@@ -1415,13 +1418,8 @@ class SqliteInbox final : public Inbox {
   // One chunk: its jobs' UPDATE, then one UPDATE of the rows whose job changed. Adds the
   // jobs changed to *changed.
   static Status RunBulkChunk(sqlite::Stmt& job, sqlite::Stmt& row, const std::string& pairs,
-                             const std::string& due_now, int64_t* changed) {
+                             int64_t* changed) {
     job.Bind(1, pairs);
-    if (due_now.empty()) {
-      job.Bind(2, std::optional<int64_t>());
-    } else {
-      job.Bind(2, due_now);
-    }
     std::string rows = "[";  // the rows whose job changed, each once
     int64_t last_row = 0;
     Status st;
@@ -1495,7 +1493,7 @@ class SqliteInbox final : public Inbox {
           if (chunk_started - started + last > kBulkHold) break;
           const size_t to = std::min(targets.size(), done_to + chunk);
           const std::string pairs = BulkPairs(r, targets, done_to, to, due_now);
-          if (Status st = RunBulkChunk(job, row, pairs, due_now, &changed); !st.ok()) return st;
+          if (Status st = RunBulkChunk(job, row, pairs, &changed); !st.ok()) return st;
           done_to = to;
           last = std::chrono::steady_clock::now() - chunk_started;
         }

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/handlers/fdlimit.h"
 #include "tests/handlers/testing.h"
+#include "tests/ops/fdlimit.h"
 
 namespace hookbox {
 namespace {

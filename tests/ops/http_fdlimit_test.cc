@@ -2,11 +2,11 @@
 // even open its socket is an infrastructure failure (retried without spending the job's
 // attempt budget), while a downstream that refuses the connection is the handler's
 // ordinary failure. Each case runs in a forked child with its descriptor table filled
-// (tests/handlers/fdlimit.h).
+// (tests/ops/fdlimit.h).
 #include <catch2/catch.hpp>
 
-#include "tests/handlers/fdlimit.h"
 #include "tests/handlers/testing.h"
+#include "tests/ops/fdlimit.h"
 
 namespace hookbox {
 namespace {

@@ -12,7 +12,7 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 
-#include "daemon.h"
+#include "tests/integration/daemon.h"
 
 using hookbox::testing::AnswerLine;
 using hookbox::testing::CliResult;

@@ -1,5 +1,7 @@
-// The shape every provider fills in, and the helpers they share. Internal to src/verify/:
-// verify.cc picks a Scheme by endpoint.provider, asks it to parse the delivery's headers
+// The shape every provider's file fills in, and the helpers they share. Internal to
+// src/verify/: each file defines the Scheme named after its row of config/providers.h (what
+// hookbox knows of the provider besides its signature). verify.cc builds its table of
+// schemes from those rows, picks one by endpoint.provider, asks it to parse the delivery's headers
 // into a Claim once, then checks the Claim against each secret in turn (rotation).
 // Splitting parse from check keeps the secret loop and the constant-time comparison in one
 // place, and lets every failure reason except "mismatch" be decided before any secret is
@@ -57,19 +59,19 @@ struct Scheme {
   // signatures fix the body's bytes.
   std::optional<std::string_view> (*signed_body)(const Endpoint& endpoint,
                                                  std::string_view message) = nullptr;
+  // For a scheme that signs the event id's header (standard): the header of this request
+  // whose id the signature covers, which identity then reads alone. nullptr for the others.
+  std::string_view (*signed_id_header)(const Headers& headers) = nullptr;
+  // For a form-body scheme (ProviderSpec::body): true when this request's signature covers
+  // its body by a hash in the query instead of by its parsed fields (twilio's bodySHA256),
+  // so the body is not parsed and not bounded as a form. nullptr: always parsed.
+  bool (*body_signed_by_hash)(std::string_view query) = nullptr;
 };
 
-extern const Scheme kStripe;
-extern const Scheme kGithub;
-extern const Scheme kStandard;
-extern const Scheme kShopify;
-extern const Scheme kSlack;
-extern const Scheme kGitlab;
-extern const Scheme kPaddle;
-extern const Scheme kSquare;
-extern const Scheme kDiscord;
-extern const Scheme kTwilio;
-extern const Scheme kHmac;
+// One Scheme per row of config/providers.h, named as the row: kStripe, kGithub, ...
+#define HOOKBOX_DECLARE_SCHEME(id, ...) extern const Scheme id;
+HOOKBOX_PROVIDERS(HOOKBOX_DECLARE_SCHEME)
+#undef HOOKBOX_DECLARE_SCHEME
 
 // Limits on what a signature header may carry; past them the header is malformed. They
 // bound the work an unauthenticated request can cause (macs and signatures together).
@@ -110,6 +112,58 @@ std::string SignedUrl(std::string public_url, std::string_view query);
 StatusOr<Claim> SingleMacClaim(const Endpoint& endpoint, const Headers& headers,
                                std::string_view name, std::string_view prefix, Encoding encoding,
                                HashAlgorithm algorithm, std::string message);
+
+// A signature header of `separator`-separated key=value parameters: one timestamp
+// (`timestamp_key`) and one or more hex HMAC-SHA256s (`mac_key`, several while the producer
+// rolls its secret; at most kMaxMacs) of "<timestamp><joiner><body>" keyed with the secret
+// as it is. Other keys are ignored, once `valid_key` (when set) accepts them. Stripe's
+// `t=,v1=` and Paddle's `ts=;h1=`.
+struct ParameterHeader {
+  std::string_view name;
+  char separator;
+  std::string_view timestamp_key;
+  std::string_view mac_key;
+  char joiner;
+  bool (*valid_key)(std::string_view key) = nullptr;
+};
+
+// The claim such a header makes: kMissing / kMalformed as RequiredHeader says; kMalformed for
+// a parameter without '=', a key `valid_key` refuses, a second timestamp, a MAC that does not
+// decode, too many MACs, or no timestamp or MAC; kTimestamp as CheckTimestamp says.
+StatusOr<Claim> ParameterClaim(const ParameterHeader& format, const Endpoint& endpoint,
+                               const Headers& headers, std::string_view body, TimePoint now);
+// The header a producer holding `secret` sends: one timestamp (`now`) and one MAC.
+Headers ParameterSign(const ParameterHeader& format, const Secret& secret, std::string_view body,
+                      TimePoint now);
+
+// Scheme::parse and Scheme::sign for a ParameterHeader (a constant of the provider's file).
+template <const ParameterHeader& kFormat>
+StatusOr<Claim> ParseParameters(const Endpoint& endpoint, const Headers& headers,
+                                std::string_view body, TimePoint now, std::string_view) {
+  return ParameterClaim(kFormat, endpoint, headers, body, now);
+}
+template <const ParameterHeader& kFormat>
+Headers SignParameters(const Endpoint&, const Secret& secret, std::string_view body, TimePoint now,
+                       std::string_view, std::string_view) {
+  return ParameterSign(kFormat, secret, body, now);
+}
+
+// A single MAC of the raw body in header `name`, written as `prefix` + encoded MAC (shopify).
+struct MacHeader {
+  std::string_view name;
+  std::string_view prefix;
+  Encoding encoding;
+  HashAlgorithm algorithm;
+};
+
+// Scheme::parse for a MacHeader (a constant of the provider's file): SingleMacClaim over the
+// body.
+template <const MacHeader& kFormat>
+StatusOr<Claim> ParseBodyMac(const Endpoint& endpoint, const Headers& headers,
+                             std::string_view body, TimePoint, std::string_view) {
+  return SingleMacClaim(endpoint, headers, kFormat.name, kFormat.prefix, kFormat.encoding,
+                        kFormat.algorithm, std::string(body));
+}
 
 // A Unix timestamp in seconds, digits only (at most 15 of them): kMalformed otherwise;
 // kTimestamp when it is more than endpoint.tolerance away from `now`, either direction.

@@ -1,0 +1,190 @@
+"""The servers under test: the Server base (started, measured, stopped), the ceiling
+(bench/ceiling.cc), hookbox on SQLite, and adnanh/webhook, each with its config written
+into its own working directory."""
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+from harness.host import cpu_seconds, free_port, memory_kb, raise_nofile, wait_port
+
+SECRET = "bench-github-secret"
+
+
+class Server:
+    """A server under test: started, measured, stopped."""
+    name = "?"
+    children_cpu = False  # count the CPU of its child processes too (webhook's /bin/true)
+
+    def __init__(self, workdir):
+        self.workdir = workdir
+        self.proc = None
+        self.port = None
+
+    def argv(self):
+        raise NotImplementedError
+
+    def path(self):
+        return "/hooks/github"
+
+    def prepare(self):
+        os.makedirs(self.workdir, exist_ok=True)
+
+    def start(self):
+        self.prepare()
+        self.port = self.port or free_port()
+        self.log = open(os.path.join(self.workdir, "server.log"), "wb")
+        self.proc = subprocess.Popen(self.argv(), stdout=self.log, stderr=subprocess.STDOUT,
+                                     cwd=self.workdir, preexec_fn=raise_nofile)
+        try:
+            self.started()
+        except BaseException:
+            self.stop()
+            raise
+        wait_port(self.port, self.proc)
+
+    def started(self):
+        """Called right after the process is started, before it listens (CpuCap.join)."""
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc:
+            self.log.close()
+        self.proc = None
+
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def replicas(self):
+        """The listeners wrk loads: one wrk process each."""
+        return [self]
+
+    def cpu(self):
+        """CPU seconds so far of what this server's CPU µs/req counts."""
+        return cpu_seconds(self.proc.pid, self.children_cpu)
+
+    def memory(self):
+        return memory_kb(self.proc.pid)
+
+
+class Ceiling(Server):
+    name = "ceiling (bare cpp-httplib)"
+
+    def __init__(self, workdir, binary, threads):
+        super().__init__(workdir)
+        self.binary, self.threads = binary, threads
+
+    def argv(self):
+        return [self.binary, str(self.port), str(self.threads)]
+
+
+def remove_sqlite(path):
+    """Removes a SQLite database: its file and the WAL mode's -wal and -shm beside it."""
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+
+
+# hookbox on SQLite with one handler on the route; {top_level} holds the top-level keys
+# besides these (`workers:`), {handler} the handler's flow mapping.
+HOOKBOX_CONFIG = """\
+# Written by bench/run.py{written_for}.
+listen: 127.0.0.1:{port}
+admin_listen: ""
+database: "{db}"
+durability: {durability}
+limits: {{max_body: 1MiB, read_timeout: 10s, threads: {threads}}}
+{top_level}endpoints:
+  - name: github
+    path: /hooks/github
+    provider: github
+    secrets: [{{value: "{secret}"}}]
+    routes:
+      - events: ["push"]
+        handlers: [{handler}]
+"""
+
+
+class Hookbox(Server):
+    def __init__(self, workdir, binary, durability, workers, threads, db=None):
+        super().__init__(workdir)
+        self.binary, self.durability, self.workers, self.threads = (
+            binary, durability, workers, threads)
+        self.db = db or os.path.join(workdir, "inbox.db")
+        what = "accept only, workers: 0" if workers == 0 else "file handler, workers: %d" % workers
+        self.name = "hookbox %s (%s)" % (durability, what)
+
+    def config_path(self):
+        return os.path.join(self.workdir, "config.yaml")
+
+    written_for = ""  # after "Written by bench/run.py" in the config's first line
+
+    def top_level(self):
+        return "workers: %d\n" % self.workers
+
+    def handler_yaml(self):
+        return '{file: {dir: "%s/events"}}' % self.workdir
+
+    def config_text(self):
+        return HOOKBOX_CONFIG.format(written_for=self.written_for, port=self.port, db=self.db,
+                                     durability=self.durability, threads=self.threads,
+                                     top_level=self.top_level(), secret=SECRET,
+                                     handler=self.handler_yaml())
+
+    def prepare(self):
+        super().prepare()
+        self.port = self.port or free_port()
+        with open(self.config_path(), "w") as f:
+            f.write(self.config_text())
+
+    def argv(self):
+        return [self.binary, "serve", "-c", self.config_path()]
+
+    def fresh(self):
+        """Removes the database and handler output of an earlier run."""
+        remove_sqlite(self.db)
+        shutil.rmtree(os.path.join(self.workdir, "events"), ignore_errors=True)
+
+    def count_rows(self):
+        r = subprocess.run(["sqlite3", self.db, "SELECT count(*) FROM inbox"],
+                           capture_output=True, text=True)
+        return int(r.stdout.strip() or 0)
+
+
+WEBHOOK_HOOKS = """\
+[{{"id": "github", "execute-command": "/bin/true", "command-working-directory": "/tmp",
+   "include-command-output-in-response": {sync},
+   "trigger-rule": {{"match": {{"type": "payload-hmac-sha256", "secret": "{secret}",
+     "parameter": {{"source": "header", "name": "X-Hub-Signature-256"}}}}}}}}]
+"""
+
+
+class Webhook(Server):
+    children_cpu = True
+
+    def __init__(self, workdir, binary, sync):
+        super().__init__(workdir)
+        self.binary, self.sync = binary, sync
+        self.name = "adnanh/webhook (%s)" % (
+            "waits for /bin/true" if sync else "default: /bin/true in background")
+
+    def prepare(self):
+        super().prepare()
+        with open(os.path.join(self.workdir, "hooks.json"), "w") as f:
+            f.write(WEBHOOK_HOOKS.format(secret=SECRET, sync="true" if self.sync else "false"))
+
+    def argv(self):
+        return [self.binary, "-hooks", os.path.join(self.workdir, "hooks.json"),
+                "-ip", "127.0.0.1", "-port", str(self.port)]
+
+    def stop(self):
+        # Background /bin/true runs still in flight must not spill into the next run.
+        time.sleep(0.5)
+        super().stop()

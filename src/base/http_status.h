@@ -1,0 +1,35 @@
+// The one mapping from a Status to an HTTP status, for every listener that answers with
+// one: the receiver's refusals (receive/receiver.cc) and the console's pages over a failed
+// inbox call (console/console.cc). In base/ so that both use it without including each
+// other. A refusal that is not a failed Status (a route's 404 or 405, a guard's 401 or 403)
+// writes its status where it decides it.
+#pragma once
+
+#include "base/status.h"
+
+namespace hookbox {
+
+// kConflict is 422: on the receive path it is the one refusal "this id is already stored
+// with another body" (strict_body). The console's two actions that can meet a conflict of
+// another meaning (a retry with no dead job, a clear of a busy row) answer 409 themselves.
+inline int HttpStatusFor(const Status& s) {
+  switch (s.code()) {
+    case Status::Code::kOk:
+      return 200;
+    case Status::Code::kInvalidArgument:
+      return 400;
+    case Status::Code::kNotFound:
+      return 404;
+    case Status::Code::kUnauthenticated:
+      return 401;
+    case Status::Code::kConflict:
+      return 422;
+    case Status::Code::kUnavailable:
+      return 503;
+    case Status::Code::kInternal:
+      return 500;
+  }
+  return 500;
+}
+
+}  // namespace hookbox

@@ -1,0 +1,17 @@
+// HttpStatusFor (base/http_status.h): the one mapping from a Status to an HTTP status, which
+// the receiver and the console both answer by.
+#include "base/http_status.h"
+
+#include <catch2/catch.hpp>
+
+using namespace hookbox;
+
+TEST_CASE("HttpStatusFor: each code has its one HTTP status") {
+  CHECK(HttpStatusFor(Status::Ok()) == 200);
+  CHECK(HttpStatusFor(Status::InvalidArgument("x")) == 400);
+  CHECK(HttpStatusFor(Status::Unauthenticated("x")) == 401);
+  CHECK(HttpStatusFor(Status::NotFound("x")) == 404);
+  CHECK(HttpStatusFor(Status::Conflict("x")) == 422);  // strict_body: another body, same id
+  CHECK(HttpStatusFor(Status::Internal("x")) == 500);
+  CHECK(HttpStatusFor(Status::Unavailable("x")) == 503);
+}

@@ -1,0 +1,133 @@
+// The Inbox contract, sync endpoints (inbox.h: ClaimEvent, HoldJobs, RenewLeases): the
+// request that accepts an event claims its jobs (the pool never takes them), its leases are
+// renewed while it runs, and a sync sql handler's side effect commits with the inbox row or
+// not at all. Part of the storage contract suite, on SQLite and PostgreSQL
+// (tests/inbox/contract.h).
+#include <catch2/catch.hpp>
+#include <span>
+
+#include "inbox/inbox.h"
+#include "tests/inbox/contract.h"
+
+using namespace hookbox;
+using namespace std::chrono_literals;
+
+TEST_CASE("sync: accept claims the jobs for the request; the pool never takes them") {
+  TestInbox t;
+  Event e = MakeEvent("s", {"h1", "h2"});
+  e.sync_owner = "request-1";
+  e.sync_lease = 30s;
+  auto r = t->Accept(e);
+  REQUIRE(r.ok());
+  CHECK(r->verdict == Verdict::kAccepted);
+  REQUIRE(r->claimed.size() == 2);
+  CHECK(Claim(t, kT0 + 1h).empty());  // not even after the lease ran out
+
+  // A concurrent duplicate finds the jobs busy.
+  auto busy = t->ClaimEvent("ep", "s", "request-2", kT0 + 1s, 30s);
+  REQUIRE(busy.ok());
+  CHECK(busy->state == EventClaim::State::kBusy);
+
+  // The first request fails one handler: it releases it for the producer's retry.
+  REQUIRE(t->FinishJob(r->claimed[0], Done(kT0 + 1s)).ok());
+  JobOutcome release;
+  release.outcome = Outcome::kFailed;
+  release.next = JobOutcome::Next::kRetry;
+  release.next_attempt_at = kT0 + 1s;
+  release.finished_at = kT0 + 1s;
+  REQUIRE(t->FinishJob(r->claimed[1], release).ok());
+
+  auto takeover = t->ClaimEvent("ep", "s", "request-2", kT0 + 2s, 30s);
+  REQUIRE(takeover.ok());
+  REQUIRE(takeover->state == EventClaim::State::kClaimed);
+  REQUIRE(takeover->jobs.size() == 1);
+  CHECK(takeover->jobs[0].handler == "h2");
+  CHECK(takeover->jobs[0].event.attempt == 2);
+  REQUIRE(t->FinishJob(takeover->jobs[0], Done(kT0 + 3s)).ok());
+
+  auto settled = t->ClaimEvent("ep", "s", "request-3", kT0 + 4s, 30s);
+  REQUIRE(settled.ok());
+  CHECK(settled->state == EventClaim::State::kSettled);
+  CHECK(settled->row_status == "processed");
+  CHECK(t->ClaimEvent("ep", "nope", "r", kT0, 1s).status().code() == Status::Code::kNotFound);
+}
+
+TEST_CASE("sync: RenewLeases extends the leases still held; a lost one renews none") {
+  // Issue 29, defect 2: a request runs its jobs one after another, and the lease its accept
+  // took ran out under the last of them; a duplicate took that job over while it ran.
+  TestInbox t;
+  Event e = MakeEvent("s", {"h1", "h2", "h3"});
+  e.sync_owner = "request-1";
+  e.sync_lease = 30s;
+  auto r = t->Accept(e);
+  REQUIRE(r.ok());
+  REQUIRE(r->claimed.size() == 3);
+  REQUIRE(t->FinishJob(r->claimed[0], Done(kT0 + 20s)).ok());
+  // h2 starts at +20 s: the request renews what it still holds, h2 and h3, to +50 s.
+  const std::span<const ClaimedJob> rest = std::span(r->claimed).subspan(1);
+  REQUIRE(t->RenewLeases(rest, kT0 + 20s, 30s).ok());
+  CHECK(t->RenewLeases({}, kT0 + 20s, 30s).ok());
+  // Past the accept's lease, a duplicate finds the event busy, not free to take over.
+  auto busy = t->ClaimEvent("ep", "s", "request-2", kT0 + 40s, 30s);
+  REQUIRE(busy.ok());
+  CHECK(busy->state == EventClaim::State::kBusy);
+  REQUIRE(t->FinishJob(r->claimed[1], Done(kT0 + 41s)).ok());
+
+  // The request stalls past its renewed lease: another takes h3 over (new token, until
+  // +90 s). The first request's renewal is then lost and changes nothing, even together with
+  // a job whose token does hold: the new owner's lease still ends at +90 s.
+  auto takeover = t->ClaimEvent("ep", "s", "request-2", kT0 + 60s, 30s);
+  REQUIRE(takeover.ok());
+  REQUIRE(takeover->state == EventClaim::State::kClaimed);
+  REQUIRE(takeover->jobs.size() == 1);
+  Status lost = t->RenewLeases(std::span(r->claimed).subspan(2), kT0 + 61s, 100s);
+  CHECK(lost.code() == Status::Code::kConflict);
+  CHECK(lost.what() == "lease lost");
+  const std::vector<ClaimedJob> mixed = {takeover->jobs[0], r->claimed[2]};
+  CHECK(t->RenewLeases(mixed, kT0 + 61s, 100s).code() == Status::Code::kConflict);
+  auto after = t->ClaimEvent("ep", "s", "request-3", kT0 + 91s, 30s);
+  REQUIRE(after.ok());
+  CHECK(after->state == EventClaim::State::kClaimed);
+  // Its own renewal is what keeps a live owner's event busy.
+  REQUIRE(after->jobs.size() == 1);
+  REQUIRE(t->RenewLeases(after->jobs, kT0 + 100s, 30s).ok());
+  auto held = t->ClaimEvent("ep", "s", "request-4", kT0 + 125s, 30s);
+  REQUIRE(held.ok());
+  CHECK(held->state == EventClaim::State::kBusy);
+  CHECK(t->FinishJob(r->claimed[2], Done(kT0 + 126s)).status().code() == Status::Code::kConflict);
+  REQUIRE(t->FinishJob(after->jobs[0], Done(kT0 + 126s)).ok());
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == 1);
+}
+
+TEST_CASE("sync sql: the side effect and the inbox row commit together or not at all") {
+  TestInbox t;
+  SqlWork sql;
+  sql.setup = {"CREATE TABLE IF NOT EXISTS credits (event_id TEXT PRIMARY KEY, body TEXT)"};
+  sql.statements = {"INSERT INTO credits VALUES (:event_id, :body)"};
+  REQUIRE(t->PrepareSql(sql).ok());
+  Event e = MakeEvent("pay-1", {"ledger"});
+  e.sync_owner = "request";
+  e.sync_lease = 30s;
+  e.sync_sql = {{"ledger", &sql}};
+  auto r = t->Accept(e);
+  REQUIRE(r.ok());
+  CHECK(r->verdict == Verdict::kAccepted);
+  CHECK(r->claimed.empty());
+  CHECK(t.Count("SELECT count(*) FROM credits") == 1);
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == 1);
+  CHECK(t.Count("SELECT count(*) FROM attempts WHERE outcome = 'ok'") == 1);
+  CHECK(t->Accept(e)->verdict == Verdict::kDuplicate);
+  CHECK(t.Count("SELECT count(*) FROM credits") == 1);
+
+  // The statement fails (primary key taken by a row written outside hookbox): no inbox row.
+  SqlWork clash;
+  clash.statements = {"INSERT INTO credits VALUES ('pay-1', 'again')"};
+  Event f = MakeEvent("pay-2", {"ledger"});
+  f.sync_owner = "request";
+  f.sync_lease = 30s;
+  f.sync_sql = {{"ledger", &clash}};
+  auto failed = t->Accept(f);
+  CHECK(failed.status().code() == Status::Code::kInternal);
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id = 'pay-2'") == 0);
+  CHECK(t.Count("SELECT count(*) FROM credits") == 1);
+}
