@@ -132,15 +132,18 @@ P = {p.rsplit("/", 1)[1]: i for i, p in enumerate(PATHS)}
 
 RECEIVE_SEEDS = {
     "stripe-invoice-paid": receive_input(P["stripe"], STRIPE),
-    "github-push": receive_input(P["github"], GITHUB_PUSH, event_id=b"72d3162e-cc78-11e3-81ab-4c9367dc0958",
+    "github-push": receive_input(P["github"], GITHUB_PUSH,
+                                 event_id=b"72d3162e-cc78-11e3-81ab-4c9367dc0958",
                                  event_type=b"push"),
-    "standard-v1": receive_input(P["standard"], STANDARD, event_id=b"msg_2KWPBgLlAfxdpx2AI54pPJ85f4W"),
+    "standard-v1": receive_input(P["standard"], STANDARD,
+                                 event_id=b"msg_2KWPBgLlAfxdpx2AI54pPJ85f4W"),
     "standard-v1a": receive_input(P["standard"], STANDARD, mode=VARIANT,
                                   event_id=b"msg_2KWPBgLlAfxdpx2AI54pPJ85f4X"),
     "standard-svix": receive_input(P["standard"], STANDARD, mode=OTHER_VARIANT,
                                    event_id=b"msg_2KWPBgLlAfxdpx2AI54pPJ85f4Y"),
     "shopify-order": receive_input(P["shopify"], SHOPIFY,
-                                   headers=[("X-Shopify-Webhook-Id", b"b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"),
+                                   headers=[("X-Shopify-Webhook-Id",
+                                             b"b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"),
                                             ("Content-Type", b"application/json")],
                                    event_id=b"98880550-7158-44d4-b7cd-2c97c8a091b5",
                                    event_type=b"orders/create"),
@@ -149,22 +152,25 @@ RECEIVE_SEEDS = {
     "slack-command-form": receive_input(
         P["slack-commands"], SLACK_COMMAND,
         headers=[("Content-Type", b"application/x-www-form-urlencoded")]),
-    "gitlab-push": receive_input(P["gitlab"], GITLAB, event_id=b"f1d51fcd-0b12-4bbd-a4c7-e0a2e3a4c1a0",
+    "gitlab-push": receive_input(P["gitlab"], GITLAB,
+                                 event_id=b"f1d51fcd-0b12-4bbd-a4c7-e0a2e3a4c1a0",
                                  event_type=b"Push Hook"),
     "paddle-transaction": receive_input(P["paddle"], PADDLE),
     "square-payment": receive_input(P["square"], SQUARE),
     "square-query": receive_input(P["square"], SQUARE, query=b"env=prod&token=abc"),
     "discord-event": receive_input(P["discord"], DISCORD_EVENT),
     "discord-ping": receive_input(P["discord"], DISCORD_PING),
-    "twilio-sms-form": receive_input(P["twilio"], TWILIO_SMS,
-                                     headers=[("Content-Type", b"application/x-www-form-urlencoded"),
-                                              ("I-Twilio-Idempotency-Token", b"8b0c9e1a-2c77-4d2b-9f3c-1e2f3a4b5c6d")]),
+    "twilio-sms-form": receive_input(
+        P["twilio"], TWILIO_SMS,
+        headers=[("Content-Type", b"application/x-www-form-urlencoded"),
+                 ("I-Twilio-Idempotency-Token", b"8b0c9e1a-2c77-4d2b-9f3c-1e2f3a4b5c6d")]),
     "twilio-status-query": receive_input(P["twilio"], TWILIO_STATUS, query=b"account=main&x=1"),
     "twilio-json-bodysha256": receive_input(P["twilio"], TWILIO_JSON, query=b"type=debugger",
                                             mode=VARIANT),
     "twilio-sha256-settings": receive_input(P["twilio"], TWILIO_STATUS, mode=OTHER_VARIANT),
     "hmac-order": receive_input(P["hmac"], HMAC_BODY,
-                                headers=[("X-Event-Id", b"ord_42-1"), ("X-Event-Type", b"order.shipped")]),
+                                headers=[("X-Event-Id", b"ord_42-1"),
+                                         ("X-Event-Type", b"order.shipped")]),
     "open-unsigned": receive_input(P["open"], OPEN, mode=UNSIGNED),
     "stripe-unsigned": receive_input(P["stripe"], STRIPE, mode=UNSIGNED,
                                      headers=[("Stripe-Signature", b"t=1686089970,v1=00,v0=11")]),
@@ -235,21 +241,27 @@ def twilio_sorted(body):
     return "".join(n + v for n, v in fields).encode()
 
 
+# What the Standard Webhooks seeds sign (id.timestamp.body), and the hex SHA-256 of the body
+# Twilio's bodySHA256 query parameter carries.
+STANDARD_SIGNED = b"msg_2KWPBgLlAfxdpx2AI54pPJ85f4W." + TS.encode() + b"." + SMALL_STANDARD
+HMAC_BODY_SHA256 = hashlib.sha256(SMALL_HMAC).hexdigest()
+
 HTTP_SEEDS = {
     "stripe-signed-post": request("/hooks/stripe", [
         ("User-Agent", "Stripe/1.0 (+https://stripe.com/docs/webhooks)"),
         ("Content-Type", "application/json; charset=utf-8"),
-        ("Stripe-Signature", f"t={TS},v1=" + hmac_hex(b"whsec_stripe_fuzz", TS.encode() + b"." + SMALL_STRIPE))],
+        ("Stripe-Signature",
+         f"t={TS},v1=" + hmac_hex(b"whsec_stripe_fuzz", TS.encode() + b"." + SMALL_STRIPE))],
         SMALL_STRIPE),
     "standard-signed-post": request("/hooks/standard", [
         ("Content-Type", "application/json"), ("webhook-id", "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W"),
         ("webhook-timestamp", TS),
-        ("webhook-signature", "v1," + hmac_b64(STANDARD_KEY, b"msg_2KWPBgLlAfxdpx2AI54pPJ85f4W." + TS.encode() + b"." + SMALL_STANDARD))],
+        ("webhook-signature", "v1," + hmac_b64(STANDARD_KEY, STANDARD_SIGNED))],
         SMALL_STANDARD),
     "svix-signed-post": request("/hooks/standard", [
         ("Content-Type", "application/json"), ("svix-id", "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W"),
         ("svix-timestamp", TS),
-        ("svix-signature", "v1," + hmac_b64(STANDARD_KEY, b"msg_2KWPBgLlAfxdpx2AI54pPJ85f4W." + TS.encode() + b"." + SMALL_STANDARD))],
+        ("svix-signature", "v1," + hmac_b64(STANDARD_KEY, STANDARD_SIGNED))],
         SMALL_STANDARD),
     "shopify-signed-post": request("/hooks/shopify", [
         ("Content-Type", "application/json"), ("X-Shopify-Topic", "orders/create"),
@@ -260,11 +272,13 @@ HTTP_SEEDS = {
         SMALL_SHOPIFY),
     "slack-signed-event": request("/hooks/slack", [
         ("Content-Type", "application/json"), ("X-Slack-Request-Timestamp", TS),
-        ("X-Slack-Signature", "v0=" + hmac_hex(b"slack-fuzz", b"v0:" + TS.encode() + b":" + SMALL_SLACK))],
+        ("X-Slack-Signature",
+         "v0=" + hmac_hex(b"slack-fuzz", b"v0:" + TS.encode() + b":" + SMALL_SLACK))],
         SMALL_SLACK),
     "slack-signed-command-form": request("/hooks/slack-commands", [
         ("Content-Type", "application/x-www-form-urlencoded"), ("X-Slack-Request-Timestamp", TS),
-        ("X-Slack-Signature", "v0=" + hmac_hex(b"slack-fuzz", b"v0:" + TS.encode() + b":" + SMALL_COMMAND))],
+        ("X-Slack-Signature",
+         "v0=" + hmac_hex(b"slack-fuzz", b"v0:" + TS.encode() + b":" + SMALL_COMMAND))],
         SMALL_COMMAND),
     "gitlab-token-post": request("/hooks/gitlab", [
         ("Content-Type", "application/json"), ("User-Agent", "GitLab/16.0.0"),
@@ -275,29 +289,38 @@ HTTP_SEEDS = {
         SMALL_GITLAB),
     "paddle-signed-post": request("/hooks/paddle", [
         ("Content-Type", "application/json"),
-        ("Paddle-Signature", f"ts={TS};h1=" + hmac_hex(b"pdl_ntfset_fuzz", TS.encode() + b":" + SMALL_PADDLE))],
+        ("Paddle-Signature",
+         f"ts={TS};h1=" + hmac_hex(b"pdl_ntfset_fuzz", TS.encode() + b":" + SMALL_PADDLE))],
         SMALL_PADDLE),
     "square-signed-query": request("/hooks/square?env=prod", [
         ("Content-Type", "application/json"), ("User-Agent", "Square Connect v2"),
-        ("x-square-hmacsha256-signature", hmac_b64(b"square-fuzz-key", (SQUARE_URL + "?env=prod").encode() + SMALL_SQUARE))],
+        ("x-square-hmacsha256-signature",
+         hmac_b64(b"square-fuzz-key", (SQUARE_URL + "?env=prod").encode() + SMALL_SQUARE))],
         SMALL_SQUARE),
     "discord-signed-post": request("/hooks/discord", [
-        ("Content-Type", "application/json"), ("User-Agent", "Discord-Interactions/1.0 (+https://discord.com)"),
+        ("Content-Type", "application/json"),
+        ("User-Agent", "Discord-Interactions/1.0 (+https://discord.com)"),
         ("X-Signature-Ed25519", ed25519_hex(TS.encode() + SMALL_DISCORD)),
         ("X-Signature-Timestamp", TS)],
         SMALL_DISCORD),
     "twilio-signed-form": request("/hooks/twilio?account=main", [
         ("Content-Type", "application/x-www-form-urlencoded; charset=UTF-8"),
         ("User-Agent", "TwilioProxy/1.1"), ("I-Twilio-Idempotency-Token", "8b0c9e1a-2c77-4d2b"),
-        ("X-Twilio-Signature", hmac_b64(b"twilio-fuzz-token", (TWILIO_URL + "?account=main").encode() + twilio_sorted(SMALL_SMS), hashlib.sha1))],
+        ("X-Twilio-Signature",
+         hmac_b64(b"twilio-fuzz-token",
+                  (TWILIO_URL + "?account=main").encode() + twilio_sorted(SMALL_SMS),
+                  hashlib.sha1))],
         SMALL_SMS),
     "twilio-signed-json-bodysha256": request(
-        "/hooks/twilio?bodySHA256=" + hashlib.sha256(SMALL_HMAC).hexdigest(), [
+        "/hooks/twilio?bodySHA256=" + HMAC_BODY_SHA256, [
             ("Content-Type", "application/json"),
-            ("X-Twilio-Signature", hmac_b64(b"twilio-fuzz-token", (TWILIO_URL + "?bodySHA256=" + hashlib.sha256(SMALL_HMAC).hexdigest()).encode(), hashlib.sha1))],
+            ("X-Twilio-Signature",
+             hmac_b64(b"twilio-fuzz-token",
+                      (TWILIO_URL + "?bodySHA256=" + HMAC_BODY_SHA256).encode(), hashlib.sha1))],
         SMALL_HMAC),
     "hmac-signed-post": request("/hooks/hmac", [
-        ("Content-Type", "application/json"), ("X-Event-Id", "ord_42-1"), ("X-Event-Type", "order.shipped"),
+        ("Content-Type", "application/json"), ("X-Event-Id", "ord_42-1"),
+        ("X-Event-Type", "order.shipped"),
         ("X-Signature", "sha512=" + hmac_b64(b"hmac-fuzz", SMALL_HMAC, hashlib.sha512))],
         SMALL_HMAC),
 }
