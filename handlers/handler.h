@@ -4,7 +4,9 @@
 // the next one. Handlers know no provider and no HTTP request: only the stored event.
 //
 // Kinds live in handlers/<kind>/ (exec, http, file, sql), each with a factory that
-// validates its YAML once, at load (handlers/registry.cc), so nothing is re-parsed per event.
+// validates its settings once, at load (handlers/registry.cc), so nothing is re-parsed per
+// event. A factory reads them with config/yaml_reader.h (a table of its keys, in a handler
+// kind's wording); this header names the settings only as the incomplete YamlTree.
 // The kinds are listed once, in config/handler_kinds.h: a kind is its folder plus a row there.
 //
 // The event a handler gets (HandlerEvent), its Outcome and the `sql` kind's SqlWork are in
@@ -13,8 +15,6 @@
 // Thread-safety: Run() is called from several worker threads at once, for different events;
 // a handler holds no per-event state.
 #pragma once
-
-#include <yaml-cpp/yaml.h>
 
 #include <chrono>
 #include <cstdint>
@@ -74,14 +74,15 @@ class Handler {
   static constexpr int kMaxConcurrency = 1024;
 };
 
-// Reads a kind's `concurrency` key: a whole number in 1..Handler::kMaxConcurrency. False
-// (with the problem appended to *errors as "where: what") when it is not.
-bool ReadConcurrency(const YAML::Node& node, const std::string& where, int* concurrency,
-                     std::vector<std::string>* errors);
+class YamlReader;
+struct YamlField;
+// The `concurrency` key every kind but sql has: a whole number in
+// 1..Handler::kMaxConcurrency, read into *concurrency, for a kind's table of keys.
+YamlField ConcurrencyField(YamlReader& reader, int* concurrency);
 
-// Builds the handler of `kind` from its YAML (`config` is the node under the kind key).
+// Builds the handler of `kind` from its settings (`config`: what is under the kind key).
 // Every problem is appended to *errors as "where: what"; nullptr when there were any.
-using HandlerFactory = std::unique_ptr<Handler> (*)(const YAML::Node& config,
+using HandlerFactory = std::unique_ptr<Handler> (*)(const YamlTree& config,
                                                     const std::string& where,
                                                     std::vector<std::string>* errors);
 

@@ -1,19 +1,21 @@
 // The one explicit table of handler kinds, built from the rows of config/handler_kinds.h
 // (the list the config loader takes the kinds' keys from): each kind's key and its factory.
 // A static library link can silently drop self-registering static initialisers; a table
-// cannot be dropped, and a duplicate name is a compile-time-visible mistake.
+// cannot be dropped, and a duplicate name is a compile-time-visible mistake. Also here: what
+// every kind shares, building a config's handlers (BuildHandlers) and the `concurrency` row
+// of the kinds' tables of keys (ConcurrencyField).
 #include <algorithm>
-#include <charconv>
 #include <utility>
 
 #include "config/handler_kinds.h"
+#include "config/yaml_reader.h"
 #include "handlers/handler.h"
 
 namespace hookbox {
 
 // Each kind's factory, declared from its row; handlers/<kind>/ defines it.
-#define HOOKBOX_DECLARE_FACTORY(key, factory, target)                                  \
-  std::unique_ptr<Handler> factory(const YAML::Node& config, const std::string& where, \
+#define HOOKBOX_DECLARE_FACTORY(key, factory, target)                                \
+  std::unique_ptr<Handler> factory(const YamlTree& config, const std::string& where, \
                                    std::vector<std::string>* errors);
 HOOKBOX_HANDLER_KINDS(HOOKBOX_DECLARE_FACTORY)
 #undef HOOKBOX_DECLARE_FACTORY
@@ -47,19 +49,12 @@ Handler* HandlerSet::Find(const std::string& endpoint, const std::string& handle
   return h == e->second.end() ? nullptr : h->second.get();
 }
 
-bool ReadConcurrency(const YAML::Node& node, const std::string& where, int* concurrency,
-                     std::vector<std::string>* errors) {
-  const std::string text = node.IsScalar() ? node.Scalar() : std::string();
-  int value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 1 ||
-      value > Handler::kMaxConcurrency) {
-    errors->push_back(where + ": expected a whole number of attempts at once, 1 to " +
-                      std::to_string(Handler::kMaxConcurrency));
-    return false;
-  }
-  *concurrency = value;
-  return true;
+YamlField ConcurrencyField(YamlReader& reader, int* concurrency) {
+  return {"concurrency", [&reader, concurrency](const YAML::Node& node, const std::string& where) {
+            Set(*concurrency, reader.Count(node, where, 1, Handler::kMaxConcurrency,
+                                           "expected a whole number of attempts at once, 1 to " +
+                                               std::to_string(Handler::kMaxConcurrency)));
+          }};
 }
 
 HandlerSet BuildHandlers(const Config& config, std::vector<std::string>* errors) {
@@ -80,7 +75,10 @@ HandlerSet BuildHandlers(const Config& config, std::vector<std::string>* errors)
           errors->push_back(where + ": unknown handler kind");
           continue;
         }
-        std::unique_ptr<Handler> handler = factory(spec.config, where, errors);
+        // A spec built by hand may have no settings: the factory says "expected a mapping".
+        static const YamlTree kNoSettings;
+        std::unique_ptr<Handler> handler =
+            factory(spec.config ? *spec.config : kNoSettings, where, errors);
         if (!handler) continue;
         set.longest_timeout = std::max(set.longest_timeout, handler->timeout());
         set.total_concurrency += handler->concurrency();

@@ -214,9 +214,10 @@ void AddToolVerbs(CLI::App& app, Args& a) {
     return Stats(a.config_path, a.stats_json);
   })->add_flag("--json", a.stats_json, "JSON object for scripts");
 
-  Verb(&app, "backup", "copy a live SQLite inbox to FILE, consistent and checked", a, [&a] {
-    return Backup(a.config_path, a.backup_file);
-  })->add_option("FILE", a.backup_file, "a new file (never overwritten)")->required();
+  Verb(&app, "backup", "copy a live SQLite inbox to FILE, consistent and checked", a,
+       [&a] { return Backup(a.config_path, a.backup_file); })
+      ->add_option("FILE", a.backup_file, "a new file (never overwritten)")
+      ->required();
 
   CLI::App* purge = Verb(&app, "purge", "delete what retention no longer keeps, now", a,
                          [&a] { return Purge(a.config_path, a.purge_dry_run, a.purge_json); });

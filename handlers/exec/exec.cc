@@ -23,16 +23,15 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <future>
 #include <map>
-#include <set>
 #include <string_view>
 #include <utility>
 
 #include "config/config.h"
+#include "config/yaml_reader.h"
 #include "handlers/exec/children.h"
 #include "handlers/exec/spawn.h"
 
@@ -201,17 +200,17 @@ HandlerResult ExecHandler::Run(const HandlerEvent& event) {
 
 // --- the factory ---------------------------------------------------------------------------
 
+// Reads the settings with the reader's table of keys (config/yaml_reader.h), in a handler
+// kind's wording; what each value must be is checked here.
 class SpecReader final {
  public:
   SpecReader(const std::string& where, std::vector<std::string>* errors)
-      : where_(where), errors_(errors) {}
+      : where_(where), reader_(YamlReader::Plain(errors)) {}
 
   void Read(const YAML::Node& config, ExecSpec& spec);
 
  private:
-  void Error(const std::string& at, const std::string& what) {
-    errors_->push_back(at + ": " + what);
-  }
+  void Error(const std::string& at, const std::string& what) { reader_.Error(at, what); }
   void ReadCommand(const YAML::Node& node, const std::string& at, ExecSpec& spec);
   void ReadExitCodes(const YAML::Node& node, const std::string& at, ExecSpec& spec);
   void ReadWorkdir(const YAML::Node& node, const std::string& at, ExecSpec& spec);
@@ -221,7 +220,7 @@ class SpecReader final {
   std::optional<std::string> Resolve(const std::string& name, const std::string& at);
 
   const std::string& where_;
-  std::vector<std::string>* errors_;
+  YamlReader reader_;
   std::string path_;  // the PATH the child gets, which also resolves bare names
 };
 
@@ -245,43 +244,18 @@ void SpecReader::Read(const YAML::Node& config, ExecSpec& spec) {
   if (env["PATH"].empty()) env["PATH"] = kDefaultPath;
   path_ = env["PATH"];
 
-  if (!config.IsMap()) return Error(where_, "expected a mapping");
-  std::set<std::string> seen;
-  const YAML::Node* command = nullptr;
-  for (const auto& entry : config) {
-    const std::string key = entry.first.Scalar();
-    const std::string at = where_ + "." + key;
-    if (!seen.insert(key).second) {
-      Error(at, "appears twice");
-    } else if (key == "command") {
-      command = &entry.second;
-      ReadCommand(entry.second, at, spec);
-    } else if (key == "timeout") {
-      auto timeout =
-          entry.second.IsScalar()
-              ? ParseDuration(entry.second.Scalar())
-              : StatusOr<Duration>(Status::InvalidArgument("expected a duration such as 30s"));
-      if (!timeout.ok())
-        Error(at, timeout.status().what());
-      else if (timeout->count() <= 0)
-        Error(at, "must be longer than 0");
-      else
-        spec.timeout = *timeout;
-    } else if (key == "permanent_exit_codes") {
-      ReadExitCodes(entry.second, at, spec);
-    } else if (key == "env") {
-      ReadEnv(entry.second, at, env);
-    } else if (key == "concurrency") {
-      ReadConcurrency(entry.second, at, &spec.concurrency, errors_);
-    } else if (key == "workdir") {
-      ReadWorkdir(entry.second, at, spec);
-    } else {
-      Error(where_, "unknown key \"" + key +
-                        "\" (expected command, timeout, "
-                        "permanent_exit_codes, env, concurrency, workdir)");
-    }
-  }
-  if (command == nullptr) Error(where_, "command is required");
+  const bool is_map = reader_.ReadMapping(
+      config, where_,
+      {
+          {"command", [&](auto& n, auto& at) { ReadCommand(n, at, spec); }},
+          {"timeout", [&](auto& n, auto& at) { Set(spec.timeout, reader_.Timeout(n, at, "30s")); }},
+          {"permanent_exit_codes", [&](auto& n, auto& at) { ReadExitCodes(n, at, spec); }},
+          {"env", [&](auto& n, auto& at) { ReadEnv(n, at, env); }},
+          ConcurrencyField(reader_, &spec.concurrency),
+          {"workdir", [&](auto& n, auto& at) { ReadWorkdir(n, at, spec); }},
+      });
+  if (!is_map) return;
+  reader_.Require(config, where_, {"command"});
   for (const auto& [name, value] : env) spec.env.push_back(name + "=" + value);
 }
 
@@ -290,7 +264,7 @@ void SpecReader::ReadCommand(const YAML::Node& node, const std::string& at, Exec
     return Error(at, "expected a non-empty list: the program, then its arguments");
   }
   for (size_t i = 0; i < node.size(); ++i) {
-    const std::string item_at = at + "[" + std::to_string(i) + "]";
+    const std::string item_at = Item(at, i);
     if (!node[i].IsScalar()) {
       Error(item_at, "expected text");
     } else if (node[i].Scalar().find('\0') != std::string::npos) {
@@ -337,14 +311,9 @@ void SpecReader::ReadExitCodes(const YAML::Node& node, const std::string& at, Ex
   if (!node.IsSequence()) return Error(at, "expected a list of exit codes (1-255)");
   spec.permanent_exit_codes.clear();
   for (size_t i = 0; i < node.size(); ++i) {
-    const std::string& text = node[i].IsScalar() ? node[i].Scalar() : std::string();
-    int code = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), code);
-    if (text.empty() || ec != std::errc() || end != text.data() + text.size() || code < 1 ||
-        code > 255) {
-      Error(at + "[" + std::to_string(i) + "]", "expected an exit code from 1 to 255");
-    } else {
-      spec.permanent_exit_codes.push_back(code);
+    if (auto code =
+            reader_.Count(node[i], Item(at, i), 1, 255, "expected an exit code from 1 to 255")) {
+      spec.permanent_exit_codes.push_back(*code);
     }
   }
 }
@@ -370,7 +339,7 @@ void SpecReader::ReadEnv(const YAML::Node& node, const std::string& at,
   if (!node.IsMap()) return Error(at, "expected a mapping of NAME: value");
   for (const auto& entry : node) {
     const std::string name = entry.first.Scalar();
-    const std::string name_at = at + "." + name;
+    const std::string name_at = Key(at, name);
     if (!IsEnvName(name)) {
       Error(name_at, "not a variable name (letters, digits, \"_\")");
     } else if (name.starts_with("HOOKBOX_")) {
@@ -387,12 +356,12 @@ void SpecReader::ReadEnv(const YAML::Node& node, const std::string& at,
 
 }  // namespace
 
-std::unique_ptr<Handler> MakeExecHandler(const YAML::Node& config, const std::string& where,
+std::unique_ptr<Handler> MakeExecHandler(const YamlTree& config, const std::string& where,
                                          std::vector<std::string>* errors) {
   const size_t before = errors->size();
   ExecSpec spec;
   try {
-    SpecReader(where, errors).Read(config, spec);
+    SpecReader(where, errors).Read(config.node, spec);
   } catch (const YAML::Exception& e) {
     errors->push_back(where + ": " + e.what());
   }

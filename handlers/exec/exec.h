@@ -15,7 +15,7 @@ namespace hookbox {
 
 // A HandlerFactory (handlers/registry.cc). command[0] is an absolute path, or a bare name
 // looked up on the daemon's PATH once, here; either way it must be an executable file now.
-std::unique_ptr<Handler> MakeExecHandler(const YAML::Node& config, const std::string& where,
+std::unique_ptr<Handler> MakeExecHandler(const YamlTree& config, const std::string& where,
                                          std::vector<std::string>* errors);
 
 }  // namespace hookbox

@@ -17,9 +17,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <set>
 
 #include "base/crypto.h"
+#include "config/yaml_reader.h"
 
 namespace hookbox {
 namespace {
@@ -210,30 +210,20 @@ std::string SafeFileName(std::string_view text) {
   return name.substr(0, cut) + "~" + Sha256Hex(text).substr(0, kHashDigits);
 }
 
-std::unique_ptr<Handler> MakeFileHandler(const YAML::Node& config, const std::string& where,
+std::unique_ptr<Handler> MakeFileHandler(const YamlTree& config, const std::string& where,
                                          std::vector<std::string>* errors) {
   const size_t before = errors->size();
   std::optional<std::string> dir;
   int concurrency = Handler::kDefaultConcurrency;
+  YamlReader reader = YamlReader::Plain(errors);
   try {
-    if (!config.IsMap()) {
-      errors->push_back(where + ": expected a mapping");
-      return nullptr;
-    }
-    std::set<std::string> seen;
-    for (const auto& entry : config) {
-      const std::string key = entry.first.Scalar();
-      if (!seen.insert(key).second) {
-        errors->push_back(where + "." + key + ": appears twice");
-      } else if (key == "dir") {
-        dir = PrepareDir(entry.second, where + ".dir", errors);
-      } else if (key == "concurrency") {
-        ReadConcurrency(entry.second, where + ".concurrency", &concurrency, errors);
-      } else {
-        errors->push_back(where + ": unknown key \"" + key + "\" (expected dir, concurrency)");
-      }
-    }
-    if (!seen.count("dir")) errors->push_back(where + ": dir is required");
+    const bool is_map =
+        reader.ReadMapping(config.node, where,
+                           {
+                               {"dir", [&](auto& n, auto& at) { dir = PrepareDir(n, at, errors); }},
+                               ConcurrencyField(reader, &concurrency),
+                           });
+    if (is_map) reader.Require(config.node, where, {"dir"});
   } catch (const YAML::Exception& e) {
     errors->push_back(where + ": " + e.what());
   }

@@ -13,7 +13,7 @@
 namespace hookbox {
 
 // A HandlerFactory (handlers/registry.cc). `dir` is created, with its parents, if missing.
-std::unique_ptr<Handler> MakeFileHandler(const YAML::Node& config, const std::string& where,
+std::unique_ptr<Handler> MakeFileHandler(const YamlTree& config, const std::string& where,
                                          std::vector<std::string>* errors);
 
 // `text` as one file name that cannot leave its directory or hide: [A-Za-z0-9._-] are kept,

@@ -19,17 +19,14 @@
 #include <cstring>
 #include <ctime>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "config/config.h"
-#include "config/secrets.h"
+#include "config/yaml_reader.h"
 #include "http/client.h"
 #include "verify/sign.h"
 
 namespace hookbox {
 namespace {
-
-using config_internal::SecretSource;
 
 constexpr Duration kDefaultTimeout = std::chrono::seconds(10);
 constexpr auto kMaxRetryAfter = std::chrono::hours(1);
@@ -169,70 +166,48 @@ class HttpHandler final : public Handler {
 
 // --- the factory ---------------------------------------------------------------------------
 
+// Reads the settings with the reader's table of keys (config/yaml_reader.h), in a handler
+// kind's wording; what each value must be is checked here.
 class SpecReader final {
  public:
-  explicit SpecReader(std::vector<std::string>* errors) : errors_(errors) {}
+  explicit SpecReader(std::vector<std::string>* errors) : reader_(YamlReader::Plain(errors)) {}
 
   void Read(const YAML::Node& config, const std::string& where, HttpSpec& spec);
 
  private:
-  void Error(const std::string& at, const std::string& what) {
-    errors_->push_back(at + ": " + what);
-  }
+  void Error(const std::string& at, const std::string& what) { reader_.Error(at, what); }
+  void ReadUrl(const YAML::Node& node, const std::string& at, HttpUrl& url);
   void ReadHeaders(const YAML::Node& node, const std::string& at, Headers& headers);
   void ReadSign(const YAML::Node& node, const std::string& at, std::optional<Secret>& secret);
-  void ReadSecret(const YAML::Node& node, const std::string& at, std::optional<Secret>& secret);
 
-  std::vector<std::string>* errors_;
+  YamlReader reader_;
 };
 
 void SpecReader::Read(const YAML::Node& config, const std::string& where, HttpSpec& spec) {
-  if (!config.IsMap()) return Error(where, "expected a mapping");
-  std::set<std::string> seen;
-  for (const auto& entry : config) {
-    const std::string key = entry.first.Scalar();
-    const std::string at = where + "." + key;
-    const YAML::Node& value = entry.second;
-    if (!seen.insert(key).second) {
-      Error(at, "appears twice");
-    } else if (key == "url") {
-      auto url = value.IsScalar() ? ParseHttpUrl(value.Scalar())
-                                  : StatusOr<HttpUrl>(Status::InvalidArgument("expected a URL"));
-      if (url.ok())
-        spec.url = *url;
-      else
-        Error(at, url.status().what());
-    } else if (key == "timeout") {
-      auto timeout =
-          value.IsScalar()
-              ? ParseDuration(value.Scalar())
-              : StatusOr<Duration>(Status::InvalidArgument("expected a duration such as 10s"));
-      if (!timeout.ok())
-        Error(at, timeout.status().what());
-      else if (timeout->count() <= 0)
-        Error(at, "must be longer than 0");
-      else
-        spec.timeout = *timeout;
-    } else if (key == "headers") {
-      ReadHeaders(value, at, spec.headers);
-    } else if (key == "sign") {
-      ReadSign(value, at, spec.sign);
-    } else if (key == "concurrency") {
-      ReadConcurrency(value, at, &spec.concurrency, errors_);
-    } else {
-      Error(where, "unknown key \"" + key +
-                       "\" (expected url, timeout, headers, sign, "
-                       "concurrency)");
-    }
-  }
-  if (!seen.count("url")) Error(where, "url is required");
+  const bool is_map = reader_.ReadMapping(
+      config, where,
+      {
+          {"url", [&](auto& n, auto& at) { ReadUrl(n, at, spec.url); }},
+          {"timeout", [&](auto& n, auto& at) { Set(spec.timeout, reader_.Timeout(n, at, "10s")); }},
+          {"headers", [&](auto& n, auto& at) { ReadHeaders(n, at, spec.headers); }},
+          {"sign", [&](auto& n, auto& at) { ReadSign(n, at, spec.sign); }},
+          ConcurrencyField(reader_, &spec.concurrency),
+      });
+  if (is_map) reader_.Require(config, where, {"url"});
+}
+
+void SpecReader::ReadUrl(const YAML::Node& node, const std::string& at, HttpUrl& url) {
+  if (!node.IsScalar()) return Error(at, "expected a URL");
+  auto parsed = ParseHttpUrl(node.Scalar());
+  if (!parsed.ok()) return Error(at, parsed.status().what());
+  url = *parsed;
 }
 
 void SpecReader::ReadHeaders(const YAML::Node& node, const std::string& at, Headers& headers) {
   if (!node.IsMap()) return Error(at, "expected a mapping of Name: value");
   for (const auto& entry : node) {
     const std::string name = entry.first.Scalar();
-    const std::string name_at = at + "." + name;
+    const std::string name_at = Key(at, name);
     bool token = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
       return std::isalnum(static_cast<unsigned char>(c)) ||
              std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
@@ -255,39 +230,13 @@ void SpecReader::ReadHeaders(const YAML::Node& node, const std::string& at, Head
   }
 }
 
+// `sign: {secret: …}`: its repeated keys have always been read, not refused.
 void SpecReader::ReadSign(const YAML::Node& node, const std::string& at,
                           std::optional<Secret>& secret) {
   if (!node.IsMap()) return Error(at, "expected {secret: {env: NAME}}");
-  for (const auto& entry : node) {
-    const std::string key = entry.first.Scalar();
-    if (key == "secret")
-      ReadSecret(entry.second, at + ".secret", secret);
-    else
-      Error(at, "unknown key \"" + key + "\" (expected secret)");
-  }
-  if (!node["secret"]) Error(at, "secret is required");
-}
-
-void SpecReader::ReadSecret(const YAML::Node& node, const std::string& at,
-                            std::optional<Secret>& secret) {
-  constexpr std::pair<const char*, SecretSource> kSources[] = {
-      {"env", SecretSource::kEnv}, {"file", SecretSource::kFile}, {"value", SecretSource::kValue}};
-  // Never echo the node: it may be the secret itself, written inline by mistake.
-  const char* kShape = "expected one of {env: NAME}, {file: PATH} or {value: TEXT}";
-  if (!node.IsMap() || node.size() != 1) return Error(at, kShape);
-  const auto entry = *node.begin();
-  const std::string kind = entry.first.Scalar();
-  const auto* source = std::find_if(std::begin(kSources), std::end(kSources),
-                                    [&](const auto& s) { return kind == s.first; });
-  if (source == std::end(kSources)) return Error(at, kShape);
-  if (!entry.second.IsScalar()) return Error(at + "." + kind, "expected a single value");
-  StatusOr<Secret> resolved = config_internal::ResolveSecret(source->second, entry.second.Scalar());
-  if (!resolved.ok()) return Error(at, resolved.status().what());
-  if (!config_internal::IsStandardWebhooksSecret(resolved->value)) {
-    return Error(at, "the secret from " + resolved->source +
-                         " is not a Standard Webhooks key (whsec_ followed by base64)");
-  }
-  secret = std::move(*resolved);
+  reader_.ReadMappingKeepingRepeats(
+      node, at, {{"secret", [&](auto& n, auto& sw) { Set(secret, reader_.SigningKey(n, sw)); }}});
+  reader_.Require(node, at, {"secret"});
 }
 
 }  // namespace
@@ -323,12 +272,12 @@ std::optional<std::chrono::milliseconds> ParseRetryAfter(
   return std::min<std::chrono::milliseconds>(delay, kMaxRetryAfter);
 }
 
-std::unique_ptr<Handler> MakeHttpHandler(const YAML::Node& config, const std::string& where,
+std::unique_ptr<Handler> MakeHttpHandler(const YamlTree& config, const std::string& where,
                                          std::vector<std::string>* errors) {
   const size_t before = errors->size();
   HttpSpec spec;
   try {
-    SpecReader(errors).Read(config, where, spec);
+    SpecReader(errors).Read(config.node, where, spec);
   } catch (const YAML::Exception& e) {
     errors->push_back(where + ": " + e.what());
   }

@@ -18,7 +18,7 @@
 namespace hookbox {
 
 // A HandlerFactory (handlers/registry.cc). A sign secret is read once, here.
-std::unique_ptr<Handler> MakeHttpHandler(const YAML::Node& config, const std::string& where,
+std::unique_ptr<Handler> MakeHttpHandler(const YamlTree& config, const std::string& where,
                                          std::vector<std::string>* errors);
 
 // A Retry-After value (delta-seconds or an HTTP-date, any year to 9999) as a delay from

@@ -10,6 +10,8 @@
 #include <set>
 #include <string_view>
 
+#include "config/yaml_reader.h"
+
 namespace hookbox {
 namespace {
 
@@ -134,30 +136,20 @@ class SqlHandler final : public Handler {
 
 }  // namespace
 
-std::unique_ptr<Handler> MakeSqlHandler(const YAML::Node& config, const std::string& where,
+std::unique_ptr<Handler> MakeSqlHandler(const YamlTree& config, const std::string& where,
                                         std::vector<std::string>* errors) {
   const size_t before = errors->size();
   SqlWork work;
+  YamlReader reader = YamlReader::Plain(errors);
   try {
-    if (!config.IsMap()) {
-      errors->push_back(where + ": expected a mapping");
-      return nullptr;
-    }
-    std::set<std::string> seen;
-    for (const auto& entry : config) {
-      const std::string key = entry.first.Scalar();
-      const std::string at = where + "." + key;
-      if (!seen.insert(key).second) {
-        errors->push_back(at + ": appears twice");
-      } else if (key == "setup") {
-        ReadStatements(entry.second, at, false, work.setup, errors);
-      } else if (key == "statements") {
-        ReadStatements(entry.second, at, true, work.statements, errors);
-      } else {
-        errors->push_back(where + ": unknown key \"" + key + "\" (expected setup, statements)");
-      }
-    }
-    if (!seen.count("statements")) errors->push_back(where + ": statements is required");
+    const bool is_map = reader.ReadMapping(
+        config.node, where,
+        {
+            {"setup", [&](auto& n, auto& at) { ReadStatements(n, at, false, work.setup, errors); }},
+            {"statements",
+             [&](auto& n, auto& at) { ReadStatements(n, at, true, work.statements, errors); }},
+        });
+    if (is_map) reader.Require(config.node, where, {"statements"});
   } catch (const YAML::Exception& e) {
     errors->push_back(where + ": " + e.what());
   }

@@ -15,7 +15,7 @@ namespace hookbox {
 // A HandlerFactory (handlers/registry.cc). Each list item is one statement; `statements`
 // may use the named parameters :event_id :endpoint :type :resource :sequence :body
 // :received_at, `setup` (run once at start, with no event) none.
-std::unique_ptr<Handler> MakeSqlHandler(const YAML::Node& config, const std::string& where,
+std::unique_ptr<Handler> MakeSqlHandler(const YamlTree& config, const std::string& where,
                                         std::vector<std::string>* errors);
 
 }  // namespace hookbox

@@ -18,7 +18,7 @@
 #include <string>
 
 #include "cli/cli.h"
-#include "inbox/postgres/pg.h"
+#include "inbox/inbox.h"
 #include "ops/terminal.h"
 
 namespace hookbox::cli {
@@ -122,7 +122,7 @@ int Backup(const std::string& config_path, const std::string& file) {
   // PostgreSQL is refused before any connection is tried. (A config with errors goes on to
   // LoadAndOpen, which reports every one.)
   if (LoadResult peek = LoadConfigFile(config_path, {.resolve_secrets = false});
-      peek.config && pg::IsPostgresUrl(peek.config->database)) {
+      peek.config && IsPostgresDatabase(peek.config->database)) {
     std::cerr << "hookbox: backup copies a SQLite inbox; for PostgreSQL use pg_dump (README, "
                  "\"Upgrade and back up\")\n";
     return kExitUsage;

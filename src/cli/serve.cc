@@ -26,7 +26,7 @@
 #include "handlers/handler.h"
 #include "hookbox_version.h"
 #include "http/server.h"
-#include "inbox/postgres/pg.h"
+#include "inbox/inbox.h"
 #include "ops/clock.h"
 #include "ops/daemon_metrics.h"
 #include "ops/fdlimit.h"
@@ -314,7 +314,7 @@ void WarnIfSecretsExposed(const Config& c) {
 // `handlers`: the built handlers, whose slots (each kind's concurrency) need descriptors.
 DescriptorNeeds NeedsOf(const Config& c, const HandlerSet& handlers) {
   const int slots = c.workers == 0 ? 0 : handlers.total_concurrency;
-  return DescriptorNeeds{slots, c.limits.threads, pg::IsPostgresUrl(c.database)};
+  return DescriptorNeeds{slots, c.limits.threads, IsPostgresDatabase(c.database)};
 }
 
 // Raises the soft open-file limit to the hard one, then lowers limits.max_connections to

@@ -1,34 +1,23 @@
-// config.yaml -> Config. The loader walks the document once, checking each mapping against
-// a small table of the keys it may hold, and records every problem as one line
-// "where: what" instead of stopping at the first, so `hookbox check-config` shows them all at
-// once. Secrets are resolved here too (secrets.cc), so a daemon that loaded its config can
-// verify. yaml-cpp throws; its exceptions stop at this file's edge and become error lines.
+// config.yaml -> Config. The loader walks the document once with the table-driven reader
+// (yaml_reader.h: each mapping against the keys it may hold, every problem one line
+// "FILE:LINE:COLUMN: where: what", so `hookbox check-config` shows them all at once); what is
+// here is what the keys mean: the sections and the checks between keys (a handler's stable
+// name is handler_names.cc's). Secrets are resolved here too (secrets.cc), so a daemon that
+// loaded its config can verify. yaml-cpp throws; its exceptions stop at this file's edge and
+// become error lines.
 
 #include "config/config.h"
 
-#include <charconv>
-#include <functional>
-#include <initializer_list>
 #include <limits>
 #include <map>
 #include <set>
-#include <span>
 
-#include "base/crypto.h"
 #include "config/handler_kinds.h"
 #include "config/secrets.h"
+#include "config/yaml_reader.h"
 
 namespace hookbox {
 namespace {
-
-using config_internal::ResolveSecret;
-using config_internal::SecretSource;
-
-template <typename T>
-struct Choice {
-  std::string_view name;
-  T value;
-};
 
 // `provider:`'s choices: the rows of config/providers.h, in their order.
 #define HOOKBOX_PROVIDER_CHOICE(id, ...) {SpecOf(Provider::id).name, Provider::id},
@@ -44,35 +33,12 @@ constexpr Choice<Mode> kModes[] = {{"async", Mode::kAsync}, {"sync", Mode::kSync
 constexpr Choice<std::string_view> kHmacAlgorithms[] = {
     {"sha1", "sha1"}, {"sha256", "sha256"}, {"sha512", "sha512"}};
 constexpr Choice<std::string_view> kHmacEncodings[] = {{"hex", "hex"}, {"base64", "base64"}};
-constexpr Choice<SecretSource> kSecretSources[] = {
-    {"env", SecretSource::kEnv}, {"file", SecretSource::kFile}, {"value", SecretSource::kValue}};
 
 // Producers retry for up to 3 days; purging earlier than that forgets events they may still
 // redeliver.
 constexpr auto kProducerRetryWindow = std::chrono::hours(72);
-constexpr Duration kPositive{1};
 constexpr Duration kZero{0};
 constexpr size_t kMaxConfigFile = 16 << 20;
-
-std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
-std::string Key(const std::string& where, std::string_view key) {
-  return where.empty() ? std::string(key) : where + "." + std::string(key);
-}
-std::string Item(const std::string& where, size_t index) {
-  return where + "[" + std::to_string(index) + "]";
-}
-
-template <typename T, typename U>
-void Set(T& target, std::optional<U> value) {
-  if (value) target = static_cast<T>(std::move(*value));
-}
-
-template <typename T>
-std::string Names(std::span<const Choice<T>> choices) {
-  std::string names;
-  for (const auto& c : choices) names += (names.empty() ? "" : ", ") + std::string(c.name);
-  return names;
-}
 
 // [A-Za-z0-9_.-]+: endpoint and handler names end up in URLs, metrics labels and file names.
 bool IsPlainName(std::string_view s) {
@@ -105,91 +71,25 @@ bool IsJsonPointer(std::string_view s) {
   return true;
 }
 
-// One key a mapping may hold, and what to do with its value (given with its "where").
-struct Field {
-  std::string_view key;
-  std::function<void(const YAML::Node& value, const std::string& where)> read;
-};
-
 // Turns a YAML document into a Config, collecting errors and warnings in `out`.
-class Loader final {
+class Loader final : private YamlReader {
  public:
   Loader(LoadResult& out, LoadOptions options, std::string file)
-      : out_(out), options_(options), file_(std::move(file)) {}
+      : YamlReader(Positioned(&out.errors, &out.warnings, std::move(file))), options_(options) {}
 
   void ReadDocument(const YAML::Node& root, const std::string& file, Config& config);
 
  private:
-  // Every message starts with where the key is in the file, "FILE:LINE:COLUMN: ", as a
-  // compiler's do, then the key's path and what is wrong and how to fix it.
-  void Error(const std::string& where, std::string_view what) {
-    out_.errors.push_back(Position(where) + (where.empty()
-                                                 ? std::string(what) + " (top level)"
-                                                 : where + ": " + std::string(what)));
-  }
-  void Warning(const std::string& where, std::string_view what) {
-    out_.warnings.push_back(Position(where) + where + ": " + std::string(what));
-  }
-  // An error about `at` itself (an unknown or repeated key), found in the mapping `where`.
-  void ErrorAt(const YAML::Node& at, const std::string& where, std::string_view what) {
-    const YAML::Mark m = at.Mark();
-    if (m.is_null()) return Error(where, what);
-    out_.errors.push_back(file_ + ":" + std::to_string(m.line + 1) + ":" +
-                          std::to_string(m.column + 1) + ": " +
-                          (where.empty() ? std::string(what) + " (top level)"
-                                         : where + ": " + std::string(what)));
-  }
-  // "FILE:LINE:COLUMN: " of the key `where` names, or of the nearest enclosing key or list
-  // item whose position is known (a check made after reading, e.g. a duplicate name, names
-  // its endpoint); "FILE: " when none is (the document as a whole).
-  std::string Position(std::string where) const;
-  // Remembers where a key or a list item is, for Position.
-  void Mark(const std::string& where, const YAML::Node& node) {
-    const YAML::Mark m = node.Mark();
-    if (!m.is_null()) marks_.emplace(where, m);
-  }
-
-  // Checks that `node` is a mapping whose keys are all in `fields`, each at most once, and
-  // hands every value to its field's reader. False (after an error) if it is not a mapping.
-  bool ReadMapping(const YAML::Node& node, const std::string& where,
-                   std::initializer_list<Field> fields) {
-    return ReadMapping(node, where, std::span<const Field>(fields.begin(), fields.size()));
-  }
-  bool ReadMapping(const YAML::Node& node, const std::string& where, std::span<const Field> fields);
-  // Checks that `node` is a list (non-empty when `non_empty`) and calls read(item, where[i]).
-  void ReadList(const YAML::Node& node, const std::string& where, bool non_empty,
-                const std::function<void(const YAML::Node&, const std::string&, size_t)>& read);
-  void Require(const YAML::Node& node, const std::string& where,
-               std::initializer_list<std::string_view> keys);
-
-  // Scalar readers: the value, or nullopt after recording why not.
-  std::optional<std::string> Text(const YAML::Node& node, const std::string& where);
-  std::optional<std::string> NonEmptyText(const YAML::Node& node, const std::string& where);
-  // Non-empty text that passes `valid`; otherwise "<text><complaint>".
-  std::optional<std::string> Checked(const YAML::Node& node, const std::string& where,
-                                     bool (*valid)(std::string_view), std::string_view complaint);
   std::optional<std::string> Name(const YAML::Node& node, const std::string& where) {
     return Checked(node, where, IsPlainName,
                    " may use only letters, digits, \"_\", \".\" and \"-\"");
   }
-  std::optional<int> Int(const YAML::Node& node, const std::string& where, int min, int max);
-  std::optional<bool> Bool(const YAML::Node& node, const std::string& where);
-  // Text that `parse` accepts, parsed; its message otherwise.
-  template <typename T>
-  std::optional<T> Parsed(const YAML::Node& node, const std::string& where,
-                          StatusOr<T> (*parse)(std::string_view));
-  std::optional<Duration> DurationValue(const YAML::Node& node, const std::string& where,
-                                        Duration min = kPositive);
-  std::optional<size_t> Size(const YAML::Node& node, const std::string& where);
   std::optional<std::string> Address(const YAML::Node& node, const std::string& where,
                                      bool allow_empty);
   std::optional<std::string> Database(const YAML::Node& node, const std::string& where);
   std::optional<std::string> PublicUrl(const YAML::Node& node, const std::string& where);
   std::optional<std::string> ClockTime(const YAML::Node& node, const std::string& where);
   std::optional<FieldRef> Source(const YAML::Node& node, const std::string& where);
-  template <typename T>
-  std::optional<T> OneOf(const YAML::Node& node, const std::string& where,
-                         std::span<const Choice<T>> choices);
 
   // Sections.
   void ReadLimits(const YAML::Node& node, const std::string& where, Limits& limits);
@@ -204,10 +104,10 @@ class Loader final {
   };
   void CheckVerification(const VerifyKeys& keys, const std::string& where, Endpoint& endpoint);
   void ReadSecrets(const YAML::Node& node, const std::string& where, Endpoint& endpoint);
-  // One {env: NAME} / {file: PATH} / {value: TEXT}: resolved, or with its source only when
-  // secrets are not resolved; nullopt after the error (which ends with `named`).
   std::optional<Secret> SecretEntry(const YAML::Node& item, const std::string& where,
-                                    const std::string& named);
+                                    const std::string& named) {
+    return YamlReader::SecretEntry(item, where, options_.resolve_secrets, named);
+  }
   void CheckAdmin(const Config& config);
   void ReadHmac(const YAML::Node& node, const std::string& where, HmacScheme& hmac);
   void ReadDedupe(const YAML::Node& node, const std::string& where, Endpoint& endpoint);
@@ -220,166 +120,8 @@ class Loader final {
                                  HandlerSpec& handler);
   void CheckUnique(const std::vector<Endpoint>& endpoints);
 
-  LoadResult& out_;
   LoadOptions options_;
-  std::string file_;
-  std::map<std::string, YAML::Mark> marks_;  // by the path Key() and Item() build
 };
-
-std::string Loader::Position(std::string where) const {
-  for (;;) {
-    if (auto it = marks_.find(where); it != marks_.end()) {
-      return file_ + ":" + std::to_string(it->second.line + 1) + ":" +
-             std::to_string(it->second.column + 1) + ": ";
-    }
-    // Up one level: "a.b" -> "a", "a[2]" -> "a", "a" -> "".
-    const size_t cut = where.find_last_of(".[");
-    if (where.empty()) return file_.empty() ? "" : file_ + ": ";
-    where = cut == std::string::npos ? "" : where.substr(0, cut);
-  }
-}
-
-bool Loader::ReadMapping(const YAML::Node& node, const std::string& where,
-                         std::span<const Field> fields) {
-  if (!node.IsMap()) {
-    Error(where, "expected a mapping");
-    return false;
-  }
-  std::set<std::string> seen;
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    if (!it->first.IsScalar()) {
-      Error(where, "a key must be a plain name");
-      continue;
-    }
-    const std::string& key = it->first.Scalar();
-    const Field* field = nullptr;
-    for (const Field& f : fields) {
-      if (f.key == key) field = &f;
-    }
-    if (field == nullptr) {
-      ErrorAt(it->first, where, "unknown key " + Quote(key));
-    } else if (!seen.insert(key).second) {
-      ErrorAt(it->first, where, "key " + Quote(key) + " appears twice");
-    } else {
-      Mark(Key(where, key), it->first);
-      field->read(it->second, Key(where, key));
-    }
-  }
-  return true;
-}
-
-void Loader::ReadList(
-    const YAML::Node& node, const std::string& where, bool non_empty,
-    const std::function<void(const YAML::Node&, const std::string&, size_t)>& read) {
-  if (!node.IsSequence()) {
-    Error(where, "expected a list");
-    return;
-  }
-  if (non_empty && node.size() == 0) {
-    Error(where, "expected a non-empty list");
-    return;
-  }
-  for (size_t i = 0; i < node.size(); ++i) {
-    Mark(Item(where, i), node[i]);
-    read(node[i], Item(where, i), i);
-  }
-}
-
-void Loader::Require(const YAML::Node& node, const std::string& where,
-                     std::initializer_list<std::string_view> keys) {
-  if (!node.IsMap()) return;  // already reported by ReadMapping
-  for (std::string_view key : keys) {
-    if (!node[std::string(key)]) Error(where, std::string(key) + " is required");
-  }
-}
-
-std::optional<std::string> Loader::Text(const YAML::Node& node, const std::string& where) {
-  if (node.IsScalar()) return node.Scalar();
-  if (node.IsNull()) {
-    Error(where, "expected a value, found nothing");
-  } else {
-    Error(where, node.IsSequence() ? "expected a single value, found a list"
-                                   : "expected a single value, found a mapping");
-  }
-  return std::nullopt;
-}
-
-std::optional<std::string> Loader::NonEmptyText(const YAML::Node& node, const std::string& where) {
-  auto text = Text(node, where);
-  if (text && text->empty()) {
-    Error(where, "must not be empty");
-    return std::nullopt;
-  }
-  return text;
-}
-
-std::optional<std::string> Loader::Checked(const YAML::Node& node, const std::string& where,
-                                           bool (*valid)(std::string_view),
-                                           std::string_view complaint) {
-  auto text = NonEmptyText(node, where);
-  if (text && !valid(*text)) {
-    Error(where, Quote(*text) + std::string(complaint));
-    return std::nullopt;
-  }
-  return text;
-}
-
-std::optional<int> Loader::Int(const YAML::Node& node, const std::string& where, int min, int max) {
-  auto text = Text(node, where);
-  if (!text) return std::nullopt;
-  int value = 0;
-  const char* end = text->data() + text->size();
-  auto [ptr, ec] = std::from_chars(text->data(), end, value);
-  if (ec == std::errc() && ptr == end && value >= min && value <= max) return value;
-  std::string range = max == std::numeric_limits<int>::max()
-                          ? ">= " + std::to_string(min)
-                          : "in " + std::to_string(min) + ".." + std::to_string(max);
-  Error(where, Quote(*text) + " is not a whole number " + range);
-  return std::nullopt;
-}
-
-std::optional<bool> Loader::Bool(const YAML::Node& node, const std::string& where) {
-  bool value = false;
-  if (node.IsScalar() && YAML::convert<bool>::decode(node, value)) return value;
-  if (node.IsScalar()) {
-    Error(where, Quote(node.Scalar()) + " is not true or false");
-  } else {
-    Text(node, where);  // reports the shape
-  }
-  return std::nullopt;
-}
-
-template <typename T>
-std::optional<T> Loader::Parsed(const YAML::Node& node, const std::string& where,
-                                StatusOr<T> (*parse)(std::string_view)) {
-  auto text = Text(node, where);
-  if (!text) return std::nullopt;
-  auto value = parse(*text);
-  if (!value.ok()) {
-    Error(where, value.status().what());
-    return std::nullopt;
-  }
-  return std::move(*value);
-}
-
-std::optional<Duration> Loader::DurationValue(const YAML::Node& node, const std::string& where,
-                                              Duration min) {
-  auto value = Parsed(node, where, ParseDuration);
-  if (value && *value < min) {
-    Error(where, Quote(node.Scalar()) + " is too short (at least " + FormatDuration(min) + ")");
-    return std::nullopt;
-  }
-  return value;
-}
-
-std::optional<size_t> Loader::Size(const YAML::Node& node, const std::string& where) {
-  auto value = Parsed(node, where, ParseSize);
-  if (value && *value == 0) {
-    Error(where, "must be greater than 0");
-    return std::nullopt;
-  }
-  return value;
-}
 
 std::optional<std::string> Loader::Address(const YAML::Node& node, const std::string& where,
                                            bool allow_empty) {
@@ -455,18 +197,6 @@ std::optional<FieldRef> Loader::Source(const YAML::Node& node, const std::string
     return std::nullopt;
   }
   Error(where, Quote(t) + " is not a field (use header:NAME, body:/json/pointer or form:NAME)");
-  return std::nullopt;
-}
-
-template <typename T>
-std::optional<T> Loader::OneOf(const YAML::Node& node, const std::string& where,
-                               std::span<const Choice<T>> choices) {
-  auto text = Text(node, where);
-  if (!text) return std::nullopt;
-  for (const auto& c : choices) {
-    if (c.name == *text) return c.value;
-  }
-  Error(where, Quote(*text) + " is not one of " + Names(choices));
   return std::nullopt;
 }
 
@@ -719,40 +449,6 @@ void Loader::CheckVerification(const VerifyKeys& keys, const std::string& where,
   }
 }
 
-std::optional<Secret> Loader::SecretEntry(const YAML::Node& item, const std::string& where,
-                                          const std::string& named) {
-  if (!item.IsMap() || item.size() != 1 || !item.begin()->first.IsScalar()) {
-    // Never echo the item: it may be the secret itself, written inline by mistake.
-    Error(where, "expected one of {env: NAME}, {file: PATH} or {value: TEXT}");
-    return std::nullopt;
-  }
-  // Copies: the iterator's key/value pair is a temporary.
-  const YAML::Node entry_key = item.begin()->first;
-  const YAML::Node arg = item.begin()->second;
-  const std::string& kind = entry_key.Scalar();
-  std::optional<SecretSource> source;
-  for (const auto& c : kSecretSources) {
-    if (c.name == kind) source = c.value;
-  }
-  if (!source) {
-    Error(where, "unknown key " + Quote(kind) + " (expected env, file or value)");
-    return std::nullopt;
-  }
-  if (!arg.IsScalar() && !arg.IsNull()) {
-    Error(Key(where, kind), "expected a single value");
-    return std::nullopt;
-  }
-  if (!options_.resolve_secrets) {
-    return Secret{kind == "value" ? kind : kind + ":" + arg.Scalar(), ""};
-  }
-  auto secret = ResolveSecret(*source, arg.IsNull() ? std::string() : arg.Scalar());
-  if (!secret.ok()) {
-    Error(where, secret.status().what() + named);
-    return std::nullopt;
-  }
-  return std::move(*secret);
-}
-
 void Loader::ReadSecrets(const YAML::Node& node, const std::string& where, Endpoint& endpoint) {
   // A secret's problem names its endpoint too: secrets often come from files or variables
   // shared by several endpoints, and the operator fixes them by endpoint.
@@ -839,7 +535,9 @@ void Loader::ReadRetry(const YAML::Node& node, const std::string& where, RetryPo
 void Loader::CheckHandlerName(const HandlerSpec& handler, const std::string& where,
                               std::map<std::string, std::pair<std::string, std::string>>& seen) {
   if (handler.name.empty()) return;  // the kind was wrong: already an error
-  const std::string settings = handler.kind + "\n" + YAML::Dump(handler.config);
+  // No config: `name:` without a kind (already an error), dumped as the empty node it was.
+  const std::string settings =
+      handler.kind + "\n" + YAML::Dump(handler.config ? handler.config->node : YAML::Node());
   auto [first, inserted] = seen.emplace(handler.name, std::make_pair(where, settings));
   if (inserted || first->second.second == settings) return;
   if (handler.named) {
@@ -932,22 +630,23 @@ YAML::Node Loader::ReadHandlerControls(const YAML::Node& node, const std::string
 void Loader::ReadHandler(const YAML::Node& node, const std::string& where, HandlerSpec& handler) {
   std::vector<std::string_view> kinds;
   auto kind_field = [&](std::string_view kind) {
-    return Field{kind, [&, kind](const YAML::Node& n, const std::string& w) {
-                   kinds.push_back(kind);
-                   if (!n.IsMap()) Error(w, "expected a mapping");
-                   handler.kind = std::string(kind);
-                   handler.config = n.IsMap() ? ReadHandlerControls(n, w, handler) : n;
-                 }};
+    return YamlField{kind, [&, kind](const YAML::Node& n, const std::string& w) {
+                       kinds.push_back(kind);
+                       if (!n.IsMap()) Error(w, "expected a mapping");
+                       handler.kind = std::string(kind);
+                       handler.config = std::make_shared<const YamlTree>(
+                           YamlTree{n.IsMap() ? ReadHandlerControls(n, w, handler) : n});
+                     }};
   };
   std::optional<std::string> name;
   // One key per kind (config/handler_kinds.h), and `name`.
-  std::vector<Field> fields;
+  std::vector<YamlField> fields;
   std::string expected;
   for (std::string_view kind : kHandlerKinds) {
     fields.push_back(kind_field(kind));
     expected += (expected.empty() ? "" : ", ") + std::string(kind);
   }
-  fields.push_back(Field{"name", [&](auto& n, auto& w) { name = Name(n, w); }});
+  fields.push_back(YamlField{"name", [&](auto& n, auto& w) { name = Name(n, w); }});
   if (!ReadMapping(node, where, fields)) return;
   if (kinds.empty()) {
     Error(where, "expected one of " + expected);
@@ -959,7 +658,7 @@ void Loader::ReadHandler(const YAML::Node& node, const std::string& where, Handl
   if (name) {
     handler.name = *name;
   } else if (kinds.size() == 1) {
-    handler.name = DerivedHandlerName(handler.kind, handler.config);
+    handler.name = DerivedHandlerName(handler.kind, *handler.config);
   }
 }
 
@@ -983,12 +682,6 @@ void Loader::CheckUnique(const std::vector<Endpoint>& endpoints) {
       }
     }
   }
-}
-
-std::string YamlError(const std::string& file, const YAML::Exception& e) {
-  if (e.mark.is_null()) return file + ": " + e.msg;
-  return file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-         ": " + e.msg;
 }
 
 }  // namespace
@@ -1032,72 +725,6 @@ const Endpoint* Config::FindByName(std::string_view name) const {
     if (e.name == name) return &e;
   }
   return nullptr;
-}
-
-std::string_view HandlerTargetKey(std::string_view kind) {
-  for (size_t i = 0; i < std::size(kHandlerKinds); ++i) {
-    if (kHandlerKinds[i] == kind) return kHandlerTargets[i];
-  }
-  return {};
-}
-
-namespace {
-
-// The target's value as bytes that differ whenever it differs: a scalar's text; a list's
-// items, each behind its length (so ["a b"] and ["a", "b"] differ); anything else as YAML.
-std::string TargetBytes(const YAML::Node& target) {
-  if (!target) return "";
-  if (target.IsScalar()) return target.Scalar();
-  if (target.IsSequence()) {
-    std::string bytes;
-    for (const YAML::Node& item : target) {
-      const std::string text = item.IsScalar() ? item.Scalar() : YAML::Dump(item);
-      bytes += std::to_string(text.size()) + ":" + text + ",";
-    }
-    return bytes;
-  }
-  return YAML::Dump(target);
-}
-
-// A readable hint of the target for the name: the program's file name, the URL's host and
-// port, the folder's last part; the characters a name may not have become "-".
-std::string TargetHint(std::string_view kind, const YAML::Node& target) {
-  std::string text;
-  if (target && target.IsSequence() && target.size() > 0 && target[0].IsScalar()) {
-    text = target[0].Scalar();
-  } else if (target && target.IsScalar()) {
-    text = target.Scalar();
-  }
-  if (kind == "exec" || kind == "file") {
-    while (text.size() > 1 && text.back() == '/') text.pop_back();
-    text = text.substr(text.find_last_of('/') + 1);
-  } else if (kind == "http") {
-    size_t start = text.find("://");
-    start = start == std::string::npos ? 0 : start + 3;
-    text = text.substr(start, text.find_first_of("/?#", start) - start);
-    text = text.substr(text.find('@') + 1);  // never user info
-  } else {
-    text.clear();  // sql: statements make no name
-  }
-  std::string hint;
-  for (char c : text) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                       c == '_' || c == '-' || c == '.';
-    hint += plain ? c : '-';
-    if (hint.size() == 32) break;
-  }
-  return hint;
-}
-
-}  // namespace
-
-std::string DerivedHandlerName(std::string_view kind, const YAML::Node& settings) {
-  const std::string_view key = HandlerTargetKey(kind);
-  const YAML::Node target =
-      settings && settings.IsMap() && !key.empty() ? settings[std::string(key)] : YAML::Node();
-  const std::string hash = Sha256Hex(std::string(kind) + '\0' + TargetBytes(target)).substr(0, 8);
-  const std::string hint = TargetHint(kind, target);
-  return std::string(kind) + "." + (hint.empty() ? "" : hint + ".") + hash;
 }
 
 const char* ProviderName(Provider p) { return SpecOf(p).name.data(); }

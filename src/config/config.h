@@ -1,11 +1,10 @@
 // The daemon's configuration as plain values: what config.yaml says once it has been read,
 // checked and resolved (secrets loaded from env:/file:/value:). Everything downstream reads
-// these structs; only config.cc knows YAML. Keys whose feature lands in a later release
-// (workers, retention, purge_at, routes, retry, mode) are parsed, validated and kept here so
-// one config file works across releases.
+// these structs; only what includes yaml_reader.h (the loader, a kind's factory) knows YAML:
+// a handler's settings are kept as written, as a YamlTree this header does not open. Keys
+// whose feature lands in a later release (workers, retention, purge_at, routes, retry, mode)
+// are parsed, validated and kept here so one config file works across releases.
 #pragma once
-
-#include <yaml-cpp/yaml.h>
 
 #include <chrono>
 #include <cstdint>
@@ -24,6 +23,9 @@
 namespace hookbox {
 
 using Duration = std::chrono::milliseconds;
+
+// A piece of config.yaml as written (yaml_reader.h, which only the readers include).
+struct YamlTree;
 
 enum class Durability { kFull, kNormal };
 enum class Mode { kAsync, kSync };
@@ -66,14 +68,16 @@ struct RetryPolicy {
   Duration max = std::chrono::hours(1);
 };
 
-// One handler of a route: the kind (a key of config/handler_kinds.h) and its YAML, which
-// the handler factory of that kind validates at load (handlers/registry.cc).
+// One handler of a route: the kind (a key of config/handler_kinds.h) and its settings as
+// written, which the handler factory of that kind validates at load (handlers/registry.cc).
 struct HandlerSpec {
   // `name:` if given, else DerivedHandlerName(): a job names its handler by this, so it
   // must not change when routes are reordered or settings other than the target edited.
   std::string name;
   std::string kind;
-  YAML::Node config;
+  // The settings under the kind key, without `rate` and `circuit` (below). Set by the loader
+  // whenever `kind` is.
+  std::shared_ptr<const YamlTree> config;
   bool named = false;  // `name:` was given (last: {name, kind, config} initialises the rest)
   // Beside `concurrency:` in the kind's settings, read by the loader for every kind and
   // taken out of `config` (DESIGN.md, "Handler state"). `rate: N/s` or `N/min`: claims a
@@ -213,7 +217,7 @@ const char* ProviderName(Provider p);
 // setting that says what it acts on (config/handler_kinds.h: exec's command, http's url,
 // file's dir, sql's statements). "exec.on-invoice.1a2b3c4d". Reordering routes, moving the
 // handler, or editing any other setting (timeout, env, concurrency, …) keeps the name.
-std::string DerivedHandlerName(std::string_view kind, const YAML::Node& settings);
+std::string DerivedHandlerName(std::string_view kind, const YamlTree& settings);
 // The target key of a kind ("command" for exec), "" for an unknown kind.
 std::string_view HandlerTargetKey(std::string_view kind);
 

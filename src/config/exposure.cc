@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <string_view>
 
+#include "config/yaml_reader.h"
+
 namespace hookbox {
 namespace {
 
@@ -62,7 +64,7 @@ std::vector<std::string> InlineSecretPlaces(const Config& config) {
     }
     for (const Route& r : e.routes) {
       for (const HandlerSpec& h : r.handlers) {
-        if (SignsWithInlineSecret(h.config)) {
+        if (h.config && SignsWithInlineSecret(h.config->node)) {
           places.push_back("endpoint " + e.name + " handler " + h.name + " sign.secret");
         }
       }

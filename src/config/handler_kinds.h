@@ -1,11 +1,11 @@
 // The handler kinds, one row each: the kind's key in config.yaml, the factory in
 // handlers/<kind>/ that builds it, and the key of the kind's settings that says what it
 // targets (its command, URL, folder or statements), from which an unnamed handler's stable
-// name is derived (config.cc, DerivedHandlerName; DESIGN.md, Handler names). This is the one list
-// of kinds. The config loader takes the keys from it (config/ cannot ask handlers/registry.cc:
-// handlers/ is built on config/, so that include would point the wrong way and config/ would no
-// longer link alone), and handlers/registry.cc builds its table of factories from the same rows.
-// Adding a kind is its folder (with the factory) plus one row here.
+// name is derived (handler_names.cc, DerivedHandlerName; DESIGN.md, Handler names). This is
+// the one list of kinds. The config loader takes the keys from it (config/ cannot ask
+// handlers/registry.cc: handlers/ is built on config/, so that include would point the wrong way
+// and config/ would no longer link alone), and handlers/registry.cc builds its table of factories
+// from the same rows. Adding a kind is its folder (with the factory) plus one row here.
 //
 // An X-macro: HOOKBOX_HANDLER_KINDS(ROW) expands to ROW("key", Factory, "target") once per
 // kind.

@@ -522,4 +522,9 @@ StatusOr<std::unique_ptr<Inbox>> OpenInbox(const InboxOptions& options,
 // The database setting as logs may show it: a PostgreSQL URL's password masked.
 std::string DatabaseForLogs(const std::string& database);
 
+// Whether `database` names the PostgreSQL backend (a postgres:// or postgresql:// URL),
+// the one OpenInbox opens for it; anything else is a SQLite file. For what the callers
+// size or refuse by backend (descriptors, `hookbox backup`), without knowing postgres/.
+bool IsPostgresDatabase(std::string_view database);
+
 }  // namespace hookbox

@@ -9,12 +9,14 @@ namespace hookbox {
 
 StatusOr<std::unique_ptr<Inbox>> OpenInbox(const InboxOptions& options,
                                            std::vector<std::string>* applied) {
-  if (pg::IsPostgresUrl(options.database)) return OpenPostgresInbox(options, applied);
+  if (IsPostgresDatabase(options.database)) return OpenPostgresInbox(options, applied);
   return OpenSqliteInbox(options, applied);
 }
 
+bool IsPostgresDatabase(std::string_view database) { return pg::IsPostgresUrl(database); }
+
 std::string DatabaseForLogs(const std::string& database) {
-  return pg::IsPostgresUrl(database) ? pg::RedactUrl(database) : database;
+  return IsPostgresDatabase(database) ? pg::RedactUrl(database) : database;
 }
 
 }  // namespace hookbox

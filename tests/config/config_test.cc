@@ -8,6 +8,7 @@
 #include <set>
 
 #include "config/exposure.h"
+#include "config/yaml_reader.h"
 #include "load_helpers.h"
 
 namespace hookbox {
@@ -115,10 +116,11 @@ TEST_CASE("a complete config loads with every value", "[config]") {
   CHECK(s.routes[0].events == std::vector<std::string>{"invoice.*", "charge.succeeded"});
   REQUIRE(s.routes[0].handlers.size() == 2);
   CHECK(s.routes[0].handlers[0].kind == "exec");
-  CHECK(s.routes[0].handlers[0].name == DerivedHandlerName("exec", s.routes[0].handlers[0].config));
+  CHECK(s.routes[0].handlers[0].name ==
+        DerivedHandlerName("exec", *s.routes[0].handlers[0].config));
   CHECK_FALSE(s.routes[0].handlers[0].named);
-  CHECK(s.routes[0].handlers[0].config["timeout"].as<std::string>() == "30s");
-  CHECK(s.routes[0].handlers[0].config["command"][0].as<std::string>() ==
+  CHECK(s.routes[0].handlers[0].config->node["timeout"].as<std::string>() == "30s");
+  CHECK(s.routes[0].handlers[0].config->node["command"][0].as<std::string>() ==
         "/usr/local/bin/on-invoice");
   CHECK(s.routes[0].handlers[1].kind == "file");
   CHECK(s.routes[0].handlers[1].name == "archive");
@@ -502,8 +504,7 @@ endpoints:
             "test.yaml:5:6: endpoints[2].name: \"a\" is already used by endpoints[0]"});
 }
 
-TEST_CASE("five mistakes in three endpoints: all five, each with its line and column",
-          "[config]") {
+TEST_CASE("five mistakes in three endpoints: all five, each with its line and column", "[config]") {
   // Line numbers as an editor shows them (the raw string starts with a newline: line 1 is
   // empty). None of the mistakes hides another: a bad provider still has its secrets
   // checked, and a secret that cannot be read does not stop the next endpoint's checks.
@@ -758,11 +759,11 @@ endpoints:
   }
 
   // What the handler acts on is its identity: another argument is another handler.
-  YAML::Node other = YAML::Load(R"({command: ["/usr/local/bin/on-order", "--test"]})");
+  YamlTree other = ParseYamlTree(R"({command: ["/usr/local/bin/on-order", "--test"]})");
   CHECK(DerivedHandlerName("exec", other) != hs[0].name);
   // ["a b"] and ["a", "b"] are different commands.
-  CHECK(DerivedHandlerName("exec", YAML::Load(R"({command: ["a b"]})")) !=
-        DerivedHandlerName("exec", YAML::Load(R"({command: ["a", "b"]})")));
+  CHECK(DerivedHandlerName("exec", ParseYamlTree(R"({command: ["a b"]})")) !=
+        DerivedHandlerName("exec", ParseYamlTree(R"({command: ["a", "b"]})")));
 }
 
 TEST_CASE("the same handler in two routes is one handler with one name") {

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "config/config.h"
+#include "config/yaml_reader.h"
 #include "load_helpers.h"
 
 namespace {
@@ -31,9 +32,9 @@ TEST_CASE("rate and circuit are read for the claim and taken out of the kind's s
   CHECK(h.rate_text == "600/min");
   CHECK(h.circuit_failures == 5);
   CHECK(h.circuit_cooldown == std::chrono::seconds(30));
-  CHECK_FALSE(h.config["rate"]);
-  CHECK_FALSE(h.config["circuit"]);
-  CHECK(h.config["command"]);
+  CHECK_FALSE(h.config->node["rate"]);
+  CHECK_FALSE(h.config->node["circuit"]);
+  CHECK(h.config->node["command"]);
   CHECK(ParseRate("20/s").ok());
   CHECK(*ParseRate("1/min") == Approx(1.0 / 60));
 }

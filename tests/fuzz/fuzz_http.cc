@@ -303,6 +303,10 @@ bool HasObsFold(std::string_view bytes) {
   return false;
 }
 
+// A CONNECT that http-parser took as a tunnel: it ends the request at its head and reads no
+// body, whatever the head announces.
+bool IsConnect(const Theirs& t) { return t.method == "CONNECT" && t.upgrade; }
+
 // When http-parser read a request whole and RequestParser refused it, the refusal must be
 // one of RequestParser's stricter rules (src/http/request_parser.h), seen in http-parser's
 // reading of the same request. `bytes` is all that was offered, the request first.
@@ -322,8 +326,12 @@ bool JustifiedRefusal(const Ours& ours, const Theirs& t, std::string_view bytes)
     case 411:  // a POST, PUT or PATCH with neither Content-Length nor chunked
       return (m == "POST" || m == "PUT" || m == "PATCH") && !t.chunked &&
              t.content_length == ULLONG_MAX;
-    case 413:  // a body over max_body
-      return t.body.size() > kLimits.max_body;
+    case 413:  // a body over max_body; for a CONNECT, whose body http-parser does not read
+               // (it tunnels), one announced by chunks or a Content-Length over max_body,
+               // which RequestParser frames as any request's (RFC 9112 §6.3)
+      return t.body.size() > kLimits.max_body ||
+             (IsConnect(t) && (t.chunked || (t.content_length != ULLONG_MAX &&
+                                             t.content_length > kLimits.max_body)));
     case 431:  // more than max_headers header lines, or a head over max_head; or more than
                // max_head bytes past the end of a chunk line or trailers that lenient
                // http-parser saw (a CR and any byte) and Beast waits for
@@ -563,8 +571,6 @@ void CheckSameReading(std::string_view bytes, const Ours& ours, const Rewritten&
   if (r.keep_alive != PersistsPerRfc(t)) fail("keep-alive read differently");
   if (r.expect_continue != (expect && t.version == 11)) fail("Expect read differently");
 }
-
-bool IsConnect(const Theirs& t) { return t.method == "CONNECT" && t.upgrade; }
 
 }  // namespace
 

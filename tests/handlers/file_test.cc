@@ -167,7 +167,8 @@ TEST_CASE("file: temp files left by a dead process are swept at load", "[file]")
   std::ofstream(mine) << "in progress";
   std::ofstream(folder + "/evt.json") << "{}";
   std::vector<std::string> errors;
-  auto handler = hookbox::MakeFileHandler(YAML::Load("{dir: " + dir.path() + "}"), "file", &errors);
+  auto handler = hookbox::MakeFileHandler(hookbox::ParseYamlTree("{dir: " + dir.path() + "}"),
+                                          "file", &errors);
   REQUIRE(handler);
   CHECK_FALSE(std::filesystem::exists(stale));
   CHECK(std::filesystem::exists(mine));

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <stdlib.h>
-#include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <fstream>
@@ -13,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "config/yaml_reader.h"
 #include "handlers/handler.h"
 
 namespace hookbox::testing {
@@ -47,7 +47,7 @@ inline Built Build(const std::string& kind, const std::string& yaml) {
     built.errors.push_back("no kind " + kind);
     return built;
   }
-  built.handler = factory(YAML::Load(yaml), "h", &built.errors);
+  built.handler = factory(ParseYamlTree(yaml), "h", &built.errors);
   return built;
 }
 

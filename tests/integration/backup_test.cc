@@ -28,10 +28,10 @@ TEST_CASE("backup beside a daemon under load: a whole copy with every acknowledg
     httplib::Client cli("127.0.0.1", d.port());
     for (int i = 0; !stop && i < 20000; ++i) {
       const std::string id = "evt_" + std::to_string(i);
-      auto r = cli.Post("/hooks/raw", {{"X-Id", id}, {"X-Type", "t"}},
-                        R"({"n":)" + std::to_string(i) + R"(,"pad":")" + std::string(500, 'x') +
-                            R"("})",
-                        "application/json");
+      auto r =
+          cli.Post("/hooks/raw", {{"X-Id", id}, {"X-Type", "t"}},
+                   R"({"n":)" + std::to_string(i) + R"(,"pad":")" + std::string(500, 'x') + R"("})",
+                   "application/json");
       if (r && r->status == 200) {
         std::lock_guard lock(mu);
         acked.insert(id);
@@ -75,8 +75,8 @@ TEST_CASE("backup beside a daemon under load: a whole copy with every acknowledg
   config.replace(config.find(d.db()), d.db().size(), file);
   const std::string copy_config = dir.path().string() + "/copy.yaml";
   WriteFile(copy_config, config);
-  CliResult listed = RunHookbox(
-      {"inbox", "list", "--json", "--limit", "100000", "-c", copy_config}, dir.path().string());
+  CliResult listed = RunHookbox({"inbox", "list", "--json", "--limit", "100000", "-c", copy_config},
+                                dir.path().string());
   REQUIRE(listed.exit_code == 0);
   std::set<std::string> in_copy;
   for (const json& row : json::parse(listed.out)) in_copy.insert(row["event_id"]);
@@ -100,8 +100,7 @@ TEST_CASE("backup refuses an existing file, PostgreSQL and a directory it cannot
   }
   SECTION("PostgreSQL: pointed to pg_dump, no connection tried") {
     std::string config = ReadFile(d.config_path());
-    config.replace(config.find(d.db()), d.db().size(),
-                   "postgresql://hookbox@127.0.0.1:1/hookbox");
+    config.replace(config.find(d.db()), d.db().size(), "postgresql://hookbox@127.0.0.1:1/hookbox");
     WriteFile(base + "/pg.yaml", config);
     CliResult r = RunHookbox({"backup", base + "/pg.db", "-c", base + "/pg.yaml"}, base);
     CHECK(r.exit_code == 1);
