@@ -12,6 +12,22 @@
 
 namespace hookbox {
 
+int64_t LatestMigration(const std::vector<Migration>& migrations) {
+  int64_t latest = 0;
+  for (const Migration& m : migrations) latest = std::max<int64_t>(latest, m.version);
+  return latest;
+}
+
+Status CheckVersion(const std::string& where, int64_t version,
+                    const std::vector<Migration>& migrations) {
+  if (version >= LatestMigration(migrations)) return Status::Ok();
+  return Status::Unavailable("the database's schema is behind this hookbox",
+                             where + " has migration " + std::to_string(version) +
+                                 ", this hookbox needs " +
+                                 std::to_string(LatestMigration(migrations)) +
+                                 ": run `hookbox migrate` (or start `serve`, which migrates)");
+}
+
 std::string NewLeaseToken() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   char buf[33];

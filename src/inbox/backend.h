@@ -13,8 +13,17 @@
 #include <vector>
 
 #include "inbox/inbox.h"
+#include "inbox/migration.h"
 
 namespace hookbox {
+
+// The newest of a backend's migrations.
+int64_t LatestMigration(const std::vector<Migration>& migrations);
+// For the operator's verbs, which never migrate: Unavailable("the database's schema is behind
+// this hookbox") when `where` (the file, or the schema) has migration `version` and
+// `migrations` go further; Ok otherwise.
+Status CheckVersion(const std::string& where, int64_t version,
+                    const std::vector<Migration>& migrations);
 
 // A fresh random token (32 hex digits) for a claim's lease: a finish moves the job only if
 // the token it holds is still the job's (the compare-and-swap that fences an old owner).

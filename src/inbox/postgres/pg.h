@@ -66,6 +66,9 @@ class Result {
   Result() = default;
   explicit Result(PGresult* r) : r_(r, PQclear) {}
   int rows() const { return r_ ? PQntuples(r_.get()) : 0; }
+  int cols() const { return r_ ? PQnfields(r_.get()) : 0; }
+  // A bytea column (read it with Bytes).
+  bool IsBytes(int col) const { return PQftype(r_.get(), col) == 17; }  // BYTEAOID
   bool IsNull(int row, int col) const { return PQgetisnull(r_.get(), row, col); }
   std::string Text(int row, int col) const {
     return std::string(PQgetvalue(r_.get(), row, col),
@@ -176,4 +179,16 @@ bool IsPostgresUrl(std::string_view database);
 // The URL with its password (user:PASSWORD@ and ?password=) replaced by "***", for logs.
 std::string RedactUrl(std::string_view url);
 
+// The Status of a statement whose rows are not wanted.
+inline Status Exec(Conn& c, const std::string& sql, const Params& p = {}) {
+  auto r = c.Exec(sql, p);
+  return r.ok() ? Status::Ok() : r.status();
+}
+
 }  // namespace hookbox::pg
+
+// The Result of a StatusOr<Result>, or return its failure.
+#define HOOKBOX_EXEC(var, expr)                 \
+  auto var##_or = (expr);                       \
+  if (!var##_or.ok()) return var##_or.status(); \
+  ::hookbox::pg::Result& var = *var##_or

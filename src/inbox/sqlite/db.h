@@ -67,6 +67,7 @@ class Stmt final {
   std::string Text(int col) const;
   int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
   bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  int Columns() const { return sqlite3_column_count(stmt_); }
 
  private:
   Db& db_;

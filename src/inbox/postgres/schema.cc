@@ -1,0 +1,185 @@
+// PostgreSQL's schema at open: which schema holds hookbox's tables, and its migrations
+// (see schema.h).
+#include "inbox/postgres/schema.h"
+
+#include <algorithm>
+
+#include "inbox/backend.h"
+#include "inbox/migration.h"
+
+namespace hookbox::pg {
+namespace {
+
+// "a", "b" for messages.
+std::string Names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "\"" : ", \"") + n + "\"";
+  return out;
+}
+
+// Whether schema `s.name` holds hookbox's tables (schema_migrations and inbox: another
+// program's schema_migrations alone is not an inbox), as an SQL expression.
+constexpr const char* kHasTables =
+    "(SELECT count(DISTINCT k.relname) = 2 FROM pg_catalog.pg_class k"
+    " JOIN pg_catalog.pg_namespace n ON n.oid = k.relnamespace"
+    " WHERE n.nspname = s.name AND k.relname IN ('schema_migrations', 'inbox')"
+    " AND k.relkind IN ('r', 'p'))";
+
+// The session's search_path as it resolved: the schemas it reaches, in order (existing ones
+// the role has USAGE on: current_schemas(false)), quoted, and which hold hookbox's tables.
+struct SessionPath {
+  std::vector<std::string> names, quoted, holders;
+  std::vector<int> holder_index;   // into names
+  std::string setting;             // as SHOW search_path prints it
+  bool set_by_connection = false;  // by the URL's options or PGOPTIONS
+  // For messages: the setting and the schemas it reaches.
+  std::string Describe() const {
+    return "the search_path " + (setting.empty() ? std::string("''") : setting) + " reaches " +
+           (names.empty() ? std::string("no schema this role may use")
+                          : (names.size() == 1 ? "schema " : "schemas ") + Names(names));
+  }
+};
+
+StatusOr<SessionPath> ReadSessionPath(Conn& c) {
+  HOOKBOX_EXEC(path, c.Exec(std::string("SELECT s.name, quote_ident(s.name), ") + kHasTables +
+                            " FROM unnest(current_schemas(false)) WITH ORDINALITY AS s(name, pos)"
+                            " ORDER BY s.pos"));
+  HOOKBOX_EXEC(setting, c.Exec("SELECT current_setting('search_path'), source FROM pg_settings"
+                               " WHERE name = 'search_path'"));
+  SessionPath out;
+  for (int i = 0; i < path.rows(); ++i) {
+    out.names.push_back(path.Text(i, 0));
+    out.quoted.push_back(path.Text(i, 1));
+    if (path.Bool(i, 2)) {
+      out.holders.push_back(path.Text(i, 0));
+      out.holder_index.push_back(i);
+    }
+  }
+  if (setting.rows()) {
+    out.setting = setting.Text(0, 0);
+    out.set_by_connection = setting.Text(0, 1) == "client";
+  }
+  return out;
+}
+
+// The schemas off the session's path that hold hookbox's tables.
+StatusOr<std::vector<std::string>> TablesOffPath(Conn& c) {
+  HOOKBOX_EXEC(q, c.Exec(std::string("SELECT s.name FROM (SELECT nspname AS name FROM "
+                                     "pg_catalog.pg_namespace) s WHERE ") +
+                         kHasTables + " AND s.name <> ALL (current_schemas(false)) ORDER BY 1"));
+  std::vector<std::string> out;
+  for (int i = 0; i < q.rows(); ++i) out.push_back(q.Text(i, 0));
+  return out;
+}
+
+// Resolves the schema: the one schema on the session's search_path that holds hookbox's tables,
+// or, with none and `create`, the first schema on the path (current_schema(): where CREATE
+// would put a table). Before this, an open looked the table up through the path (to_regclass)
+// but created and read through whatever schema came first: a schema named after the role,
+// added later, silently became a second, empty inbox, and every event already processed was
+// accepted again as new (issue 29). So the cases where the path alone cannot tell are refused,
+// naming the schemas and the setting that pins one:
+// - tables in two schemas of the path (an inbox already forked): which one is the inbox is
+//   the operator's call;
+// - none on the path, but some schema of the database off the path holds them (another role's
+//   path, a renamed schema), unless the connection itself set search_path (the URL's
+//   `options=-csearch_path%3D...`, or PGOPTIONS): a new inbox is then on purpose.
+StatusOr<SchemaChoice> ResolveSchema(Conn& c, bool create) {
+  auto read = ReadSessionPath(c);
+  if (!read.ok()) return read.status();
+  const SessionPath& path = *read;
+  if (path.holders.size() > 1) {
+    return Status::Unavailable(
+        "hookbox tables in more than one schema",
+        "schemas " + Names(path.holders) + " each hold an inbox, and " + path.Describe() +
+            ": pin the one that is the inbox with ?options=-csearch_path%3D<schema> in the "
+            "database URL (see README, PostgreSQL)");
+  }
+  if (path.holders.empty()) {
+    auto off_path = TablesOffPath(c);
+    if (!off_path.ok()) return off_path.status();
+    if (!off_path->empty() && !(create && path.set_by_connection)) {
+      return Status::Unavailable(
+          "no hookbox tables on the search_path",
+          "schema " + Names(*off_path) + " holds them, but " + path.Describe() +
+              " (it leaves out schemas this role has no USAGE on): to use them, add "
+              "?options=-csearch_path%3D" +
+              off_path->front() + " to the database URL (see README, PostgreSQL)");
+    }
+    if (!create) {
+      return Status::Unavailable("no hookbox tables in this database",
+                                 path.Describe() + ": run `hookbox migrate` first (or `serve`)");
+    }
+    if (path.names.empty()) {
+      return Status::Unavailable("no schema to create hookbox's tables in",
+                                 path.Describe() +
+                                     ": create one, or name one with "
+                                     "?options=-csearch_path%3D<schema> in the URL");
+    }
+  }
+  const size_t chosen = path.holders.empty() ? 0 : static_cast<size_t>(path.holder_index.front());
+  SchemaChoice out;
+  out.schema = path.names[chosen];
+  out.quoted = path.quoted[chosen];
+  out.search_path = out.quoted;
+  for (size_t i = 0; i < path.names.size(); ++i) {
+    if (i != chosen) out.search_path += ", " + path.quoted[i];
+  }
+  if (!path.holders.empty()) {
+    HOOKBOX_EXEC(
+        v, c.Exec("SELECT coalesce(max(version), 0) FROM " + out.quoted + ".schema_migrations"));
+    out.version = v.Int(0, 0);
+  }
+  return out;
+}
+
+}  // namespace
+
+// `serve` and `migrate`: resolves the schema and applies what is missing, in one transaction
+// under the migration lock (replicas starting at once apply each migration once). An inbox
+// already up to date is only read: no CREATE privilege is needed then.
+Status Migrate(Conn& c, SchemaChoice* choice, std::vector<std::string>* applied) {
+  Status s;
+  if (s = Exec(c, "SELECT pg_advisory_xact_lock($1::bigint)", Params().Add(kMigrationLock));
+      !s.ok()) {
+    return s;
+  }
+  auto resolved = ResolveSchema(c, /*create=*/true);
+  if (!resolved.ok()) return resolved.status();
+  *choice = *resolved;
+  if (choice->version >= LatestMigration(kPostgresMigrations)) return Status::Ok();
+  // The migrations name their tables without a schema: they go where the pool will look.
+  if (s = c.Run("SET LOCAL search_path TO " + choice->search_path); !s.ok()) return s;
+  if (s = c.Run("CREATE TABLE IF NOT EXISTS " + choice->quoted +
+                ".schema_migrations (version integer PRIMARY KEY,"
+                " name text NOT NULL, applied_at timestamptz NOT NULL)");
+      !s.ok()) {
+    return s;
+  }
+  for (const Migration& m : kPostgresMigrations) {
+    if (m.version <= choice->version) continue;
+    if (s = c.Run(m.sql); !s.ok()) return s;
+    if (s = Exec(c,
+                 "INSERT INTO " + choice->quoted +
+                     ".schema_migrations (version, name, applied_at) VALUES ($1, $2, now())",
+                 Params().Add(int64_t{m.version}).Add(m.name));
+        !s.ok()) {
+      return s;
+    }
+    if (applied) applied->push_back(m.name);
+  }
+  choice->version = LatestMigration(kPostgresMigrations);
+  return Status::Ok();
+}
+
+// The operator's verbs: resolve the schema and check it, with reads only. They never create
+// or migrate (no CREATE privilege, no lock): a database without hookbox's tables, or whose
+// migrations are behind this binary (its statements may use what they add), is refused.
+Status CheckSchema(Conn& c, SchemaChoice* choice) {
+  auto resolved = ResolveSchema(c, /*create=*/false);
+  if (!resolved.ok()) return resolved.status();
+  *choice = *resolved;
+  return CheckVersion("schema \"" + choice->schema + "\"", choice->version, kPostgresMigrations);
+}
+
+}  // namespace hookbox::pg

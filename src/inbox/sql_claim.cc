@@ -1,0 +1,503 @@
+// Claim and finish, once for both dialects (see sql_inbox.h): the due jobs that head their
+// resource under handler state (paused, circuit, rate), their leases, a sync request's
+// claim of one event, the finish's compare-and-swap on the lease token with the sql
+// handler's savepoint, and the row's status settled from its jobs.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <set>
+#include <tuple>
+
+#include "inbox/handler_gate.h"
+#include "inbox/sql_inbox.h"
+
+namespace hookbox {
+namespace {
+
+// The columns a claim reads: the job, and the stored event its handler gets.
+std::string ClaimColumns(const SqlSpelling& d) {
+  return "j.id, j.inbox_id, j.handler, j.attempts, i.endpoint, i.event_id, i.event_type,"
+         " i.resource_id, i.sequence, i.body, i.headers, " +
+         d.Time("i.received_at") +
+         ", (SELECT count(*) FROM attempts a WHERE a.job = j.id), j.generation";
+}
+
+ClaimedJob ReadClaim(const SqlRows& q, size_t row) {
+  ClaimedJob c;
+  c.job_id = q.Int(row, 0);
+  c.inbox_id = q.Int(row, 1);
+  c.handler = q.Text(row, 2);
+  c.budget_used = static_cast<int>(q.Int(row, 3)) + 1;
+  c.event.endpoint = q.Text(row, 4);
+  c.event.event_id = q.Text(row, 5);
+  c.event.event_type = q.Text(row, 6);
+  c.event.resource_id = q.Text(row, 7);
+  c.event.sequence = q.Text(row, 8);
+  c.event.body = q.Text(row, 9);
+  c.event.headers_json = q.Text(row, 10);
+  c.event.received_at = q.Text(row, 11);
+  c.event.attempt = static_cast<int>(q.Int(row, 12)) + 1;
+  c.event.generation = static_cast<int>(q.Int(row, 13));
+  c.lease_token = NewLeaseToken();
+  return c;
+}
+
+Circuit CircuitFromText(const std::string& text) {
+  if (text == "open") return Circuit::kOpen;
+  if (text == "half-open") return Circuit::kHalfOpen;
+  return Circuit::kClosed;
+}
+
+}  // namespace
+
+StatusOr<std::vector<ClaimedJob>> SqlInbox::ClaimJobs(const std::string& owner, int max,
+                                                      TimePoint now,
+                                                      std::chrono::milliseconds lease,
+                                                      const ClaimLimits& limits) {
+  std::vector<ClaimedJob> claimed;
+  Status s = Transact(TxKind::kClaim, [&](SqlTx& tx) {
+    claimed.clear();
+    return ClaimInto(tx, owner, max, now, lease, limits, &claimed);
+  });
+  if (!s.ok()) return s;
+  return claimed;
+}
+
+// The claim's body. With no handler held (a paused or non-closed state row) and no rate, one
+// plain due query. Otherwise the held and rated handlers are left out of it, and each of
+// them that may run now is claimed apart under its state row (PostgreSQL: locked FOR UPDATE,
+// in one order, which is what makes two replicas share one token bucket and one probe;
+// SQLite: the writer's transaction), at most its budget.
+Status SqlInbox::ClaimInto(SqlTx& tx, const std::string& owner, int max, TimePoint now,
+                           std::chrono::milliseconds lease, const ClaimLimits& limits,
+                           std::vector<ClaimedJob>* out) {
+  const std::string now_text = FormatTime(now);
+  HOOKBOX_QUERY(
+      held,
+      tx.Query("SELECT endpoint, handler FROM handler_state WHERE paused OR circuit <> 'closed'"));
+  std::map<HandlerKey, const HandlerRate*> rates;
+  for (const HandlerRate& r : limits.rates) rates[{r.endpoint, r.handler}] = &r;
+  std::set<HandlerKey> apart_set;
+  for (size_t i = 0; i < held.size(); ++i) apart_set.emplace(held.Text(i, 0), held.Text(i, 1));
+  for (const auto& [key, rate] : rates) apart_set.insert(key);
+  const std::vector<HandlerKey> apart(apart_set.begin(), apart_set.end());
+
+  std::vector<ClaimedJob> due;
+  if (Status s = DueJobs(tx, now_text, max, apart, false, &due); !s.ok()) return s;
+  for (ClaimedJob& job : due) job.rate_due_at.reset();  // no rate holds these
+  if (Status s = KeepHeads(tx, now_text, due, out); !s.ok()) return s;
+
+  for (const HandlerKey& key : apart) {
+    if (out->size() >= static_cast<size_t>(max)) break;
+    auto r = rates.find(key);
+    const HandlerRate* rate = r == rates.end() ? nullptr : r->second;
+    HandlerState st;
+    if (Status s = LoadState(tx, key.first, key.second, &st); !s.ok()) return s;
+    const GateDecision decision = DecideClaim(st, rate, now);
+    const int room = max - static_cast<int>(out->size());
+    const int take = decision.unlimited ? room : std::min(decision.budget, room);
+    if (take <= 0) continue;
+    std::vector<ClaimedJob> mine, heads;
+    if (Status s = DueJobs(tx, now_text, take, {key}, true, &mine); !s.ok()) return s;
+    if (Status s = KeepHeads(tx, now_text, mine, &heads); !s.ok()) return s;
+    if (heads.empty()) continue;
+    auto t = AfterClaim(st, rate, decision, static_cast<int>(heads.size()), now, lease);
+    if (Status s = StoreState(tx, st); !s.ok()) return s;
+    for (ClaimedJob& job : heads) {
+      if (!rate) job.rate_due_at.reset();
+      job.probe = t.has_value();
+      out->push_back(std::move(job));
+    }
+  }
+  return LeaseJobs(tx, *out, owner, now, lease);
+}
+
+Status SqlInbox::KeepHeads(SqlTx& /*tx*/, const std::string& /*now*/, std::vector<ClaimedJob>& due,
+                           std::vector<ClaimedJob>* out) {
+  for (ClaimedJob& job : due) out->push_back(std::move(job));
+  return Status::Ok();
+}
+
+// Due jobs that head their resource's queue (as this snapshot sees it): no earlier
+// unfinished job of the same (endpoint, resource), and no live lease on any of its jobs;
+// PostgreSQL locks them, skipping those another replica is locking. Sync jobs are the
+// producer's to retry. A job is due in one of two ways (pending and its time has come, or
+// processing and its lease ran out): one query each, walking jobs_due in order and
+// stopping after `max`, merged in that order. (One query with an OR gathered and sorted
+// every due job at each claim: a backlog made each claim slower the longer it grew.)
+//
+// `apart`: with `only` false, these (endpoint, handler) pairs' jobs are left out (none: the
+// plain query); with `only` true, the one pair's jobs alone are taken. Each job's
+// next_attempt_at is kept in rate_due_at (the caller drops it where no rate applies).
+Status SqlInbox::DueJobs(SqlTx& tx, const std::string& now, int max,
+                         const std::vector<HandlerKey>& apart, bool only,
+                         std::vector<ClaimedJob>* out) {
+  SqlArgs args = {now, int64_t{max}};
+  std::string which;
+  if (only) {
+    which = " AND i.endpoint = $3 AND j.handler = $4";
+  } else if (!apart.empty()) {
+    which = " AND (i.endpoint, j.handler) NOT IN (VALUES ";
+    for (size_t k = 0; k < apart.size(); ++k) {
+      which +=
+          (k ? ", ($" : "($") + std::to_string(3 + 2 * k) + ", $" + std::to_string(4 + 2 * k) + ")";
+    }
+    which += ")";
+  }
+  for (const HandlerKey& key : apart) {
+    args.emplace_back(key.first);
+    args.emplace_back(key.second);
+  }
+  const std::string select = "SELECT " + ClaimColumns(d_) + ", " + d_.Time("j.next_attempt_at") +
+                             " FROM jobs j " + d_.jobs_inbox +
+                             " inbox i ON i.id = j.inbox_id WHERE ";
+  const std::string heads_its_resource =
+      which + " AND " + d_.not_sync +
+      " AND (i.resource_id = '' OR NOT EXISTS ("
+      "   SELECT 1 FROM inbox i2 JOIN jobs j2 ON j2.inbox_id = i2.id"
+      "   WHERE i2.endpoint = i.endpoint AND i2.resource_id = i.resource_id"
+      "   AND j2.id <> j.id AND j2.status IN ('pending', 'processing')"
+      "   AND ((i2.id, j2.id) < (i.id, j.id)"
+      "        OR (j2.status = 'processing' AND j2.lease_until >= $1::timestamptz))))"
+      " ORDER BY " +
+      d_.due_order + " LIMIT $2" + d_.skip_locked;
+  std::vector<std::pair<std::string, ClaimedJob>> due;  // (next_attempt_at, job)
+  for (const char* way : {"j.status = 'pending' AND j.next_attempt_at <= $1::timestamptz",
+                          "j.status = 'processing' AND j.lease_until < $1::timestamptz"}) {
+    HOOKBOX_QUERY(q, tx.Query(select + way + heads_its_resource, args));
+    for (size_t i = 0; i < q.size(); ++i) due.emplace_back(q.Text(i, 14), ReadClaim(q, i));
+  }
+  std::sort(due.begin(), due.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first, a.second.job_id) < std::tie(b.first, b.second.job_id);
+  });
+  if (due.size() > static_cast<size_t>(max)) due.resize(static_cast<size_t>(max));
+  for (auto& [at, job] : due) {
+    job.rate_due_at = StateTime(at);
+    out->push_back(std::move(job));
+  }
+  return Status::Ok();
+}
+
+// Gives each selected (on PostgreSQL, row-locked) job to `owner`: a new lease token,
+// lease_until, attempts + 1, an open attempts row; an attempt abandoned by a dead worker is
+// marked so. The rows last, in ascending id order, so two claims of jobs of the same rows
+// never wait for each other in a cycle.
+Status SqlInbox::LeaseJobs(SqlTx& tx, const std::vector<ClaimedJob>& jobs, const std::string& owner,
+                           TimePoint now, std::chrono::milliseconds lease) {
+  const std::string now_text = FormatTime(now);
+  const std::string until = FormatTime(now + lease);
+  Status s;
+  std::set<int64_t> rows;
+  for (const ClaimedJob& j : jobs) {
+    if (s = tx.Run("UPDATE attempts SET detail = 'abandoned: the lease ran out (worker stopped"
+                   " or died)' WHERE job = $1 AND finished_at IS NULL",
+                   {j.job_id});
+        !s.ok()) {
+      return s;
+    }
+    if (s = tx.Run("UPDATE jobs SET status = 'processing', attempts = attempts + 1,"
+                   " lease_owner = $1, lease_token = $2, lease_until = $3 WHERE id = $4",
+                   {owner, j.lease_token, until, j.job_id});
+        !s.ok()) {
+      return s;
+    }
+    if (s = tx.Run("INSERT INTO attempts (job, number, started_at, generation)"
+                   " VALUES ($1, $2, $3, $4)",
+                   {j.job_id, j.event.attempt, now_text, j.event.generation});
+        !s.ok()) {
+      return s;
+    }
+    rows.insert(j.inbox_id);
+  }
+  for (int64_t row : rows) {
+    s = tx.Run("UPDATE inbox SET status = 'processing' WHERE id = $1 AND status = 'pending'",
+               {row});
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+// ---- Handler state (issue 25; DESIGN.md, "Handler state"; rules in handler_gate.h) ----
+
+std::string SqlInbox::StateColumns() const {
+  return "endpoint, handler, paused, paused_reason, coalesce(" + d_.Time("paused_at") +
+         ", ''), circuit, failures, coalesce(" + d_.Time("open_until") + ", ''), coalesce(" +
+         d_.Time("probe_until") + ", ''), coalesce(CAST(tokens AS TEXT), ''), coalesce(" +
+         d_.Time("refilled_at") + ", '')";
+}
+
+HandlerState ReadState(const SqlRows& q, size_t i) {
+  HandlerState st;
+  st.endpoint = q.Text(i, 0);
+  st.handler = q.Text(i, 1);
+  st.paused = q.Bool(i, 2);
+  st.paused_reason = q.Text(i, 3);
+  st.paused_at = q.Text(i, 4);
+  st.circuit = CircuitFromText(q.Text(i, 5));
+  st.failures = q.Int(i, 6);
+  st.open_until = q.Text(i, 7);
+  st.probe_until = q.Text(i, 8);
+  if (const std::string& t = q.Text(i, 9); !t.empty()) st.tokens = std::strtod(t.c_str(), nullptr);
+  st.refilled_at = q.Text(i, 10);
+  return st;
+}
+
+// The state row of one handler; a default one (running, closed, full) when it has none. On
+// PostgreSQL it is locked FOR UPDATE until the transaction ends, created first when missing
+// so that there is a row to lock.
+Status SqlInbox::LoadState(SqlTx& tx, const std::string& endpoint, const std::string& handler,
+                           HandlerState* out) {
+  for (int round = 0; round < 2; ++round) {
+    HOOKBOX_QUERY(q, tx.Query("SELECT " + StateColumns() +
+                                  " FROM handler_state WHERE endpoint = $1 AND handler = $2" +
+                                  d_.Lock(" FOR UPDATE"),
+                              {endpoint, handler}));
+    if (!q.empty()) {
+      *out = ReadState(q, 0);
+      return Status::Ok();
+    }
+    if (!d_.row_locks) {
+      *out = HandlerState{};
+      out->endpoint = endpoint;
+      out->handler = handler;
+      return Status::Ok();
+    }
+    Status s = tx.Run(
+        "INSERT INTO handler_state (endpoint, handler) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+        {endpoint, handler});
+    if (!s.ok()) return s;
+  }
+  return Status::Internal("handler_state row vanished", endpoint + "/" + handler);
+}
+
+// Writes the whole row (insert or replace).
+Status SqlInbox::StoreState(SqlTx& tx, const HandlerState& st) {
+  char tokens[64] = "";
+  if (st.tokens) std::snprintf(tokens, sizeof tokens, "%.17g", *st.tokens);
+  return tx.Run(
+      std::string("INSERT INTO handler_state (endpoint, handler, paused, paused_reason,"
+                  " paused_at, circuit, failures, open_until, probe_until, tokens, refilled_at)"
+                  " VALUES ($1, $2, $3, $4, nullif($5, '')::timestamptz, $6, $7,"
+                  " nullif($8, '')::timestamptz, nullif($9, '')::timestamptz,"
+                  " CAST(nullif($10, '') AS ") +
+          d_.real +
+          "), nullif($11, '')::timestamptz)"
+          " ON CONFLICT (endpoint, handler) DO UPDATE SET paused = excluded.paused,"
+          " paused_reason = excluded.paused_reason, paused_at = excluded.paused_at,"
+          " circuit = excluded.circuit, failures = excluded.failures,"
+          " open_until = excluded.open_until, probe_until = excluded.probe_until,"
+          " tokens = excluded.tokens, refilled_at = excluded.refilled_at",
+      {st.endpoint, st.handler, st.paused, st.paused_reason, st.paused_at, CircuitName(st.circuit),
+       st.failures, st.open_until, st.probe_until, std::string_view(tokens), st.refilled_at});
+}
+
+StatusOr<int64_t> SqlInbox::SetPaused(const std::vector<HandlerRef>& handlers, bool paused,
+                                      const std::string& reason, TimePoint now) {
+  int64_t changed = 0;
+  Status s = Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
+    changed = 0;
+    for (const HandlerRef& ref : handlers) {
+      HandlerState st;
+      if (Status l = LoadState(tx, ref.endpoint, ref.handler, &st); !l.ok()) return l;
+      if (!ApplyPause(st, paused, reason, now)) continue;
+      if (Status w = StoreState(tx, st); !w.ok()) return w;
+      ++changed;
+    }
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return changed;
+}
+
+StatusOr<std::optional<CircuitTransition>> SqlInbox::RecordCircuit(const HandlerRef& handler,
+                                                                   Outcome outcome,
+                                                                   const CircuitLimit& limit,
+                                                                   TimePoint now) {
+  std::optional<CircuitTransition> t;
+  Status s = Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
+    HandlerState st;
+    if (Status l = LoadState(tx, handler.endpoint, handler.handler, &st); !l.ok()) return l;
+    const HandlerState before = st;
+    t = ApplyOutcome(st, outcome, limit, now);
+    if (!t && st.failures == before.failures && st.probe_until == before.probe_until) {
+      return Status::Ok();  // nothing to write (the common ok of a closed circuit)
+    }
+    return StoreState(tx, st);
+  });
+  if (!s.ok()) return s;
+  return t;
+}
+
+// ---- A sync request's claim of one event ----
+
+Status SqlInbox::EventBusy(SqlTx& tx, int64_t inbox_id, const std::string& now, bool* busy) {
+  HOOKBOX_QUERY(q,
+                tx.Query("SELECT count(*) FROM jobs WHERE inbox_id = $1 AND status = 'processing'"
+                         " AND lease_until >= $2::timestamptz",
+                         {inbox_id, now}));
+  *busy = q.Int(0, 0) > 0;
+  return Status::Ok();
+}
+
+// The event's unfinished jobs for a sync request: all of them, unless one is leased to
+// someone else (EventBusy).
+Status SqlInbox::ClaimEventInto(SqlTx& tx, int64_t inbox_id, const std::string& owner,
+                                TimePoint now, std::chrono::milliseconds lease, EventClaim* out) {
+  bool busy = false;
+  Status s = EventBusy(tx, inbox_id, FormatTime(now), &busy);
+  if (busy) out->state = EventClaim::State::kBusy;
+  if (!s.ok() || busy) return s;
+  HOOKBOX_QUERY(q,
+                tx.Query("SELECT " + ClaimColumns(d_) +
+                             " FROM jobs j JOIN inbox i ON i.id = j.inbox_id WHERE j.inbox_id = $1"
+                             " AND j.status IN ('pending', 'processing') ORDER BY j.id",
+                         {inbox_id}));
+  for (size_t i = 0; i < q.size(); ++i) out->jobs.push_back(ReadClaim(q, i));
+  out->state = out->jobs.empty() ? EventClaim::State::kSettled : EventClaim::State::kClaimed;
+  return LeaseJobs(tx, out->jobs, owner, now, lease);
+}
+
+StatusOr<EventClaim> SqlInbox::ClaimEvent(const std::string& endpoint, const std::string& event_id,
+                                          const std::string& owner, TimePoint now,
+                                          std::chrono::milliseconds lease) {
+  EventClaim claim;
+  Status s = Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
+    claim = EventClaim{};
+    HOOKBOX_QUERY(row,
+                  tx.Query("SELECT id, status FROM inbox WHERE endpoint = $1 AND event_id = $2",
+                           {endpoint, event_id}));
+    if (row.empty()) return Status::NotFound("no such event", endpoint + " " + event_id);
+    claim.row_status = row.Text(0, 1);
+    return ClaimEventInto(tx, row.Int(0, 0), owner, now, lease, &claim);
+  });
+  if (!s.ok() && claim.state != EventClaim::State::kBusy) return s;
+  return claim;
+}
+
+// ---- Finish ----
+
+StatusOr<Outcome> SqlInbox::FinishJob(const ClaimedJob& job, const JobOutcome& outcome,
+                                      const SqlWork* sql, const JobOutcome* sql_failed) {
+  Outcome recorded = outcome.outcome;
+  Status s = Transact(TxKind::kWrite, [&](SqlTx& tx) {
+    return FinishInto(tx, job, outcome, sql, sql_failed, &recorded);
+  });
+  if (!s.ok()) return s;
+  return recorded;
+}
+
+std::vector<size_t> SqlInbox::FinishOrder(const std::vector<FinishRequest>& finishes) {
+  std::vector<size_t> order(finishes.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::tie(finishes[a].job->inbox_id, finishes[a].job->job_id) <
+           std::tie(finishes[b].job->inbox_id, finishes[b].job->job_id);
+  });
+  return order;
+}
+
+std::vector<StatusOr<Outcome>> SqlInbox::FinishJobs(const std::vector<FinishRequest>& finishes) {
+  std::vector<StatusOr<Outcome>> results(finishes.size(), Status::Internal("not finished"));
+  const std::vector<size_t> order = FinishOrder(finishes);
+  Status s = Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
+    for (size_t i : order) {
+      if (Status one = FinishAlone(tx, finishes[i], &results[i]); !one.ok()) return one;
+    }
+    return Status::Ok();
+  });
+  if (!s.ok()) std::fill(results.begin(), results.end(), StatusOr<Outcome>(s));
+  return results;
+}
+
+Status SqlInbox::FinishAlone(SqlTx& tx, const FinishRequest& f, StatusOr<Outcome>* result) {
+  Outcome recorded = f.outcome.outcome;
+  if (Status sp = tx.Run("SAVEPOINT finish"); !sp.ok()) return sp;
+  Status one = FinishInto(tx, *f.job, f.outcome, f.sql, f.sql ? &f.sql_failed : nullptr, &recorded);
+  if (!one.ok()) {
+    if (tx.Lost()) return one;  // the whole group is lost
+    if (Status rb = tx.Run("ROLLBACK TO SAVEPOINT finish"); !rb.ok()) return rb;
+    *result = one;
+  } else {
+    *result = recorded;
+  }
+  return tx.Run("RELEASE SAVEPOINT finish");
+}
+
+// The finishing transaction's body: the sql handler's statements (only once the lease is
+// known to be held: nothing of a worker that lost its lease runs), then the job moved on
+// with a compare-and-swap on the lease token, the attempt recorded, and the row's status.
+Status SqlInbox::FinishInto(SqlTx& tx, const ClaimedJob& job, const JobOutcome& outcome,
+                            const SqlWork* sql, const JobOutcome* sql_failed, Outcome* recorded) {
+  const JobOutcome* effective = &outcome;
+  JobOutcome failed;
+  if (sql && outcome.outcome == Outcome::kOk) {
+    HOOKBOX_QUERY(held, tx.Query(std::string("SELECT 1 FROM jobs WHERE id = $1 AND lease_token = $2"
+                                             " AND status = 'processing'") +
+                                     d_.Lock(" FOR NO KEY UPDATE"),
+                                 {job.job_id, job.lease_token}));
+    if (held.empty()) return LeaseLost(job);
+    if (Status s = tx.Run("SAVEPOINT sql_handler"); !s.ok()) return s;
+    Status s;
+    for (const std::string& statement : sql->statements) {
+      if (s = tx.RunUserSql(statement, job.event); !s.ok()) break;
+    }
+    if (!s.ok()) {
+      if (tx.Lost()) return s;  // nothing to record on a transaction that is gone
+      if (Status rb = tx.Run("ROLLBACK TO SAVEPOINT sql_handler"); !rb.ok()) return rb;
+      failed = SqlFailedOutcome(outcome, sql_failed, s);
+      effective = &failed;
+    }
+    if (s = tx.Run("RELEASE SAVEPOINT sql_handler"); !s.ok()) return s;
+  }
+  const std::string finished = FormatTime(effective->finished_at);
+  const bool retry = effective->next == JobOutcome::Next::kRetry;
+  HOOKBOX_QUERY(
+      cas,
+      tx.Query(
+          std::string("UPDATE jobs SET status = $1,"
+                      " next_attempt_at = coalesce($2::timestamptz, next_attempt_at),"
+                      " last_error = $3, attempts = ") +
+              d_.greatest +
+              "(attempts - $6, 0), lease_owner = NULL, lease_token = NULL, lease_until = NULL"
+              " WHERE id = $4 AND lease_token = $5 AND status = 'processing'",
+          {JobStatusFor(effective->next),
+           retry ? SqlArg(FormatTime(effective->next_attempt_at)) : SqlArg(),
+           effective->outcome != Outcome::kOk ? SqlArg(StorableText(effective->detail)) : SqlArg(),
+           job.job_id, job.lease_token, int64_t{effective->refund_try ? 1 : 0}}));
+  if (cas.changed == 0) return LeaseLost(job);
+  Status s = tx.Run(
+      "UPDATE attempts SET finished_at = $1, outcome = $2, detail = $3"
+      " WHERE job = $4 AND number = $5",
+      {finished, OutcomeName(effective->outcome), StorableText(effective->detail), job.job_id,
+       job.event.attempt});
+  if (!s.ok()) return s;
+  *recorded = effective->outcome;
+  return SettleRow(tx, job.inbox_id, finished);
+}
+
+// Sets the inbox row's status from its jobs: dead if any job is dead, processed when all
+// are done, processing otherwise. On PostgreSQL the row is locked first, in a statement of
+// its own, so that the jobs are read as of after any concurrent settle of it committed.
+Status SqlInbox::SettleRow(SqlTx& tx, int64_t inbox_id, const std::string& now) {
+  if (d_.row_locks) {
+    if (Status s = tx.Run("SELECT 1 FROM inbox WHERE id = $1 FOR UPDATE", {inbox_id}); !s.ok()) {
+      return s;
+    }
+  }
+  return tx.Run(
+      "UPDATE inbox SET"
+      " status = CASE"
+      "   WHEN EXISTS (SELECT 1 FROM jobs WHERE inbox_id = $1 AND status = 'dead')"
+      "     THEN 'dead'"
+      "   WHEN NOT EXISTS (SELECT 1 FROM jobs WHERE inbox_id = $1 AND status <> 'done')"
+      "     THEN 'processed'"
+      "   ELSE 'processing' END,"
+      " processed_at = CASE"
+      "   WHEN NOT EXISTS (SELECT 1 FROM jobs WHERE inbox_id = $1 AND status <> 'done')"
+      "     THEN $2::timestamptz ELSE NULL END"
+      " WHERE id = $1",
+      {inbox_id, now});
+}
+
+}  // namespace hookbox

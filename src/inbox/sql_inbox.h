@@ -1,0 +1,228 @@
+// The inbox's algorithm, written once over the two SQL dialects (DESIGN.md, "One algorithm,
+// two dialects"): accept (dedupe, sequence gate, jobs, a sync request's claim), claim (due
+// jobs that head their resource, handler state), finish (the lease compare-and-swap, the
+// sql handler's savepoint, the row's settling), the operator's single-row verbs, the reads,
+// and the purge with its pacing. SqlInbox runs it through SqlTx, one transaction on one
+// connection; each backend supplies the transactions (its writer or its pool), the SQL
+// that truly differs (SqlSpelling), and its locks (the hooks below, no-ops on SQLite,
+// whose one writer serializes every write).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "inbox/backend.h"
+#include "inbox/inbox.h"
+
+namespace hookbox {
+
+// A statement's parameter: NULL, text, an integer, a boolean or bytes (an event's body).
+class SqlArg {
+ public:
+  enum class Kind { kNull, kText, kInt, kBool, kBytes };
+  SqlArg() = default;
+  SqlArg(std::string_view text) : kind_(Kind::kText), text_(text) {}    // NOLINT: implicit
+  SqlArg(const std::string& text) : kind_(Kind::kText), text_(text) {}  // NOLINT
+  SqlArg(const char* text) : kind_(Kind::kText), text_(text) {}         // NOLINT
+  SqlArg(int64_t n) : kind_(Kind::kInt), number_(n) {}                  // NOLINT
+  SqlArg(int n) : kind_(Kind::kInt), number_(n) {}                      // NOLINT
+  SqlArg(bool b) : kind_(Kind::kBool), number_(b ? 1 : 0) {}            // NOLINT
+  SqlArg(std::optional<int64_t> n)
+      : kind_(n ? Kind::kInt : Kind::kNull), number_(n.value_or(0)) {}  // NOLINT
+  static SqlArg Bytes(std::string_view bytes) {
+    SqlArg a(bytes);
+    a.kind_ = Kind::kBytes;
+    return a;
+  }
+  Kind kind() const { return kind_; }
+  const std::string& text() const { return text_; }
+  int64_t number() const { return number_; }
+
+ private:
+  Kind kind_ = Kind::kNull;
+  std::string text_;
+  int64_t number_ = 0;
+};
+using SqlArgs = std::vector<SqlArg>;
+
+// What a statement returned, every value copied out as text (NULL as "", bytes decoded), and
+// how many rows it changed (for INSERT, UPDATE, DELETE).
+struct SqlRows {
+  std::vector<std::vector<std::string>> rows;
+  int64_t changed = 0;
+
+  size_t size() const { return rows.size(); }
+  bool empty() const { return rows.empty(); }
+  const std::string& Text(size_t row, int col) const { return rows[row][col]; }
+  int64_t Int(size_t row, int col) const;
+  bool Bool(size_t row, int col) const;  // PostgreSQL's "t", SQLite's 1
+};
+
+// One transaction on one connection. SQL is written as PostgreSQL's: parameters `$N`, casts
+// `::type` (SQLite reads `?N` and drops the casts: its columns take what they are given).
+// Not thread-safe: it belongs to the call that runs it.
+class SqlTx {
+ public:
+  virtual ~SqlTx() = default;
+  virtual StatusOr<SqlRows> Query(const std::string& sql, const SqlArgs& args = {}) = 0;
+  Status Run(const std::string& sql, const SqlArgs& args = {}) {
+    auto r = Query(sql, args);
+    return r.ok() ? Status::Ok() : r.status();
+  }
+  // The transaction as a whole is gone (SQLite rolled it back; the connection broke): no
+  // savepoint can be rolled back to, nothing more can be recorded.
+  virtual bool Lost() = 0;
+  // One statement of a `sql` handler, with the event's named parameters.
+  virtual Status RunUserSql(const std::string& statement, const HandlerEvent& e) = 0;
+};
+
+// The rows of a tx.Query(...), or return its failure.
+#define HOOKBOX_QUERY(var, expr)                \
+  auto var##_or = (expr);                       \
+  if (!var##_or.ok()) return var##_or.status(); \
+  const SqlRows& var = *var##_or
+
+// The SQL that differs between the dialects, beside `$N` and casts.
+struct SqlSpelling {
+  SqlDialect dialect;
+  bool row_locks;           // PostgreSQL: FOR UPDATE and its kin; SQLite: one writer
+  const char* greatest;     // "max" / "greatest"
+  const char* real;         // the type of a double
+  const char* jobs_inbox;   // the claim's join of jobs j and inbox i
+  const char* not_sync;     // a job for the worker pool (SQLite's partial index wants = 0)
+  const char* due_order;    // the claim's ORDER BY: the order of the index it walks
+  const char* skip_locked;  // the claim's lock of the jobs it picks
+
+  // A time column as RFC 3339 UTC text with milliseconds, as FormatTime writes it.
+  std::string Time(const std::string& column) const;
+  // `clause` where rows are locked, "" on SQLite.
+  const char* Lock(const char* clause) const { return row_locks ? clause : ""; }
+};
+extern const SqlSpelling kSqliteSpelling;
+extern const SqlSpelling kPostgresSpelling;
+
+// The inbox row's columns, as ReadRow reads them (a 15th, when selected, follows).
+std::string RowColumns(const SqlSpelling& d);
+InboxRow ReadRow(const SqlRows& q, size_t row);
+HandlerState ReadState(const SqlRows& q, size_t row);
+// SqlValue (backend.h) parameters as SqlArgs.
+SqlArgs ArgsOf(const std::vector<SqlValue>& values);
+
+class SqlInbox : public Inbox {
+ public:
+  explicit SqlInbox(const SqlSpelling& spelling) : d_(spelling) {}
+
+  // How a transaction of the algorithm runs.
+  enum class TxKind {
+    kWrite,     // durable
+    kClaim,     // a write that need not wait for the log's flush (a lost claim only reruns)
+    kRead,      // reads, each statement as of its own moment
+    kSnapshot,  // reads as of one moment
+  };
+  using TxFn = std::function<Status(SqlTx&)>;
+  virtual Status Transact(TxKind kind, const TxFn& fn) = 0;
+
+  StatusOr<AcceptResult> Accept(const Event& event) override;
+  using Inbox::ClaimJobs;
+  StatusOr<std::vector<ClaimedJob>> ClaimJobs(const std::string& owner, int max, TimePoint now,
+                                              std::chrono::milliseconds lease,
+                                              const ClaimLimits& limits) override;
+  StatusOr<int64_t> SetPaused(const std::vector<HandlerRef>& handlers, bool paused,
+                              const std::string& reason, TimePoint now) override;
+  StatusOr<std::vector<HandlerStatus>> Handlers(TimePoint now, bool count_jobs) override;
+  StatusOr<std::optional<CircuitTransition>> RecordCircuit(const HandlerRef& handler,
+                                                           Outcome outcome,
+                                                           const CircuitLimit& limit,
+                                                           TimePoint now) override;
+  StatusOr<Outcome> FinishJob(const ClaimedJob& job, const JobOutcome& outcome, const SqlWork* sql,
+                              const JobOutcome* sql_failed) override;
+  std::vector<StatusOr<Outcome>> FinishJobs(const std::vector<FinishRequest>& finishes) override;
+  StatusOr<EventClaim> ClaimEvent(const std::string& endpoint, const std::string& event_id,
+                                  const std::string& owner, TimePoint now,
+                                  std::chrono::milliseconds lease) override;
+  Status RenewLeases(std::span<const ClaimedJob> jobs, TimePoint now,
+                     std::chrono::milliseconds lease) override;
+  StatusOr<int> Retry(const std::string& endpoint, const std::string& event_id,
+                      TimePoint now) override;
+  Status HoldForHandler(const std::vector<ClaimedJob>& jobs, TimePoint now) override;
+  StatusOr<int64_t> ReleaseHeld(const std::vector<HandlerRef>& handlers, TimePoint now) override;
+  StatusOr<std::vector<HandlerBacklog>> UnfinishedByHandler() override;
+  StatusOr<ReassignCounts> Reassign(const std::string& endpoint, const std::string& from,
+                                    const std::string& to, TimePoint now) override;
+  StatusOr<int64_t> DropJobs(const std::string& endpoint, const std::string& handler,
+                             TimePoint now) override;
+  StatusOr<std::vector<std::string>> LeaseOwners() override;
+  Status ExpireLeases(const std::string& owner_prefix, TimePoint now) override;
+  StatusOr<std::vector<InboxRow>> List(const ListFilter& filter) override;
+  StatusOr<std::vector<DeadJob>> DeadJobs(int64_t before_job_id, int limit) override;
+  StatusOr<InboxDetail> Show(const std::string& endpoint, const std::string& event_id) override;
+  Status Clear(const std::string& endpoint, const std::string& event_id, TimePoint now) override;
+  StatusOr<InboxStats> Stats() override;
+  StatusOr<QueueStats> Queue(bool count_done) override;
+  StatusOr<PurgeCounts> Purge(const PurgeRequest& request) override;
+
+ protected:
+  // ---- The locks, no-ops on SQLite (its writer runs one write at a time).
+  // Which of a resource's (or body's) locks: accepts of one resource one at a time, claims
+  // of one resource one at a time, accepts of one body one at a time.
+  enum class KeyLock { kAccept, kClaim, kBody };
+  virtual Status LockKey(SqlTx& /*tx*/, KeyLock /*which*/, const std::string& /*key*/) {
+    return Status::Ok();
+  }
+  // The jobs of `due` that still head their resource, onto *out.
+  virtual Status KeepHeads(SqlTx& tx, const std::string& now, std::vector<ClaimedJob>& due,
+                           std::vector<ClaimedJob>* out);
+  // Whether a job of the event holds a live lease (the event is busy for a sync claim).
+  // A failure with *busy set: busy, and the transaction must roll back.
+  virtual Status EventBusy(SqlTx& tx, int64_t inbox_id, const std::string& now, bool* busy);
+  // The accepted row's jobs, in handler order.
+  virtual Status InsertJobs(SqlTx& tx, const Event& e, int64_t inbox_id, const std::string& now);
+
+  // ---- The algorithm's steps that a backend's own grouped statements also use.
+  Status AcceptInto(SqlTx& tx, const Event& e, AcceptResult* out);
+  Status CountDuplicate(SqlTx& tx, const Event& e, const std::string& now, AcceptResult* out);
+  Status FinishInto(SqlTx& tx, const ClaimedJob& job, const JobOutcome& outcome, const SqlWork* sql,
+                    const JobOutcome* sql_failed, Outcome* recorded);
+  // One finish of a batch in a savepoint of its own: *result is its outcome, or its failure
+  // when only it failed; the return is a failure of the whole transaction.
+  Status FinishAlone(SqlTx& tx, const FinishRequest& f, StatusOr<Outcome>* result);
+  // The finishes in the lock order, (inbox_id, job_id).
+  static std::vector<size_t> FinishOrder(const std::vector<FinishRequest>& finishes);
+  Status SettleRow(SqlTx& tx, int64_t inbox_id, const std::string& now);
+  static std::string ResourceKey(const std::string& endpoint, const std::string& resource) {
+    return endpoint + '\x1f' + resource;
+  }
+
+  const SqlSpelling& d_;
+
+ private:
+  Status BodyDuplicate(SqlTx& tx, const Event& e, const std::string& now, AcceptResult* out,
+                       bool* duplicate);
+  Status AddJobs(SqlTx& tx, const Event& e, int64_t inbox_id, const std::string& now,
+                 AcceptResult* out);
+  Status RunSyncSql(SqlTx& tx, const Event& e, int64_t inbox_id, const std::string& now);
+  Status ClaimInto(SqlTx& tx, const std::string& owner, int max, TimePoint now,
+                   std::chrono::milliseconds lease, const ClaimLimits& limits,
+                   std::vector<ClaimedJob>* out);
+  using HandlerKey = std::pair<std::string, std::string>;
+  Status DueJobs(SqlTx& tx, const std::string& now, int max, const std::vector<HandlerKey>& apart,
+                 bool only, std::vector<ClaimedJob>* out);
+  Status ClaimEventInto(SqlTx& tx, int64_t inbox_id, const std::string& owner, TimePoint now,
+                        std::chrono::milliseconds lease, EventClaim* out);
+  Status LeaseJobs(SqlTx& tx, const std::vector<ClaimedJob>& jobs, const std::string& owner,
+                   TimePoint now, std::chrono::milliseconds lease);
+  Status LoadState(SqlTx& tx, const std::string& endpoint, const std::string& handler,
+                   HandlerState* out);
+  Status StoreState(SqlTx& tx, const HandlerState& st);
+  std::string StateColumns() const;
+  Status ShowInto(SqlTx& tx, const std::string& endpoint, const std::string& event_id,
+                  InboxDetail* d);
+  StatusOr<int64_t> PurgeRows(const PurgeRequest& r, const std::string& count_sql,
+                              const std::string& delete_sql, const SqlArgs& args);
+};
+
+}  // namespace hookbox

@@ -1,0 +1,483 @@
+// The operator's verbs and reads, once for both dialects (see sql_inbox.h): retry, clear,
+// held jobs, reassign and drop, leases, the lists and counts, and the purge with its pacing.
+#include <algorithm>
+#include <set>
+#include <thread>
+
+#include "inbox/sql_inbox.h"
+
+namespace hookbox {
+
+const SqlSpelling kSqliteSpelling = {
+    SqlDialect::kSqlite,       false, "max", "REAL", "CROSS JOIN", "j.sync = 0",
+    "j.next_attempt_at, j.id", ""};
+const SqlSpelling kPostgresSpelling = {SqlDialect::kPostgres,
+                                       true,
+                                       "greatest",
+                                       "double precision",
+                                       "JOIN",
+                                       "NOT j.sync",
+                                       "j.status, j.next_attempt_at, j.id",
+                                       " FOR UPDATE OF j SKIP LOCKED"};
+
+std::string SqlSpelling::Time(const std::string& column) const {
+  if (dialect == SqlDialect::kSqlite) return column;
+  return "to_char(" + column + " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')";
+}
+
+std::string RowColumns(const SqlSpelling& d) {
+  return "id, endpoint, event_id, id_source, event_type, resource_id, sequence, body_sha256,"
+         " headers, status, " +
+         d.Time("received_at") + ", " + d.Time("processed_at") + ", duplicates, " +
+         d.Time("last_duplicate_at");
+}
+
+InboxRow ReadRow(const SqlRows& q, size_t row) {
+  InboxRow r;
+  r.id = q.Int(row, 0);
+  r.endpoint = q.Text(row, 1);
+  r.event_id = q.Text(row, 2);
+  r.id_source = q.Text(row, 3);
+  r.event_type = q.Text(row, 4);
+  r.resource_id = q.Text(row, 5);
+  r.sequence = q.Text(row, 6);
+  r.body_sha256 = q.Text(row, 7);
+  r.headers_json = q.Text(row, 8);
+  r.status = q.Text(row, 9);
+  r.received_at = q.Text(row, 10);
+  r.processed_at = q.Text(row, 11);
+  r.duplicates = q.Int(row, 12);
+  r.last_duplicate_at = q.Text(row, 13);
+  return r;
+}
+
+SqlArgs ArgsOf(const std::vector<SqlValue>& values) {
+  SqlArgs args;
+  for (const SqlValue& v : values) std::visit([&](const auto& x) { args.emplace_back(x); }, v);
+  return args;
+}
+
+namespace {
+
+Status NoSuchEvent(const std::string& endpoint, const std::string& event_id) {
+  return Status::NotFound("no such event", endpoint + " " + event_id);
+}
+
+// Runs a read in `kind` and returns what `read` made of its rows.
+template <typename T, typename F>
+StatusOr<T> ReadInto(SqlInbox& inbox, SqlInbox::TxKind kind, F&& read) {
+  T out{};
+  Status s = inbox.Transact(kind, [&](SqlTx& tx) {
+    out = T{};
+    return read(tx, out);
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+}  // namespace
+
+StatusOr<int> SqlInbox::Retry(const std::string& endpoint, const std::string& event_id,
+                              TimePoint now) {
+  return ReadInto<int>(*this, TxKind::kWrite, [&](SqlTx& tx, int& rearmed) -> Status {
+    HOOKBOX_QUERY(
+        row, tx.Query("SELECT id, resource_id FROM inbox WHERE endpoint = $1 AND event_id = $2",
+                      {endpoint, event_id}));
+    if (row.empty()) return NoSuchEvent(endpoint, event_id);
+    const int64_t inbox_id = row.Int(0, 0);
+    // A re-armed job may head its resource again: no claim may decide on the old state.
+    if (const std::string& resource = row.Text(0, 1); !resource.empty()) {
+      if (Status st = LockKey(tx, KeyLock::kClaim, ResourceKey(endpoint, resource)); !st.ok()) {
+        return st;
+      }
+    }
+    HOOKBOX_QUERY(
+        up,
+        tx.Query(
+            "UPDATE jobs SET status = 'pending', attempts = 0, next_attempt_at = $1, sync = false"
+            " WHERE inbox_id = $2 AND status = 'dead'",
+            {FormatTime(now), inbox_id}));
+    rearmed = static_cast<int>(up.changed);
+    if (rearmed == 0) {
+      return Status::InvalidArgument("no dead job to retry", endpoint + " " + event_id);
+    }
+    return tx.Run("UPDATE inbox SET status = 'pending', processed_at = NULL WHERE id = $1",
+                  {inbox_id});
+  });
+}
+
+Status SqlInbox::HoldForHandler(const std::vector<ClaimedJob>& jobs, TimePoint /*now*/) {
+  std::vector<const ClaimedJob*> sorted;
+  for (const ClaimedJob& job : jobs) sorted.push_back(&job);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const ClaimedJob* a, const ClaimedJob* b) { return a->job_id < b->job_id; });
+  return Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
+    for (const ClaimedJob* job : sorted) {  // jobs rows in id order: the lock order
+      HOOKBOX_QUERY(
+          held,
+          tx.Query(
+              std::string("UPDATE jobs SET status = 'pending', attempts = ") + d_.greatest +
+                  "(attempts - 1, 0), next_attempt_at = $1, last_error = $2,"
+                  " lease_owner = NULL, lease_token = NULL, lease_until = NULL"
+                  " WHERE id = $3 AND lease_token = $4 AND status = 'processing'",
+              {std::string(kHeldUntil), HeldReason(job->handler), job->job_id, job->lease_token}));
+      if (held.changed == 0) continue;  // lease lost: its new owner decides
+      Status st = tx.Run("DELETE FROM attempts WHERE job = $1 AND number = $2",
+                         {job->job_id, job->event.attempt});
+      if (!st.ok()) return st;
+    }
+    return Status::Ok();
+  });
+}
+
+StatusOr<int64_t> SqlInbox::ReleaseHeld(const std::vector<HandlerRef>& handlers, TimePoint now) {
+  return ReadInto<int64_t>(*this, TxKind::kWrite, [&](SqlTx& tx, int64_t& released) -> Status {
+    for (const HandlerRef& h : handlers) {
+      HOOKBOX_QUERY(
+          up,
+          tx.Query(
+              "UPDATE jobs SET next_attempt_at = $1, last_error = NULL"
+              " WHERE status = 'pending' AND next_attempt_at = $2 AND handler = $3"
+              " AND EXISTS (SELECT 1 FROM inbox i WHERE i.id = jobs.inbox_id AND i.endpoint = $4)",
+              {FormatTime(now), std::string(kHeldUntil), h.handler, h.endpoint}));
+      released += up.changed;
+    }
+    return Status::Ok();
+  });
+}
+
+StatusOr<std::vector<HandlerBacklog>> SqlInbox::UnfinishedByHandler() {
+  using Backlog = std::vector<HandlerBacklog>;
+  return ReadInto<Backlog>(*this, TxKind::kRead, [&](SqlTx& tx, Backlog& backlog) -> Status {
+    HOOKBOX_QUERY(q, tx.Query("SELECT i.endpoint, j.handler, count(*),"
+                              " count(*) FILTER (WHERE j.next_attempt_at = $1::timestamptz)"
+                              " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                              " WHERE j.status IN ('pending', 'processing')"
+                              " GROUP BY i.endpoint, j.handler ORDER BY i.endpoint, j.handler",
+                              {std::string(kHeldUntil)}));
+    for (size_t i = 0; i < q.size(); ++i) {
+      backlog.push_back({q.Text(i, 0), q.Text(i, 1), q.Int(i, 2), q.Int(i, 3)});
+    }
+    return Status::Ok();
+  });
+}
+
+StatusOr<ReassignCounts> SqlInbox::Reassign(const std::string& endpoint, const std::string& from,
+                                            const std::string& to, TimePoint now) {
+  return ReadInto<ReassignCounts>(
+      *this, TxKind::kWrite, [&](SqlTx& tx, ReassignCounts& counts) -> Status {
+        HOOKBOX_QUERY(
+            moved,
+            tx.Query(
+                "UPDATE jobs SET handler = $1,"
+                " last_error = CASE WHEN next_attempt_at = $2 THEN NULL ELSE last_error END,"
+                " next_attempt_at = CASE WHEN next_attempt_at = $2 THEN $3::timestamptz"
+                "   ELSE next_attempt_at END"
+                " WHERE handler = $4 AND status IN ('pending', 'dead')"
+                " AND EXISTS (SELECT 1 FROM inbox i WHERE i.id = jobs.inbox_id AND i.endpoint = $5)"
+                " AND NOT EXISTS (SELECT 1 FROM jobs j2"
+                "   WHERE j2.inbox_id = jobs.inbox_id AND j2.handler = $1)",
+                {to, std::string(kHeldUntil), FormatTime(now), from, endpoint}));
+        counts.moved = moved.changed;
+        HOOKBOX_QUERY(kept,
+                      tx.Query("SELECT count(*) FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                               " WHERE i.endpoint = $1 AND j.handler = $2 AND j.status <> 'done'",
+                               {endpoint, from}));
+        counts.kept = kept.Int(0, 0);
+        return Status::Ok();
+      });
+}
+
+StatusOr<int64_t> SqlInbox::DropJobs(const std::string& endpoint, const std::string& handler,
+                                     TimePoint now) {
+  return ReadInto<int64_t>(*this, TxKind::kWrite, [&](SqlTx& tx, int64_t& dropped) -> Status {
+    // Jobs rows first (the lock order), then their inbox rows in id order.
+    HOOKBOX_QUERY(
+        del,
+        tx.Query("DELETE FROM jobs WHERE handler = $2 AND status IN ('pending', 'dead')"
+                 " AND inbox_id IN (SELECT id FROM inbox WHERE endpoint = $1) RETURNING inbox_id",
+                 {endpoint, handler}));
+    dropped = static_cast<int64_t>(del.size());
+    std::set<int64_t> rows;
+    for (size_t i = 0; i < del.size(); ++i) rows.insert(del.Int(i, 0));
+    const std::string at = FormatTime(now);
+    for (int64_t id : rows) {
+      if (Status st = SettleRow(tx, id, at); !st.ok()) return st;
+    }
+    return Status::Ok();
+  });
+}
+
+StatusOr<std::vector<std::string>> SqlInbox::LeaseOwners() {
+  using Owners = std::vector<std::string>;
+  return ReadInto<Owners>(*this, TxKind::kRead, [&](SqlTx& tx, Owners& owners) -> Status {
+    HOOKBOX_QUERY(q, tx.Query("SELECT DISTINCT lease_owner FROM jobs WHERE status = 'processing'"
+                              " AND lease_owner IS NOT NULL"));
+    for (size_t i = 0; i < q.size(); ++i) owners.push_back(q.Text(i, 0));
+    return Status::Ok();
+  });
+}
+
+Status SqlInbox::ExpireLeases(const std::string& owner_prefix, TimePoint now) {
+  return Transact(TxKind::kWrite, [&](SqlTx& tx) {
+    return tx.Run(
+        "UPDATE jobs SET lease_until = $1 WHERE status = 'processing'"
+        " AND substr(lease_owner, 1, length($2::text)) = $2::text",
+        {FormatTime(now - std::chrono::milliseconds(1)), owner_prefix});
+  });
+}
+
+// In id order, the lock order of every transaction that locks several jobs; a job whose
+// token no longer holds fails the transaction, so no lease changes.
+Status SqlInbox::RenewLeases(std::span<const ClaimedJob> jobs, TimePoint now,
+                             std::chrono::milliseconds lease) {
+  if (jobs.empty()) return Status::Ok();
+  std::vector<const ClaimedJob*> sorted;
+  for (const ClaimedJob& job : jobs) sorted.push_back(&job);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const ClaimedJob* a, const ClaimedJob* b) { return a->job_id < b->job_id; });
+  const std::string until = FormatTime(now + lease);
+  return Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
+    for (const ClaimedJob* job : sorted) {
+      HOOKBOX_QUERY(up,
+                    tx.Query("UPDATE jobs SET lease_until = $1 WHERE id = $2 AND lease_token = $3"
+                             " AND status = 'processing'",
+                             {until, job->job_id, job->lease_token}));
+      if (up.changed == 0) return LeaseLost(*job);
+    }
+    return Status::Ok();
+  });
+}
+
+// ---- Reads ----
+
+StatusOr<std::vector<InboxRow>> SqlInbox::List(const ListFilter& f) {
+  std::vector<SqlValue> values;
+  const std::string sql = "SELECT " + RowColumns(d_) + ListQueryTail(f, d_.dialect, &values);
+  const SqlArgs args = ArgsOf(values);
+  using Rows = std::vector<InboxRow>;
+  return ReadInto<Rows>(*this, TxKind::kRead, [&](SqlTx& tx, Rows& rows) -> Status {
+    HOOKBOX_QUERY(q, tx.Query(sql, args));
+    for (size_t i = 0; i < q.size(); ++i) rows.push_back(ReadRow(q, i));
+    return Status::Ok();
+  });
+}
+
+StatusOr<std::vector<DeadJob>> SqlInbox::DeadJobs(int64_t before_job_id, int limit) {
+  using Dead = std::vector<DeadJob>;
+  return ReadInto<Dead>(*this, TxKind::kRead, [&](SqlTx& tx, Dead& dead) -> Status {
+    HOOKBOX_QUERY(
+        q, tx.Query("SELECT " + RowColumns(d_) +
+                        ", job_id, handler, coalesce(last_error, ''), attempts FROM inbox JOIN"
+                        " (SELECT id AS job_id, inbox_id, handler, last_error, attempts FROM jobs"
+                        " WHERE status = 'dead' AND ($1 = 0 OR id < $1)) j"
+                        " ON j.inbox_id = inbox.id ORDER BY job_id DESC LIMIT $2",
+                    {before_job_id, int64_t{limit}}));
+    for (size_t i = 0; i < q.size(); ++i) {
+      dead.push_back({ReadRow(q, i), q.Int(i, 14), q.Text(i, 15), q.Text(i, 16), q.Int(i, 17)});
+    }
+    return Status::Ok();
+  });
+}
+
+// One snapshot: the row, its jobs and their attempts as of one moment.
+StatusOr<InboxDetail> SqlInbox::Show(const std::string& endpoint, const std::string& event_id) {
+  return ReadInto<InboxDetail>(*this, TxKind::kSnapshot, [&](SqlTx& tx, InboxDetail& d) {
+    return ShowInto(tx, endpoint, event_id, &d);
+  });
+}
+
+Status SqlInbox::ShowInto(SqlTx& tx, const std::string& endpoint, const std::string& event_id,
+                          InboxDetail* d) {
+  HOOKBOX_QUERY(q, tx.Query("SELECT " + RowColumns(d_) +
+                                ", body FROM inbox WHERE endpoint = $1 AND event_id = $2",
+                            {endpoint, event_id}));
+  if (q.empty()) return NoSuchEvent(endpoint, event_id);
+  d->row = ReadRow(q, 0);
+  d->row.body = q.Text(0, 14);
+  HOOKBOX_QUERY(jq,
+                tx.Query("SELECT id, handler, status, attempts, " + d_.Time("next_attempt_at") +
+                             ", lease_owner, " + d_.Time("lease_until") +
+                             ", last_error, generation FROM jobs WHERE inbox_id = $1 ORDER BY id",
+                         {d->row.id}));
+  for (size_t i = 0; i < jq.size(); ++i) {
+    d->jobs.push_back({jq.Int(i, 0),
+                       jq.Text(i, 1),
+                       jq.Text(i, 2),
+                       jq.Text(i, 4),
+                       jq.Text(i, 5),
+                       jq.Text(i, 6),
+                       jq.Text(i, 7),
+                       jq.Int(i, 3),
+                       jq.Int(i, 8),
+                       {}});
+  }
+  for (JobRow& j : d->jobs) {
+    HOOKBOX_QUERY(
+        aq, tx.Query("SELECT number, " + d_.Time("started_at") + ", " + d_.Time("finished_at") +
+                         ", coalesce(outcome, ''), detail, generation"
+                         " FROM attempts WHERE job = $1 ORDER BY number",
+                     {j.id}));
+    for (size_t i = 0; i < aq.size(); ++i) {
+      j.attempt_rows.push_back(
+          {aq.Int(i, 0), aq.Int(i, 5), aq.Text(i, 1), aq.Text(i, 2), aq.Text(i, 3), aq.Text(i, 4)});
+    }
+  }
+  return Status::Ok();
+}
+
+Status SqlInbox::Clear(const std::string& endpoint, const std::string& event_id, TimePoint now) {
+  return Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
+    // Jobs rows first (the lock order), then the row; jobs and attempts go with it. Locked
+    // (on SQLite, in the writer's transaction), the jobs show their latest leases, and none
+    // can be claimed before the delete.
+    HOOKBOX_QUERY(jobs, tx.Query(std::string("SELECT j.status = 'processing' AND j.lease_until >= "
+                                             "$3::timestamptz FROM jobs j JOIN inbox i ON i.id ="
+                                             " j.inbox_id WHERE i.endpoint = $1 AND i.event_id = $2"
+                                             " ORDER BY j.id") +
+                                     d_.Lock(" FOR UPDATE OF j"),
+                                 {endpoint, event_id, FormatTime(now)}));
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (jobs.Bool(i, 0)) return ClearRefused(endpoint, event_id);
+    }
+    HOOKBOX_QUERY(del, tx.Query("DELETE FROM inbox WHERE endpoint = $1 AND event_id = $2",
+                                {endpoint, event_id}));
+    return del.changed == 0 ? NoSuchEvent(endpoint, event_id) : Status::Ok();
+  });
+}
+
+StatusOr<InboxStats> SqlInbox::Stats() {
+  return ReadInto<InboxStats>(*this, TxKind::kRead, [&](SqlTx& tx, InboxStats& stats) -> Status {
+    HOOKBOX_QUERY(
+        q, tx.Query("SELECT endpoint, status, count(*) FROM inbox GROUP BY endpoint, status"));
+    for (size_t i = 0; i < q.size(); ++i) stats[q.Text(i, 0)][q.Text(i, 1)] = q.Int(i, 2);
+    return Status::Ok();
+  });
+}
+
+StatusOr<QueueStats> SqlInbox::Queue(bool count_done) {
+  return ReadInto<QueueStats>(*this, TxKind::kRead, [&](SqlTx& tx, QueueStats& stats) -> Status {
+    HOOKBOX_QUERY(jobs, tx.Query(QueueCountSql(count_done)));
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      stats.jobs_by_status[jobs.Text(i, 0)] = jobs.Int(i, 1);
+    }
+    HOOKBOX_QUERY(oldest, tx.Query("SELECT " + d_.Time("min(i.received_at)") +
+                                   " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                                   " WHERE j.status IN ('pending', 'processing')"));
+    stats.oldest_unfinished_received_at = oldest.Text(0, 0);
+    return Status::Ok();
+  });
+}
+
+StatusOr<std::vector<HandlerStatus>> SqlInbox::Handlers(TimePoint now, bool count_jobs) {
+  using Out = std::vector<HandlerStatus>;
+  return ReadInto<Out>(*this, TxKind::kRead, [&](SqlTx& tx, Out& out) -> Status {
+    std::map<HandlerKey, HandlerStatus> by;
+    HOOKBOX_QUERY(q, tx.Query("SELECT " + StateColumns() + " FROM handler_state"));
+    for (size_t i = 0; i < q.size(); ++i) {
+      HandlerState st = ReadState(q, i);
+      by[{st.endpoint, st.handler}].state = std::move(st);
+    }
+    if (count_jobs) {
+      HOOKBOX_QUERY(
+          n,
+          tx.Query(
+              "SELECT i.endpoint, j.handler,"
+              " count(*) FILTER (WHERE j.status = 'pending' AND j.next_attempt_at > "
+              "$1::timestamptz),"
+              " count(*) FILTER (WHERE j.status = 'pending' AND j.next_attempt_at <= "
+              "$1::timestamptz),"
+              " count(*) FILTER (WHERE j.status = 'processing'),"
+              " count(*) FILTER (WHERE j.status = 'dead')"
+              " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+              " WHERE j.status IN ('pending', 'processing', 'dead') GROUP BY i.endpoint, j.handler",
+              {FormatTime(now)}));
+      for (size_t i = 0; i < n.size(); ++i) {
+        HandlerStatus& h = by[{n.Text(i, 0), n.Text(i, 1)}];
+        h.pending = n.Int(i, 2);
+        h.due = n.Int(i, 3);
+        h.running = n.Int(i, 4);
+        h.dead = n.Int(i, 5);
+      }
+    }
+    for (auto& [key, h] : by) {
+      h.state.endpoint = key.first;
+      h.state.handler = key.second;
+      out.push_back(std::move(h));
+    }
+    return Status::Ok();
+  });
+}
+
+// ---- Purge ----
+
+StatusOr<PurgeCounts> SqlInbox::Purge(const PurgeRequest& r) {
+  PurgeCounts counts;
+  static const std::string kRows = PurgeRowCondition('$', "::timestamptz");
+  static const std::string kCount = "SELECT count(*) FROM inbox WHERE " + kRows;
+  static const std::string kDelete =
+      "DELETE FROM inbox WHERE id IN (SELECT id FROM inbox WHERE " + kRows + " LIMIT $3)";
+  for (const PurgeTarget& target : PurgeTargets(r, &counts)) {
+    auto n = PurgeRows(r, kCount, kDelete, {target.status, FormatTime(target.before)});
+    if (!n.ok()) return n.status();
+    *target.count = *n;
+  }
+  auto n = PurgeRows(r, "SELECT count(*) FROM sequences WHERE updated_at < $1::timestamptz",
+                     "DELETE FROM sequences WHERE (endpoint, resource_id) IN"
+                     " (SELECT endpoint, resource_id FROM sequences"
+                     " WHERE updated_at < $1::timestamptz LIMIT $2)",
+                     {FormatTime(r.sequences_before)});
+  if (!n.ok()) return n.status();
+  counts.sequences = *n;
+  return counts;
+}
+
+// Counts (dry run) or deletes, one batch per write transaction, the rows a purge query
+// selects; the delete takes the batch size as its last parameter.
+//
+// Accepts wait behind each purge transaction: in SQLite's writer queue, or for its write
+// lock when the purge runs as `hookbox purge` beside the daemon; on PostgreSQL for the
+// locks of the rows and index pages it deletes, and for the disk its WAL and page writes
+// share with their commits. So a transaction deletes at most r.batch rows, and fewer while
+// that takes longer than kPurgeTransaction (deleting a row rewrites its pages, its index
+// entries, its jobs and attempts: on a large database, pages all over the file); and after
+// each one the purge pauses as long as it took (at least kPurgePause): a writer waiting for
+// the lock gets it, and the purge's writes take at most about half of the disk's time.
+StatusOr<int64_t> SqlInbox::PurgeRows(const PurgeRequest& r, const std::string& count_sql,
+                                      const std::string& delete_sql, const SqlArgs& args) {
+  constexpr auto kPurgeTransaction = std::chrono::milliseconds(20);
+  constexpr auto kPurgePause = std::chrono::milliseconds(3);
+  constexpr int64_t kMinPurgeBatch = 10;
+  if (r.dry_run) {
+    return ReadInto<int64_t>(*this, TxKind::kRead, [&](SqlTx& tx, int64_t& n) -> Status {
+      HOOKBOX_QUERY(q, tx.Query(count_sql, args));
+      n = q.Int(0, 0);
+      return Status::Ok();
+    });
+  }
+  int64_t total = 0;
+  int64_t batch = std::max(1, r.batch);
+  for (;;) {
+    int64_t deleted = 0;
+    SqlArgs with_batch = args;
+    with_batch.emplace_back(batch);
+    const auto started = std::chrono::steady_clock::now();
+    Status s = Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
+      HOOKBOX_QUERY(del, tx.Query(delete_sql, with_batch));
+      deleted = del.changed;
+      return Status::Ok();
+    });
+    if (!s.ok()) return s;
+    total += deleted;
+    if (deleted < batch) return total;
+    const auto took = std::chrono::steady_clock::now() - started;
+    if (took > kPurgeTransaction) {
+      batch = std::max<int64_t>(kMinPurgeBatch, batch / 2);
+    } else if (took < kPurgeTransaction / 4) {
+      batch = std::min<int64_t>(r.batch, batch * 2);
+    }
+    std::this_thread::sleep_for(std::max<std::chrono::steady_clock::duration>(took, kPurgePause));
+  }
+}
+
+}  // namespace hookbox
