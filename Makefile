@@ -45,7 +45,8 @@ FUZZ_SECONDS ?= 3600
 FUZZ_FORK ?= 1
 CRASH_ROUNDS ?= 100
 SOAK_MINUTES ?= 30
-FUZZ_TARGETS = verify identify config receive http
+# The harnesses, from their one list (tests/fuzz/CMakeLists.txt's rows), in its order.
+FUZZ_TARGETS = $(shell sed -n 's/^hookbox_fuzz_harness(\([a-z_]*\)[ )].*/\1/p' tests/fuzz/CMakeLists.txt)
 
 .PHONY: all deps build run test lint interop-deps install clean test-asan test-tsan fuzz \
         fuzz-smoke fuzz-build crash-test soak bench bench-replicas bench-handlers bench-scale \
