@@ -47,7 +47,7 @@ CRASH_ROUNDS ?= 100
 SOAK_MINUTES ?= 30
 FUZZ_TARGETS = verify identify config receive http
 
-.PHONY: all deps build run test lint interop-deps install clean test-asan test-tsan fuzz \
+.PHONY: all deps build daemon run test lint interop-deps install clean test-asan test-tsan fuzz \
         fuzz-smoke fuzz-build crash-test soak bench bench-replicas bench-handlers bench-scale \
         bench-console bench-search bench-rate bench-bulk deb test-deb
 
@@ -60,10 +60,13 @@ build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
 
-# The daemon only: the test binaries are left to `make test`.
-run: deps
+# The daemon only (its units are configured with it): the test binaries are left to
+# `make test`, so `make run` and `make install` compile no test.
+daemon: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS) --target hookbox
+
+run: daemon
 	@mkdir -p var
 	./$(BUILD)/hookbox serve -c config.example.yaml
 
@@ -189,7 +192,7 @@ lint: build
 
 # The prefix is fixed at configure time (the units name the binary's path):
 #   cmake -S . -B build -DCMAKE_INSTALL_PREFIX=/usr && make install
-install: build
+install: daemon
 	@DESTDIR=$(DESTDIR) cmake --install $(BUILD)
 
 # Under nice: the machine's cores are shared. DEB_DIR holds the .deb, the build tree
