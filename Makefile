@@ -116,6 +116,8 @@ fuzz-build: deps
 
 # Each harness from the committed seeds, to FUZZ_RUNS or FUZZ_SECONDS; new corpus entries go to
 # build-fuzz/corpus/, crashes to build-fuzz/crashes/ (copy them to tests/fuzz/regressions/).
+# The count of executions: under -fork the parent's "#N: cov: …" lines carry the running
+# total (its own final stats count 0: the jobs ran the inputs); otherwise the final stats.
 fuzz: fuzz-build
 	@for t in $(FUZZ_TARGETS); do \
 	  mkdir -p build-fuzz/corpus/$$t build-fuzz/crashes/$$t; \
@@ -125,9 +127,9 @@ fuzz: fuzz-build
 	    -max_len=8192 -artifact_prefix=build-fuzz/crashes/$$t/ -print_final_stats=1 \
 	    build-fuzz/corpus/$$t tests/fuzz/corpus/$$t > build-fuzz/fuzz_$$t.log 2>&1; rc=$$?; \
 	  secs=$$(( $$(date +%s) - start )); [ $$secs -gt 0 ] || secs=1; \
-	  n=$$(sed -n -e 's/^stat::number_of_executed_units: *//p' \
+	  n=$$(sed -n 's/^#\([0-9]*\): .*/\1/p' build-fuzz/fuzz_$$t.log | tail -1); \
+	  [ -n "$$n" ] || n=$$(sed -n -e 's/^stat::number_of_executed_units: *//p' \
 	    -e 's/^INFO: fuzzed for \([0-9]*\) iterations.*/\1/p' build-fuzz/fuzz_$$t.log | tail -1); \
-	  [ -n "$$n" ] || n=$$(sed -n 's/^#\([0-9]*\):* .*/\1/p' build-fuzz/fuzz_$$t.log | tail -1); \
 	  printf 'fuzz_%s: %s executions in %s s (%s exec/s), exit %s%s\n' $$t "$$n" $$secs \
 	    $$(( $${n:-0} / secs )) $$rc \
 	    "$$([ "$${n:-0}" -lt $(FUZZ_RUNS) ] && echo ' (stopped by FUZZ_SECONDS before FUZZ_RUNS)')"; \
