@@ -48,7 +48,7 @@ SOAK_MINUTES ?= 30
 # The harnesses, from their one list (tests/fuzz/CMakeLists.txt's rows), in its order.
 FUZZ_TARGETS = $(shell sed -n 's/^hookbox_fuzz_harness(\([a-z_]*\)[ )].*/\1/p' tests/fuzz/CMakeLists.txt)
 
-.PHONY: all deps build run test lint interop-deps install clean test-asan test-tsan fuzz \
+.PHONY: all deps build daemon run test lint interop-deps install clean test-asan test-tsan fuzz \
         fuzz-smoke fuzz-build crash-test soak bench bench-replicas bench-handlers bench-scale \
         bench-console bench-search bench-rate bench-bulk deb test-deb
 
@@ -61,10 +61,13 @@ build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
 
-# The daemon only: the test binaries are left to `make test`.
-run: deps
+# The daemon only (its units are configured with it): the test binaries are left to
+# `make test`, so `make run` and `make install` compile no test.
+daemon: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS) --target hookbox
+
+run: daemon
 	@mkdir -p var
 	./$(BUILD)/hookbox serve -c config.example.yaml
 
@@ -114,6 +117,8 @@ fuzz-build: deps
 
 # Each harness from the committed seeds, to FUZZ_RUNS or FUZZ_SECONDS; new corpus entries go to
 # build-fuzz/corpus/, crashes to build-fuzz/crashes/ (copy them to tests/fuzz/regressions/).
+# The count of executions: under -fork the parent's "#N: cov: …" lines carry the running
+# total (its own final stats count 0: the jobs ran the inputs); otherwise the final stats.
 fuzz: fuzz-build
 	@for t in $(FUZZ_TARGETS); do \
 	  mkdir -p build-fuzz/corpus/$$t build-fuzz/crashes/$$t; \
@@ -123,9 +128,9 @@ fuzz: fuzz-build
 	    -max_len=8192 -artifact_prefix=build-fuzz/crashes/$$t/ -print_final_stats=1 \
 	    build-fuzz/corpus/$$t tests/fuzz/corpus/$$t > build-fuzz/fuzz_$$t.log 2>&1; rc=$$?; \
 	  secs=$$(( $$(date +%s) - start )); [ $$secs -gt 0 ] || secs=1; \
-	  n=$$(sed -n -e 's/^stat::number_of_executed_units: *//p' \
+	  n=$$(sed -n 's/^#\([0-9]*\): .*/\1/p' build-fuzz/fuzz_$$t.log | tail -1); \
+	  [ -n "$$n" ] || n=$$(sed -n -e 's/^stat::number_of_executed_units: *//p' \
 	    -e 's/^INFO: fuzzed for \([0-9]*\) iterations.*/\1/p' build-fuzz/fuzz_$$t.log | tail -1); \
-	  [ -n "$$n" ] || n=$$(sed -n 's/^#\([0-9]*\):* .*/\1/p' build-fuzz/fuzz_$$t.log | tail -1); \
 	  printf 'fuzz_%s: %s executions in %s s (%s exec/s), exit %s%s\n' $$t "$$n" $$secs \
 	    $$(( $${n:-0} / secs )) $$rc \
 	    "$$([ "$${n:-0}" -lt $(FUZZ_RUNS) ] && echo ' (stopped by FUZZ_SECONDS before FUZZ_RUNS)')"; \
@@ -190,7 +195,7 @@ lint: build
 
 # The prefix is fixed at configure time (the units name the binary's path):
 #   cmake -S . -B build -DCMAKE_INSTALL_PREFIX=/usr && make install
-install: build
+install: daemon
 	@DESTDIR=$(DESTDIR) cmake --install $(BUILD)
 
 # Under nice: the machine's cores are shared. DEB_DIR holds the .deb, the build tree

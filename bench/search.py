@@ -24,8 +24,9 @@ each case's median over the ceiling's.
   python3 bench/search.py --binary build/hookbox --rows 1000000
   python3 bench/search.py --binary build/hookbox --rows 10000   # a smoke run, seconds
 
-PostgreSQL is left out: the filter's SQL is the same shape there (tests/inbox/inbox_test.cc
-holds both backends to the same answers), but its timing needs a tuned cluster.
+PostgreSQL is left out: the filter's SQL is the same shape there (tests/inbox/reads_test.cc,
+run against both backends, holds them to the same answers), but its timing needs a tuned
+cluster.
 """
 import argparse
 import json

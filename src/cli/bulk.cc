@@ -5,6 +5,7 @@
 // and other replicas: the inbox changes each job by a compare-and-swap (inbox.h).
 #include <chrono>
 #include <cstdlib>
+#include <iomanip>
 #include <iostream>
 
 #include "cli/cli.h"
@@ -38,7 +39,8 @@ void PrintPlan(BulkVerb verb, const BulkPlan& p, const std::string& handler) {
             << "  rows to " << (replay ? "replay    " : "retry     ") << p.rows << "\n"
             << "  jobs               " << p.jobs << "\n";
   for (const auto& [name, n] : p.jobs_by_handler) {
-    std::cout << "    " << TerminalSafe(name) << "  " << n << "\n";
+    // Under "jobs", the counts in its column; a longer name pushes its count right.
+    std::cout << "    " << std::left << std::setw(15) << TerminalSafe(name) << "  " << n << "\n";
   }
   if (p.rows > 0) {
     std::cout << "  oldest event       " << TerminalSafe(p.oldest) << "\n"
@@ -97,6 +99,7 @@ std::optional<int> AnswerWithoutActing(BulkVerb verb, const BulkPlan& plan, cons
   if (!args.dry_run && refused.empty() && plan.rows != 0) return std::nullopt;
   if (args.json) {
     out["rearmed"] = 0;
+    out["seconds"] = 0;  // the same keys whether or not it acted
     if (!refused.empty()) out["refused"] = refused;
     std::cout << Dump(out, 2) << "\n";
   } else if (args.dry_run) {

@@ -178,7 +178,8 @@ void PrintDetailText(const json& out, const InboxDetail& detail) {
 }  // namespace
 
 int InboxList(const std::string& path, const ListArgs& args) {
-  ListFilter list{.limit = args.limit};
+  ListFilter list;
+  list.limit = args.limit;
   if (auto filter = FilterOrReport(args.filter)) {
     list.filter = *std::move(filter);
   } else {

@@ -8,6 +8,7 @@
 // within tolerance.
 #include <openssl/rand.h>
 
+#include <random>
 #include <string>
 
 #include "verify/scheme.h"
@@ -78,7 +79,12 @@ StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::str
 // A fresh message id for deliveries that bring none: "msg_" and 24 random hex digits.
 std::string NewMessageId() {
   unsigned char bytes[12] = {};
-  RAND_bytes(bytes, sizeof(bytes));
+  if (RAND_bytes(bytes, sizeof(bytes)) != 1) {
+    // OpenSSL's generator failed (it cannot, once seeded, but its result is checked): the id
+    // must only be unique, so the OS's generator through the standard library stands in.
+    std::random_device os;
+    for (unsigned char& b : bytes) b = static_cast<unsigned char>(os());
+  }
   return "msg_" + HexEncode(std::string_view(reinterpret_cast<const char*>(bytes), sizeof(bytes)));
 }
 

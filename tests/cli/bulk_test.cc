@@ -84,6 +84,7 @@ TEST_CASE("inbox replay: the plan for a configured handler, exit 0") {
   auto out = nlohmann::json::parse(act.out);
   CHECK(out["verb"] == "replay");
   CHECK(out["rearmed"] == 0);
+  CHECK(out["seconds"] == 0);  // the keys of a run that acted, though nothing was
 }
 
 TEST_CASE("inbox replay: usage and lookup errors are exit 1") {
