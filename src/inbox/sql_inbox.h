@@ -8,6 +8,8 @@
 // whose one writer serializes every write).
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -224,5 +226,11 @@ class SqlInbox : public Inbox {
   StatusOr<int64_t> PurgeRows(const PurgeRequest& r, const std::string& count_sql,
                               const std::string& delete_sql, const SqlArgs& args);
 };
+
+// The number of rows a purge's next delete transaction takes (SqlInbox::PurgeRows), after
+// one of `batch` rows took `took`: half while a transaction takes longer than 20 ms, twice
+// while one takes under 5 ms, never more than `most` (the request's batch) nor fewer than
+// 10, or than `most` when that is smaller.
+int64_t NextPurgeBatch(int64_t batch, int64_t most, std::chrono::steady_clock::duration took);
 
 }  // namespace hookbox

@@ -432,6 +432,19 @@ StatusOr<PurgeCounts> SqlInbox::Purge(const PurgeRequest& r) {
   return counts;
 }
 
+int64_t NextPurgeBatch(int64_t batch, int64_t most, std::chrono::steady_clock::duration took) {
+  constexpr auto kPurgeTransaction = std::chrono::milliseconds(20);
+  constexpr int64_t kMinPurgeBatch = 10;
+  most = std::max<int64_t>(1, most);
+  if (took > kPurgeTransaction) {
+    // The floor is the request's own batch when that is smaller: a purge asked for batches
+    // of 5 never grows to 10 by halving.
+    return std::max<int64_t>(std::min(kMinPurgeBatch, most), batch / 2);
+  }
+  if (took < kPurgeTransaction / 4) return std::min<int64_t>(most, batch * 2);
+  return std::min(most, batch);
+}
+
 // Counts (dry run) or deletes, one batch per write transaction, the rows a purge query
 // selects; the delete takes the batch size as its last parameter.
 //
@@ -445,9 +458,7 @@ StatusOr<PurgeCounts> SqlInbox::Purge(const PurgeRequest& r) {
 // the lock gets it, and the purge's writes take at most about half of the disk's time.
 StatusOr<int64_t> SqlInbox::PurgeRows(const PurgeRequest& r, const std::string& count_sql,
                                       const std::string& delete_sql, const SqlArgs& args) {
-  constexpr auto kPurgeTransaction = std::chrono::milliseconds(20);
   constexpr auto kPurgePause = std::chrono::milliseconds(3);
-  constexpr int64_t kMinPurgeBatch = 10;
   if (r.dry_run) {
     return ReadInto<int64_t>(*this, TxKind::kRead, [&](SqlTx& tx, int64_t& n) -> Status {
       HOOKBOX_QUERY(q, tx.Query(count_sql, args));
@@ -471,11 +482,7 @@ StatusOr<int64_t> SqlInbox::PurgeRows(const PurgeRequest& r, const std::string& 
     total += deleted;
     if (deleted < batch) return total;
     const auto took = std::chrono::steady_clock::now() - started;
-    if (took > kPurgeTransaction) {
-      batch = std::max<int64_t>(kMinPurgeBatch, batch / 2);
-    } else if (took < kPurgeTransaction / 4) {
-      batch = std::min<int64_t>(r.batch, batch * 2);
-    }
+    batch = NextPurgeBatch(batch, r.batch, took);
     std::this_thread::sleep_for(std::max<std::chrono::steady_clock::duration>(took, kPurgePause));
   }
 }

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "inbox/inbox.h"
+#include "inbox/sql_inbox.h"
 #include "tests/inbox/contract.h"
 
 using namespace hookbox;
@@ -119,4 +120,16 @@ TEST_CASE("purge keeps a dead row while another of its jobs waits or runs; dry r
   CHECK(t->Purge(r)->dead == 1);
   CHECK(t.Count("SELECT count(*) FROM inbox") == 0);
   CHECK(t.Count("SELECT count(*) FROM jobs") == 0);
+}
+
+TEST_CASE("purge's batch halves while slow and doubles while fast, within the request's batch") {
+  using std::chrono::milliseconds;
+  CHECK(NextPurgeBatch(1000, 1000, milliseconds(50)) == 500);
+  CHECK(NextPurgeBatch(500, 1000, milliseconds(1)) == 1000);
+  CHECK(NextPurgeBatch(1000, 1000, milliseconds(1)) == 1000);  // never above the request's
+  CHECK(NextPurgeBatch(600, 1000, milliseconds(10)) == 600);   // between: kept
+  CHECK(NextPurgeBatch(12, 1000, milliseconds(50)) == 10);     // the floor
+  // A request for batches under the floor keeps to its own size: halving 5 gave 10 before.
+  CHECK(NextPurgeBatch(5, 5, milliseconds(50)) == 5);
+  CHECK(NextPurgeBatch(1, 1, milliseconds(50)) == 1);
 }
