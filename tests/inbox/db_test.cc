@@ -54,4 +54,21 @@ TEST_CASE("sqlite inbox: WalBytes is the size of the -wal file") {
   CHECK(*bytes > 0);  // the migrations were written to it
 }
 
+TEST_CASE("sqlite errors: a failed script is quoted by its first line, not whole") {
+  TempFile f;
+  auto db = sqlite::Db::Open(f.path, true, true);
+  REQUIRE(db.ok());
+  // A migration's shape: several statements, the last one bad.
+  Status s = (*db)->Exec(
+      "CREATE TABLE first_table_of_a_long_migration_script (id INTEGER PRIMARY KEY, name TEXT);\n"
+      "CREATE INDEX first_index ON first_table_of_a_long_migration_script (name);\n"
+      "CREATE TABLE broken (;\n");
+  REQUIRE_FALSE(s.ok());
+  const std::string message = s.ToString();
+  CHECK(message.find("CREATE TABLE first_table_of_a_long_migration_script (id INTE…") !=
+        std::string::npos);
+  CHECK(message.find("first_index") == std::string::npos);
+  CHECK(message.find("syntax error") != std::string::npos);  // SQLite's own words stay
+}
+
 }  // namespace hookbox

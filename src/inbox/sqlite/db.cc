@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -160,7 +162,12 @@ Status Db::Exec(const char* sql) {
   char* err = nullptr;
   int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
   sqlite3_free(err);
-  return rc == SQLITE_OK ? Status::Ok() : Error(rc, sql);
+  if (rc == SQLITE_OK) return Status::Ok();
+  // The message quotes the statement's start, not a whole script (a migration is pages of
+  // SQL): its first line, cut at 60 characters.
+  std::string_view head(sql);
+  head = head.substr(0, head.find('\n'));
+  return Error(rc, head.size() > 60 ? std::string(head.substr(0, 60)) + "…" : std::string(head));
 }
 
 }  // namespace hookbox::sqlite
