@@ -3,11 +3,13 @@
 // (failed / timeout) or permanent failure; the worker records the attempt and schedules
 // the next one. Handlers know no provider and no HTTP request: only the stored event.
 //
-// Kinds live in handlers/<kind>/ (exec, http, file, sql), each with a factory that
-// validates its settings once, at load (handlers/registry.cc), so nothing is re-parsed per
-// event. A factory reads them with config/yaml_reader.h (a table of its keys, in a handler
-// kind's wording); this header names the settings only as the incomplete YamlTree.
-// The kinds are listed once, in config/handler_kinds.h: a kind is its folder plus a row there.
+// Kinds live in handlers/<kind>/ (exec, http, file, sql), each with a reader and a factory
+// (handlers/registry.cc). The reader validates the settings once, at load, with the loader's
+// config/yaml_reader.h (a table of its keys; every mistake at its line and column, with the
+// rest of the file's), into the kind's plain values (a KindSettings); the factory builds the
+// handler from those, so nothing is re-parsed per event. This header names neither YAML nor
+// the reader's types. The kinds are listed once, in config/handler_kinds.h: a kind is its
+// folder plus a row there.
 //
 // The event a handler gets (HandlerEvent), its Outcome and the `sql` kind's SqlWork are in
 // base/job.h, which the inbox shares.
@@ -80,9 +82,11 @@ struct YamlField;
 // 1..Handler::kMaxConcurrency, read into *concurrency, for a kind's table of keys.
 YamlField ConcurrencyField(YamlReader& reader, int* concurrency);
 
-// Builds the handler of `kind` from its settings (`config`: what is under the kind key).
-// Every problem is appended to *errors as "where: what"; nullptr when there were any.
-using HandlerFactory = std::unique_ptr<Handler> (*)(const YamlTree& config,
+// Builds the handler of a kind from what its reader read at load (HandlerSpec::settings, of
+// that kind). A problem only construction meets is appended to *errors as "where: what";
+// nullptr when there was one. Settings read without LoadOptions::host_checks or
+// resolve_secrets (the operator's verbs) build handlers to look at, never to run.
+using HandlerFactory = std::unique_ptr<Handler> (*)(const KindSettings& settings,
                                                     const std::string& where,
                                                     std::vector<std::string>* errors);
 
@@ -94,13 +98,27 @@ struct HandlerSet {
   Handler* Find(const std::string& endpoint, const std::string& handler) const;
 };
 
-// Builds every endpoint's handlers with their kinds' factories; each problem goes to *errors
-// as "endpoints[i].routes[j].handlers[k]...: what".
+// Builds every endpoint's handlers with their kinds' factories from the settings the load
+// read (a config loaded with KindReaders()); each problem goes to *errors as
+// "endpoints[i].routes[j].handlers[k].<kind>: what". The settings were checked at load:
+// what is left is what construction alone can meet (none of today's kinds has any), and a
+// spec whose settings were never read.
 HandlerSet BuildHandlers(const Config& config, std::vector<std::string>* errors);
+
+// The kinds' readers, for LoadOptions::kinds: every load of a config whose handlers are to
+// be built (or whose kinds' mistakes are to be reported) passes them.
+const HandlerKindReaders& KindReaders();
 
 // The kinds, from the one explicit table in registry.cc (built from config/handler_kinds.h).
 // nullptr for an unknown kind.
 HandlerFactory FindHandlerKind(const std::string& kind);
 std::vector<std::string> HandlerKinds();
+
+// One handler of `kind` from its settings as written, read (YamlReader::Plain: the load's
+// words, no position) under `where` and built: what a load and BuildHandlers do for each
+// handler, alone (the handler tests). nullptr after recording every problem in *errors.
+std::unique_ptr<Handler> ReadAndBuildHandler(const std::string& kind, const YamlTree& settings,
+                                             const std::string& where, const LoadOptions& options,
+                                             std::vector<std::string>* errors);
 
 }  // namespace hookbox

@@ -1,5 +1,6 @@
 // The one explicit table of handler kinds, built from the rows of config/handler_kinds.h
-// (the list the config loader takes the kinds' keys from): each kind's key and its factory.
+// (the list the config loader takes the kinds' keys from): each kind's key, its reader (for
+// the loader, KindReaders) and its factory.
 // A static library link can silently drop self-registering static initialisers; a table
 // cannot be dropped, and a duplicate name is a compile-time-visible mistake. Also here: what
 // every kind shares, building a config's handlers (BuildHandlers) and the `concurrency` row
@@ -13,21 +14,30 @@
 
 namespace hookbox {
 
-// Each kind's factory, declared from its row; handlers/<kind>/ defines it.
-#define HOOKBOX_DECLARE_FACTORY(key, factory, target)                                \
-  std::unique_ptr<Handler> factory(const YamlTree& config, const std::string& where, \
+// Each kind's reader and factory, declared from its row; handlers/<kind>/ defines them.
+#define HOOKBOX_DECLARE_KIND(key, reader, factory, target)                                 \
+  std::shared_ptr<const KindSettings> reader(YamlReader& yaml, const YamlTree& settings,   \
+                                             const std::string& where,                     \
+                                             const LoadOptions& options);                  \
+  std::unique_ptr<Handler> factory(const KindSettings& settings, const std::string& where, \
                                    std::vector<std::string>* errors);
-HOOKBOX_HANDLER_KINDS(HOOKBOX_DECLARE_FACTORY)
-#undef HOOKBOX_DECLARE_FACTORY
+HOOKBOX_HANDLER_KINDS(HOOKBOX_DECLARE_KIND)
+#undef HOOKBOX_DECLARE_KIND
 
 namespace {
 
-#define HOOKBOX_TABLE_ROW(key, factory, target) {key, &factory},
+#define HOOKBOX_TABLE_ROW(key, reader, factory, target) {key, &factory},
 constexpr std::pair<const char*, HandlerFactory> kKinds[] = {
     HOOKBOX_HANDLER_KINDS(HOOKBOX_TABLE_ROW)};
 #undef HOOKBOX_TABLE_ROW
 
+#define HOOKBOX_READER_ROW(key, reader, factory, target) &reader,
+constexpr HandlerKindReaders kReaders = {{HOOKBOX_HANDLER_KINDS(HOOKBOX_READER_ROW)}};
+#undef HOOKBOX_READER_ROW
+
 }  // namespace
+
+const HandlerKindReaders& KindReaders() { return kReaders; }
 
 HandlerFactory FindHandlerKind(const std::string& kind) {
   for (const auto& [name, factory] : kKinds) {
@@ -75,10 +85,13 @@ HandlerSet BuildHandlers(const Config& config, std::vector<std::string>* errors)
           errors->push_back(where + ": unknown handler kind");
           continue;
         }
-        // A spec built by hand may have no settings: the factory says "expected a mapping".
-        static const YamlTree kNoSettings;
-        std::unique_ptr<Handler> handler =
-            factory(spec.config ? *spec.config : kNoSettings, where, errors);
+        // A config loaded without the kinds' readers (or a spec built by hand): nothing was
+        // checked, so nothing is built.
+        if (!spec.settings) {
+          errors->push_back(where + ": the settings were not read at load");
+          continue;
+        }
+        std::unique_ptr<Handler> handler = factory(*spec.settings, where, errors);
         if (!handler) continue;
         set.longest_timeout = std::max(set.longest_timeout, handler->timeout());
         set.total_concurrency += handler->concurrency();
@@ -87,6 +100,26 @@ HandlerSet BuildHandlers(const Config& config, std::vector<std::string>* errors)
     }
   }
   return set;
+}
+
+std::unique_ptr<Handler> ReadAndBuildHandler(const std::string& kind, const YamlTree& settings,
+                                             const std::string& where, const LoadOptions& options,
+                                             std::vector<std::string>* errors) {
+  for (size_t row = 0; row < std::size(kKinds); ++row) {
+    if (kind != kKinds[row].first) continue;
+    const size_t before = errors->size();
+    YamlReader reader = YamlReader::Plain(errors);
+    std::shared_ptr<const KindSettings> read;
+    try {
+      read = kReaders.read[row](reader, settings, where, options);
+    } catch (const YAML::Exception& e) {
+      reader.Error(where, e.what());
+    }
+    if (!read || errors->size() != before) return nullptr;
+    return kKinds[row].second(*read, where, errors);
+  }
+  errors->push_back(where + ": unknown handler kind");
+  return nullptr;
 }
 
 }  // namespace hookbox

@@ -48,8 +48,9 @@ constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
 // The only variables copied from the daemon's environment.
 constexpr const char* kInheritedEnv[] = {"PATH", "LANG", "LC_ALL", "HOME"};
 
-struct ExecSpec {
-  std::string program;            // absolute path of command[0]
+// What the reader read at load (a KindSettings, handlers/handler.h).
+struct ExecSpec final : KindSettings {
+  std::string program;            // absolute path of command[0]; "" when read without host_checks
   std::vector<std::string> argv;  // command as configured
   Duration timeout = kDefaultTimeout;
   std::vector<int> permanent_exit_codes{kDefaultPermanentExit};
@@ -198,14 +199,15 @@ HandlerResult ExecHandler::Run(const HandlerEvent& event) {
   return ready.get();
 }
 
-// --- the factory ---------------------------------------------------------------------------
+// --- the reader and the factory --------------------------------------------------------------
 
-// Reads the settings with the reader's table of keys (config/yaml_reader.h), in a handler
-// kind's wording; what each value must be is checked here.
+// Reads the settings with the loader's reader and a table of keys (config/yaml_reader.h);
+// what each value must be is checked here, and with host_checks the program and workdir as
+// they are on this host.
 class SpecReader final {
  public:
-  SpecReader(const std::string& where, std::vector<std::string>* errors)
-      : where_(where), reader_(YamlReader::Plain(errors)) {}
+  SpecReader(YamlReader& reader, const std::string& where, const LoadOptions& options)
+      : where_(where), reader_(reader), host_checks_(options.host_checks) {}
 
   void Read(const YAML::Node& config, ExecSpec& spec);
 
@@ -217,10 +219,12 @@ class SpecReader final {
   void ReadEnv(const YAML::Node& node, const std::string& at,
                std::map<std::string, std::string>& env);
   // An absolute path, or a bare name found on `path`; nullopt after an error.
-  std::optional<std::string> Resolve(const std::string& name, const std::string& at);
+  std::optional<std::string> Resolve(const YAML::Node& item, const std::string& name,
+                                     const std::string& at);
 
   const std::string& where_;
-  YamlReader reader_;
+  YamlReader& reader_;
+  const bool host_checks_;
   std::string path_;  // the PATH the child gets, which also resolves bare names
 };
 
@@ -266,32 +270,34 @@ void SpecReader::ReadCommand(const YAML::Node& node, const std::string& at, Exec
   for (size_t i = 0; i < node.size(); ++i) {
     const std::string item_at = Item(at, i);
     if (!node[i].IsScalar()) {
-      Error(item_at, "expected text");
+      reader_.ErrorAt(node[i], item_at, "expected text");
     } else if (node[i].Scalar().find('\0') != std::string::npos) {
-      Error(item_at, "contains a NUL byte");
+      reader_.ErrorAt(node[i], item_at, "contains a NUL byte");
     } else {
       spec.argv.push_back(node[i].Scalar());
     }
   }
   if (spec.argv.size() != node.size()) return;
-  if (auto program = Resolve(spec.argv[0], at + "[0]")) spec.program = *program;
+  if (!host_checks_) return;
+  if (auto program = Resolve(node[0], spec.argv[0], Item(at, 0))) spec.program = *program;
 }
 
-std::optional<std::string> SpecReader::Resolve(const std::string& name, const std::string& at) {
+std::optional<std::string> SpecReader::Resolve(const YAML::Node& item, const std::string& name,
+                                               const std::string& at) {
+  auto error = [&](const std::string& what) { reader_.ErrorAt(item, at, what); };
   if (name.find('/') != std::string::npos) {
     if (name[0] != '/') {
-      Error(at, "\"" + name +
-                    "\" is a relative path: give an absolute path or a bare name "
-                    "found on PATH");
+      error("\"" + name +
+            "\" is a relative path: give an absolute path or a bare name found on PATH");
     } else if (!IsExecutableFile(name)) {
-      Error(at, "\"" + name + "\" is not an executable file");
+      error("\"" + name + "\" is not an executable file");
     } else {
       return name;
     }
     return std::nullopt;
   }
   if (name.empty()) {
-    Error(at, "the program is empty");
+    error("the program is empty");
     return std::nullopt;
   }
   std::string_view dirs = path_;
@@ -303,19 +309,18 @@ std::optional<std::string> SpecReader::Resolve(const std::string& name, const st
     std::string candidate = std::string(dir) + "/" + name;
     if (IsExecutableFile(candidate)) return candidate;
   }
-  Error(at, "\"" + name + "\" is not found on PATH (" + path_ + ")");
+  error("\"" + name + "\" is not found on PATH (" + path_ + ")");
   return std::nullopt;
 }
 
 void SpecReader::ReadExitCodes(const YAML::Node& node, const std::string& at, ExecSpec& spec) {
   if (!node.IsSequence()) return Error(at, "expected a list of exit codes (1-255)");
   spec.permanent_exit_codes.clear();
-  for (size_t i = 0; i < node.size(); ++i) {
-    if (auto code =
-            reader_.Count(node[i], Item(at, i), 1, 255, "expected an exit code from 1 to 255")) {
+  reader_.ReadList(node, at, false, [&](auto& item, auto& item_at, size_t) {
+    if (auto code = reader_.Count(item, item_at, 1, 255, "expected an exit code from 1 to 255")) {
       spec.permanent_exit_codes.push_back(*code);
     }
-  }
+  });
 }
 
 void SpecReader::ReadWorkdir(const YAML::Node& node, const std::string& at, ExecSpec& spec) {
@@ -325,9 +330,9 @@ void SpecReader::ReadWorkdir(const YAML::Node& node, const std::string& at, Exec
     Error(at, "expected an absolute path");
   } else if (dir.find('\0') != std::string::npos) {
     Error(at, "contains a NUL byte");
-  } else if (::stat(dir.c_str(), &st) != 0) {
+  } else if (host_checks_ && ::stat(dir.c_str(), &st) != 0) {
     Error(at, "\"" + dir + "\": " + std::strerror(errno));
-  } else if (!S_ISDIR(st.st_mode)) {
+  } else if (host_checks_ && !S_ISDIR(st.st_mode)) {
     Error(at, "\"" + dir + "\" is not a directory");
   } else {
     spec.workdir = dir;
@@ -340,14 +345,15 @@ void SpecReader::ReadEnv(const YAML::Node& node, const std::string& at,
   for (const auto& entry : node) {
     const std::string name = entry.first.Scalar();
     const std::string name_at = Key(at, name);
+    auto error = [&](const std::string& what) { reader_.ErrorAt(entry.first, name_at, what); };
     if (!IsEnvName(name)) {
-      Error(name_at, "not a variable name (letters, digits, \"_\")");
+      error("not a variable name (letters, digits, \"_\")");
     } else if (name.starts_with("HOOKBOX_")) {
-      Error(name_at, "HOOKBOX_* variables are set by hookbox");
+      error("HOOKBOX_* variables are set by hookbox");
     } else if (!entry.second.IsScalar()) {
-      Error(name_at, "expected text");
+      error("expected text");
     } else if (entry.second.Scalar().find('\0') != std::string::npos) {
-      Error(name_at, "contains a NUL byte");
+      error("contains a NUL byte");
     } else {
       env[name] = entry.second.Scalar();
     }
@@ -356,17 +362,24 @@ void SpecReader::ReadEnv(const YAML::Node& node, const std::string& at,
 
 }  // namespace
 
-std::unique_ptr<Handler> MakeExecHandler(const YamlTree& config, const std::string& where,
+std::shared_ptr<const KindSettings> ReadExecSettings(YamlReader& reader, const YamlTree& settings,
+                                                     const std::string& where,
+                                                     const LoadOptions& options) {
+  const size_t before = reader.error_count();
+  auto spec = std::make_shared<ExecSpec>();
+  SpecReader(reader, where, options).Read(settings.node, *spec);
+  if (reader.error_count() != before) return nullptr;
+  return spec;
+}
+
+std::unique_ptr<Handler> MakeExecHandler(const KindSettings& settings, const std::string& where,
                                          std::vector<std::string>* errors) {
-  const size_t before = errors->size();
-  ExecSpec spec;
-  try {
-    SpecReader(where, errors).Read(config.node, spec);
-  } catch (const YAML::Exception& e) {
-    errors->push_back(where + ": " + e.what());
+  const auto* spec = dynamic_cast<const ExecSpec*>(&settings);
+  if (spec == nullptr) {
+    errors->push_back(where + ": the settings are not an exec handler's");
+    return nullptr;
   }
-  if (errors->size() != before) return nullptr;
-  return std::make_unique<ExecHandler>(std::move(spec));
+  return std::make_unique<ExecHandler>(*spec);
 }
 
 }  // namespace hookbox

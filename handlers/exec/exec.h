@@ -13,9 +13,13 @@
 
 namespace hookbox {
 
-// A HandlerFactory (handlers/registry.cc). command[0] is an absolute path, or a bare name
-// looked up on the daemon's PATH once, here; either way it must be an executable file now.
-std::unique_ptr<Handler> MakeExecHandler(const YamlTree& config, const std::string& where,
+// The kind's reader (handlers/registry.cc, at load) and factory. With host_checks,
+// command[0], an absolute path or a bare name looked up on the daemon's PATH once, at load,
+// must be an executable file then, and workdir a directory.
+std::shared_ptr<const KindSettings> ReadExecSettings(YamlReader& reader, const YamlTree& settings,
+                                                     const std::string& where,
+                                                     const LoadOptions& options);
+std::unique_ptr<Handler> MakeExecHandler(const KindSettings& settings, const std::string& where,
                                          std::vector<std::string>* errors);
 
 }  // namespace hookbox

@@ -151,31 +151,41 @@ HandlerResult FileHandler::Run(const HandlerEvent& event) {
   return {Outcome::kOk, "wrote " + folder + "/" + name, {}};
 }
 
-// The absolute directory a handler writes under, created if missing; nullopt after an error.
-std::optional<std::string> PrepareDir(const YAML::Node& node, const std::string& at,
-                                      std::vector<std::string>* errors) {
+// What the reader read at load (a KindSettings, handlers/handler.h).
+struct FileSpec final : KindSettings {
+  // Absolute, created and writable when read with host_checks; as written otherwise.
+  std::string dir;
+  bool prepared = false;  // read with host_checks
+  int concurrency = Handler::kDefaultConcurrency;
+};
+
+// The directory a handler writes under: with host_checks absolute, created if missing and
+// writable; nullopt after an error.
+std::optional<std::string> ReadDir(YamlReader& reader, const YAML::Node& node,
+                                   const std::string& at, bool host_checks) {
   if (!node.IsScalar() || node.Scalar().empty()) {
-    errors->push_back(at + ": expected a directory path");
+    reader.Error(at, "expected a directory path");
     return std::nullopt;
   }
   const std::string& text = node.Scalar();
   if (text.find('\0') != std::string::npos) {
-    errors->push_back(at + ": contains a NUL byte");
+    reader.Error(at, "contains a NUL byte");
     return std::nullopt;
   }
+  if (!host_checks) return text;
   std::error_code ec;
   std::filesystem::path dir = std::filesystem::absolute(text, ec).lexically_normal();
   if (!ec) std::filesystem::create_directories(dir, ec);
   if (ec) {
-    errors->push_back(at + ": cannot create " + text + ": " + ec.message());
+    reader.Error(at, "cannot create " + text + ": " + ec.message());
     return std::nullopt;
   }
   if (!std::filesystem::is_directory(dir, ec)) {
-    errors->push_back(at + ": " + text + " is not a directory");
+    reader.Error(at, text + " is not a directory");
     return std::nullopt;
   }
   if (::access(dir.c_str(), W_OK | X_OK) != 0) {
-    errors->push_back(at + ": " + text + " is not writable: " + std::strerror(errno));
+    reader.Error(at, text + " is not writable: " + std::strerror(errno));
     return std::nullopt;
   }
   std::string result = dir.string();
@@ -210,26 +220,36 @@ std::string SafeFileName(std::string_view text) {
   return name.substr(0, cut) + "~" + Sha256Hex(text).substr(0, kHashDigits);
 }
 
-std::unique_ptr<Handler> MakeFileHandler(const YamlTree& config, const std::string& where,
-                                         std::vector<std::string>* errors) {
-  const size_t before = errors->size();
+std::shared_ptr<const KindSettings> ReadFileSettings(YamlReader& reader, const YamlTree& settings,
+                                                     const std::string& where,
+                                                     const LoadOptions& options) {
+  const size_t before = reader.error_count();
+  auto spec = std::make_shared<FileSpec>();
+  spec->prepared = options.host_checks;
   std::optional<std::string> dir;
-  int concurrency = Handler::kDefaultConcurrency;
-  YamlReader reader = YamlReader::Plain(errors);
-  try {
-    const bool is_map =
-        reader.ReadMapping(config.node, where,
-                           {
-                               {"dir", [&](auto& n, auto& at) { dir = PrepareDir(n, at, errors); }},
-                               ConcurrencyField(reader, &concurrency),
-                           });
-    if (is_map) reader.Require(config.node, where, {"dir"});
-  } catch (const YAML::Exception& e) {
-    errors->push_back(where + ": " + e.what());
+  const bool is_map = reader.ReadMapping(
+      settings.node, where,
+      {
+          {"dir", [&](auto& n, auto& at) { dir = ReadDir(reader, n, at, options.host_checks); }},
+          ConcurrencyField(reader, &spec->concurrency),
+      });
+  if (is_map) reader.Require(settings.node, where, {"dir"});
+  if (reader.error_count() != before || !dir) return nullptr;
+  spec->dir = std::move(*dir);
+  return spec;
+}
+
+std::unique_ptr<Handler> MakeFileHandler(const KindSettings& settings, const std::string& where,
+                                         std::vector<std::string>* errors) {
+  const auto* spec = dynamic_cast<const FileSpec*>(&settings);
+  if (spec == nullptr) {
+    errors->push_back(where + ": the settings are not a file handler's");
+    return nullptr;
   }
-  if (errors->size() != before || !dir) return nullptr;
-  SweepAbandonedTemps(*dir);
-  return std::make_unique<FileHandler>(std::move(*dir), concurrency);
+  // Only a folder made ready for the daemon: an operator's verb that builds handlers to look
+  // at them touches no file.
+  if (spec->prepared) SweepAbandonedTemps(spec->dir);
+  return std::make_unique<FileHandler>(spec->dir, spec->concurrency);
 }
 
 }  // namespace hookbox

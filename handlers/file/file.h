@@ -12,8 +12,12 @@
 
 namespace hookbox {
 
-// A HandlerFactory (handlers/registry.cc). `dir` is created, with its parents, if missing.
-std::unique_ptr<Handler> MakeFileHandler(const YamlTree& config, const std::string& where,
+// The kind's reader (handlers/registry.cc, at load) and factory. With host_checks the reader
+// creates `dir`, with its parents, if missing.
+std::shared_ptr<const KindSettings> ReadFileSettings(YamlReader& reader, const YamlTree& settings,
+                                                     const std::string& where,
+                                                     const LoadOptions& options);
+std::unique_ptr<Handler> MakeFileHandler(const KindSettings& settings, const std::string& where,
                                          std::vector<std::string>* errors);
 
 // `text` as one file name that cannot leave its directory or hide: [A-Za-z0-9._-] are kept,

@@ -41,11 +41,12 @@ constexpr const char* kReservedHeaders[] = {
     "Host",         "Connection",        "Idempotency-Key",
     "webhook-id",   "webhook-timestamp", "webhook-signature"};
 
-struct HttpSpec {
+// What the reader read at load (a KindSettings, handlers/handler.h).
+struct HttpSpec final : KindSettings {
   HttpUrl url;
   Duration timeout = kDefaultTimeout;
-  Headers headers;                                 // configured extra headers
-  std::optional<Secret> sign;                      // a Standard Webhooks key
+  Headers headers;             // configured extra headers
+  std::optional<Secret> sign;  // a Standard Webhooks key (its source only without resolve_secrets)
   int concurrency = Handler::kDefaultConcurrency;  // http waits on a thread each (client.h)
 };
 
@@ -164,13 +165,14 @@ class HttpHandler final : public Handler {
   Endpoint signer_;  // provider standard: what Sign() needs to know of the scheme
 };
 
-// --- the factory ---------------------------------------------------------------------------
+// --- the reader and the factory --------------------------------------------------------------
 
-// Reads the settings with the reader's table of keys (config/yaml_reader.h), in a handler
-// kind's wording; what each value must be is checked here.
+// Reads the settings with the loader's reader and a table of keys (config/yaml_reader.h);
+// what each value must be is checked here.
 class SpecReader final {
  public:
-  explicit SpecReader(std::vector<std::string>* errors) : reader_(YamlReader::Plain(errors)) {}
+  SpecReader(YamlReader& reader, const LoadOptions& options)
+      : reader_(reader), resolve_secrets_(options.resolve_secrets) {}
 
   void Read(const YAML::Node& config, const std::string& where, HttpSpec& spec);
 
@@ -180,7 +182,8 @@ class SpecReader final {
   void ReadHeaders(const YAML::Node& node, const std::string& at, Headers& headers);
   void ReadSign(const YAML::Node& node, const std::string& at, std::optional<Secret>& secret);
 
-  YamlReader reader_;
+  YamlReader& reader_;
+  const bool resolve_secrets_;
 };
 
 void SpecReader::Read(const YAML::Node& config, const std::string& where, HttpSpec& spec) {
@@ -217,13 +220,14 @@ void SpecReader::ReadHeaders(const YAML::Node& node, const std::string& at, Head
                     [&](const char* r) { return ::strcasecmp(r, name.c_str()) == 0; }) ||
         (name.size() >= kOwnPrefix.size() &&
          ::strncasecmp(name.c_str(), kOwnPrefix.data(), kOwnPrefix.size()) == 0);
+    auto error = [&](const std::string& what) { reader_.ErrorAt(entry.first, name_at, what); };
     if (!token) {
-      Error(name_at, "not a valid header name");
+      error("not a valid header name");
     } else if (reserved) {
-      Error(name_at, "is set by hookbox");
+      error("is set by hookbox");
     } else if (!entry.second.IsScalar() || !IsHeaderValue(entry.second.Scalar())) {
       // The value itself is never echoed: it is often a credential.
-      Error(name_at, "expected a single-line text value");
+      error("expected a single-line text value");
     } else {
       headers.emplace(name, entry.second.Scalar());
     }
@@ -235,7 +239,10 @@ void SpecReader::ReadSign(const YAML::Node& node, const std::string& at,
                           std::optional<Secret>& secret) {
   if (!node.IsMap()) return Error(at, "expected {secret: {env: NAME}}");
   reader_.ReadMappingKeepingRepeats(
-      node, at, {{"secret", [&](auto& n, auto& sw) { Set(secret, reader_.SigningKey(n, sw)); }}});
+      node, at, {{"secret", [&](auto& n, auto& sw) {
+                    Set(secret, resolve_secrets_ ? reader_.SigningKey(n, sw)
+                                                 : reader_.SecretEntry(n, sw, false, ""));
+                  }}});
   reader_.Require(node, at, {"secret"});
 }
 
@@ -272,17 +279,24 @@ std::optional<std::chrono::milliseconds> ParseRetryAfter(
   return std::min<std::chrono::milliseconds>(delay, kMaxRetryAfter);
 }
 
-std::unique_ptr<Handler> MakeHttpHandler(const YamlTree& config, const std::string& where,
+std::shared_ptr<const KindSettings> ReadHttpSettings(YamlReader& reader, const YamlTree& settings,
+                                                     const std::string& where,
+                                                     const LoadOptions& options) {
+  const size_t before = reader.error_count();
+  auto spec = std::make_shared<HttpSpec>();
+  SpecReader(reader, options).Read(settings.node, where, *spec);
+  if (reader.error_count() != before) return nullptr;
+  return spec;
+}
+
+std::unique_ptr<Handler> MakeHttpHandler(const KindSettings& settings, const std::string& where,
                                          std::vector<std::string>* errors) {
-  const size_t before = errors->size();
-  HttpSpec spec;
-  try {
-    SpecReader(errors).Read(config.node, where, spec);
-  } catch (const YAML::Exception& e) {
-    errors->push_back(where + ": " + e.what());
+  const auto* spec = dynamic_cast<const HttpSpec*>(&settings);
+  if (spec == nullptr) {
+    errors->push_back(where + ": the settings are not an http handler's");
+    return nullptr;
   }
-  if (errors->size() != before) return nullptr;
-  return std::make_unique<HttpHandler>(std::move(spec));
+  return std::make_unique<HttpHandler>(*spec);
 }
 
 }  // namespace hookbox

@@ -17,8 +17,12 @@
 
 namespace hookbox {
 
-// A HandlerFactory (handlers/registry.cc). A sign secret is read once, here.
-std::unique_ptr<Handler> MakeHttpHandler(const YamlTree& config, const std::string& where,
+// The kind's reader (handlers/registry.cc, at load) and factory. A sign secret is read once,
+// by the reader (with resolve_secrets).
+std::shared_ptr<const KindSettings> ReadHttpSettings(YamlReader& reader, const YamlTree& settings,
+                                                     const std::string& where,
+                                                     const LoadOptions& options);
+std::unique_ptr<Handler> MakeHttpHandler(const KindSettings& settings, const std::string& where,
                                          std::vector<std::string>* errors);
 
 // A Retry-After value (delta-seconds or an HTTP-date, any year to 9999) as a delay from

@@ -84,40 +84,45 @@ std::string KnownParameters() {
 
 // Reads a list of statements into `out`, reporting every problem. `with_event`: whether the
 // event's parameters are bound when they run.
-void ReadStatements(const YAML::Node& node, const std::string& at, bool with_event,
-                    std::vector<std::string>& out, std::vector<std::string>* errors) {
+void ReadStatements(YamlReader& reader, const YAML::Node& node, const std::string& at,
+                    bool with_event, std::vector<std::string>& out) {
   if (!node.IsSequence() || (with_event && node.size() == 0)) {
-    errors->push_back(at + (with_event ? ": expected a non-empty list of SQL statements"
-                                       : ": expected a list of SQL statements"));
+    reader.Error(at, with_event ? "expected a non-empty list of SQL statements"
+                                : "expected a list of SQL statements");
     return;
   }
   for (size_t i = 0; i < node.size(); ++i) {
-    const std::string item_at = at + "[" + std::to_string(i) + "]";
+    const std::string item_at = Item(at, i);
     const std::string text = node[i].IsScalar() ? node[i].Scalar() : std::string();
     if (std::all_of(text.begin(), text.end(), [](char c) { return std::isspace(c & 0xff); })) {
-      errors->push_back(item_at + ": expected an SQL statement");
+      reader.ErrorAt(node[i], item_at, "expected an SQL statement");
       continue;
     }
     const Scan scan = ScanStatement(text);
-    if (scan.unterminated) errors->push_back(item_at + ": a quote is never closed");
+    if (scan.unterminated) reader.ErrorAt(node[i], item_at, "a quote is never closed");
     if (scan.more_statements) {
-      errors->push_back(item_at + ": holds more than one statement; give each its own item");
+      reader.ErrorAt(node[i], item_at, "holds more than one statement; give each its own item");
     }
     std::set<std::string> reported;
     for (const std::string& p : scan.parameters) {
       if (!reported.insert(p).second) continue;
       if (!with_event) {
-        errors->push_back(item_at + ": parameter " + p +
-                          " in setup, which runs once at start with no event");
+        reader.ErrorAt(node[i], item_at,
+                       "parameter " + p + " in setup, which runs once at start with no event");
       } else if (std::find(std::begin(kSqlParameters), std::end(kSqlParameters), p) ==
                  std::end(kSqlParameters)) {
-        errors->push_back(item_at + ": unknown parameter " + p + " (known: " + KnownParameters() +
-                          ")");
+        reader.ErrorAt(node[i], item_at,
+                       "unknown parameter " + p + " (known: " + KnownParameters() + ")");
       }
     }
     out.push_back(text);
   }
 }
+
+// What the reader read at load (a KindSettings, handlers/handler.h).
+struct SqlSpec final : KindSettings {
+  SqlWork work;
+};
 
 class SqlHandler final : public Handler {
  public:
@@ -136,25 +141,32 @@ class SqlHandler final : public Handler {
 
 }  // namespace
 
-std::unique_ptr<Handler> MakeSqlHandler(const YamlTree& config, const std::string& where,
+std::shared_ptr<const KindSettings> ReadSqlSettings(YamlReader& reader, const YamlTree& settings,
+                                                    const std::string& where,
+                                                    const LoadOptions& options) {
+  const size_t before = reader.error_count();
+  auto spec = std::make_shared<SqlSpec>();
+  const bool is_map = reader.ReadMapping(
+      settings.node, where,
+      {
+          {"setup",
+           [&](auto& n, auto& at) { ReadStatements(reader, n, at, false, spec->work.setup); }},
+          {"statements",
+           [&](auto& n, auto& at) { ReadStatements(reader, n, at, true, spec->work.statements); }},
+      });
+  if (is_map) reader.Require(settings.node, where, {"statements"});
+  if (reader.error_count() != before) return nullptr;
+  return spec;
+}
+
+std::unique_ptr<Handler> MakeSqlHandler(const KindSettings& settings, const std::string& where,
                                         std::vector<std::string>* errors) {
-  const size_t before = errors->size();
-  SqlWork work;
-  YamlReader reader = YamlReader::Plain(errors);
-  try {
-    const bool is_map = reader.ReadMapping(
-        config.node, where,
-        {
-            {"setup", [&](auto& n, auto& at) { ReadStatements(n, at, false, work.setup, errors); }},
-            {"statements",
-             [&](auto& n, auto& at) { ReadStatements(n, at, true, work.statements, errors); }},
-        });
-    if (is_map) reader.Require(config.node, where, {"statements"});
-  } catch (const YAML::Exception& e) {
-    errors->push_back(where + ": " + e.what());
+  const auto* spec = dynamic_cast<const SqlSpec*>(&settings);
+  if (spec == nullptr) {
+    errors->push_back(where + ": the settings are not an sql handler's");
+    return nullptr;
   }
-  if (errors->size() != before) return nullptr;
-  return std::make_unique<SqlHandler>(std::move(work));
+  return std::make_unique<SqlHandler>(spec->work);
 }
 
 }  // namespace hookbox

@@ -12,10 +12,13 @@
 
 namespace hookbox {
 
-// A HandlerFactory (handlers/registry.cc). Each list item is one statement; `statements`
-// may use the named parameters :event_id :endpoint :type :resource :sequence :body
-// :received_at, `setup` (run once at start, with no event) none.
-std::unique_ptr<Handler> MakeSqlHandler(const YamlTree& config, const std::string& where,
+// The kind's reader (handlers/registry.cc, at load) and factory. Each list item is one
+// statement; `statements` may use the named parameters :event_id :endpoint :type :resource
+// :sequence :body :received_at, `setup` (run once at start, with no event) none.
+std::shared_ptr<const KindSettings> ReadSqlSettings(YamlReader& reader, const YamlTree& settings,
+                                                    const std::string& where,
+                                                    const LoadOptions& options);
+std::unique_ptr<Handler> MakeSqlHandler(const KindSettings& settings, const std::string& where,
                                         std::vector<std::string>* errors);
 
 }  // namespace hookbox

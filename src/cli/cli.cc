@@ -5,6 +5,7 @@
 #include <chrono>
 #include <iostream>
 
+#include "handlers/handler.h"
 #include "ops/terminal.h"
 
 namespace hookbox::cli {
@@ -49,8 +50,15 @@ std::string Diagnostic(const std::string& path, std::string_view severity,
   return std::string(where) + ": " + std::string(severity) + ": " + std::string(message);
 }
 
-std::optional<Config> LoadOrReport(const std::string& path, bool resolve_secrets) {
-  LoadResult r = LoadConfigFile(path, {.resolve_secrets = resolve_secrets});
+LoadResult LoadConfig(const std::string& path, bool resolve_secrets, bool host_checks) {
+  return LoadConfigFile(
+      path,
+      {.resolve_secrets = resolve_secrets, .host_checks = host_checks, .kinds = &KindReaders()});
+}
+
+std::optional<Config> LoadOrReport(const std::string& path, bool resolve_secrets,
+                                   bool host_checks) {
+  LoadResult r = LoadConfig(path, resolve_secrets, host_checks);
   for (const std::string& w : r.warnings) std::cerr << Diagnostic(path, "warning", w) << "\n";
   for (const std::string& e : r.errors) std::cerr << Diagnostic(path, "error", e) << "\n";
   return std::move(r.config);
@@ -65,7 +73,7 @@ bool KnownEndpoint(const Config& c, const std::string& name) {
 
 Opened LoadAndOpen(const std::string& path, const OpenRequest& request) {
   Opened out;
-  out.config = LoadOrReport(path, request.resolve_secrets);
+  out.config = LoadOrReport(path, request.resolve_secrets, request.host_checks);
   if (!out.config || !KnownEndpoint(*out.config, request.endpoint) ||
       (request.check && !request.check(*out.config))) {
     out.exit_code = kExitUsage;

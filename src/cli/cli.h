@@ -48,9 +48,16 @@ std::string Dump(const nlohmann::json& j, int indent = -1);
 std::string Diagnostic(const std::string& path, std::string_view severity,
                        std::string_view message);
 
+// The config at `path` as every verb loads it: the handler kinds' settings read in the same
+// pass as the rest (handlers/registry.cc, KindReaders). `host_checks` (check-config, serve):
+// what those settings name on this host is checked, and file's folders are created
+// (LoadOptions::host_checks).
+LoadResult LoadConfig(const std::string& path, bool resolve_secrets, bool host_checks);
+
 // Loads the config, printing every problem; nullopt when it has errors. Only `serve`,
 // `check-config` and `send` read secrets: the operator's verbs work from a shell without them.
-std::optional<Config> LoadOrReport(const std::string& path, bool resolve_secrets = false);
+std::optional<Config> LoadOrReport(const std::string& path, bool resolve_secrets = false,
+                                   bool host_checks = false);
 
 // Checks an operator-named endpoint against the config: a typo is an error, not an empty
 // list. True for "" (no endpoint named).
@@ -59,6 +66,7 @@ bool KnownEndpoint(const Config& c, const std::string& name);
 // What a verb needs of LoadAndOpen.
 struct OpenRequest {
   bool resolve_secrets = false;
+  bool host_checks = false;  // serve: see LoadConfig
   // Create the database file or tables if missing, and migrate them (serve, migrate). The
   // operator's verbs only read at open: they never create, migrate or take the write lock,
   // so a wrong `database`, a schema they cannot find or one behind the binary is exit 2.

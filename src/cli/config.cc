@@ -1,6 +1,6 @@
 // `hookbox check-config` and `hookbox migrate`: every problem of a config file (handlers'
-// settings included) without starting anything, and creating or updating the inbox schema
-// it names.
+// settings included, each at its line and column with the rest) without starting anything,
+// and creating or updating the inbox schema it names.
 #include <iostream>
 
 #include "cli/cli.h"
@@ -32,8 +32,10 @@ void PrintHeldWarnings(const std::string& path, const Config& config) {
 // `read_secrets` false: secrets are checked for shape only, for a shell that lacks the
 // service's environment and credentials (/run/credentials/... exists only inside it).
 int CheckConfig(const std::string& path, bool read_secrets) {
-  LoadResult r = LoadConfigFile(path, {.resolve_secrets = read_secrets});
-  if (r.config) (void)BuildHandlers(*r.config, &r.errors);  // each kind checks its config
+  // The kinds' settings are read with the rest, and checked on this host as serve would.
+  LoadResult r = LoadConfig(path, read_secrets, /*host_checks=*/true);
+  // What only building the handlers can meet (none of today's kinds has any).
+  if (r.config) (void)BuildHandlers(*r.config, &r.errors);
   if (!r.errors.empty()) r.config.reset();
   if (r.config) {
     if (auto exposed = CheckInlineSecretsExposure(*r.config)) {

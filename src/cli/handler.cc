@@ -94,7 +94,7 @@ struct Line {
 std::vector<Line> CollectLines(const Config& config, std::vector<HandlerStatus> all) {
   std::map<std::pair<std::string, std::string>, HandlerStatus> by;
   for (HandlerStatus& h : all) by[{h.state.endpoint, h.state.handler}] = std::move(h);
-  // Concurrency is each kind's setting, read by its factory.
+  // Concurrency is each kind's setting, read with the config (the handler built from it says).
   std::vector<std::string> build_errors;
   const HandlerSet built = BuildHandlers(config, &build_errors);
 

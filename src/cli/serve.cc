@@ -44,8 +44,9 @@ namespace {
 
 using nlohmann::json;
 
-// Builds every handler (each kind checks its config once) and runs the sql handlers' setup
-// in the inbox; nullptr after logging every problem.
+// Builds every handler from the settings the load read and checked, and prepares the sql
+// handlers' statements and runs their setup in the inbox (what only the database can refuse);
+// nullptr after logging every problem.
 std::shared_ptr<const HandlerSet> BuildAndPrepare(const Config& c, Inbox& inbox) {
   std::vector<std::string> errors;
   auto handlers = std::make_shared<HandlerSet>(BuildHandlers(c, &errors));
@@ -485,7 +486,7 @@ void Daemon::WaitForStop(const sigset_t& signals) {
 // SIGHUP: re-reads the config and swaps endpoints, secrets and handlers everywhere at once;
 // an invalid config is logged and the old one stays.
 void Daemon::Reload() {
-  LoadResult r = LoadConfigFile(config_path_);
+  LoadResult r = LoadConfig(config_path_, /*resolve_secrets=*/true, /*host_checks=*/true);
   if (!r.config) {
     LogError({{"msg", "reload refused: the config has errors; the old one stays"},
               {"errors", r.errors}});
@@ -554,6 +555,7 @@ int Serve(const std::string& config_path) {
   // and bring its schema up to date.
   std::vector<std::string> applied;
   Opened opened = LoadAndOpen(config_path, {.resolve_secrets = true,
+                                            .host_checks = true,
                                             .create = true,
                                             .check =
                                                 [](Config& c) {

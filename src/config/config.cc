@@ -2,9 +2,10 @@
 // (yaml_reader.h: each mapping against the keys it may hold, every problem one line
 // "FILE:LINE:COLUMN: where: what", so `hookbox check-config` shows them all at once); what is
 // here is what the keys mean: the sections and the checks between keys (a handler's stable
-// name is handler_names.cc's). Secrets are resolved here too (secrets.cc), so a daemon that
-// loaded its config can verify. yaml-cpp throws; its exceptions stop at this file's edge and
-// become error lines.
+// name is handler_names.cc's). A handler kind's own settings are read in the same walk, by the
+// kind's reader (LoadOptions::kinds) with the loader's reader. Secrets are resolved here too
+// (secrets.cc), so a daemon that loaded its config can verify. yaml-cpp throws; its exceptions stop
+// at this file's edge and become error lines.
 
 #include "config/config.h"
 
@@ -116,6 +117,7 @@ class Loader final : private YamlReader {
   void CheckHandlerName(const HandlerSpec& handler, const std::string& where,
                         std::map<std::string, std::pair<std::string, std::string>>& seen);
   void ReadHandler(const YAML::Node& node, const std::string& where, HandlerSpec& handler);
+  void ReadKindSettings(size_t row, const std::string& where, HandlerSpec& handler);
   YAML::Node ReadHandlerControls(const YAML::Node& node, const std::string& where,
                                  HandlerSpec& handler);
   void CheckUnique(const std::vector<Endpoint>& endpoints);
@@ -580,11 +582,25 @@ void Loader::ReadRoutes(const YAML::Node& node, const std::string& where,
 }
 
 // `rate:` and `circuit:` of any kind (DESIGN.md, "Handler state"): read here, once for all
-// kinds, into the spec; the kind's factory gets its settings without them.
+// kinds, into the spec; the kind's reader gets its settings without them (the first of each,
+// as yaml-cpp finds them: a repeat stays for the kind to refuse).
 YAML::Node Loader::ReadHandlerControls(const YAML::Node& node, const std::string& where,
                                        HandlerSpec& handler) {
   if (!node["rate"] && !node["circuit"]) return node;
-  YAML::Node rest = YAML::Clone(node);
+  // The other entries themselves, not copies (YAML::Clone drops the marks): the kind's
+  // mistakes keep their line and column.
+  YAML::Node rest(YAML::NodeType::Map);
+  bool rate_taken = false, circuit_taken = false;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string();
+    if (key == "rate" && !rate_taken) {
+      rate_taken = true;
+    } else if (key == "circuit" && !circuit_taken) {
+      circuit_taken = true;
+    } else {
+      rest.force_insert(it->first, it->second);
+    }
+  }
   if (const YAML::Node rate = node["rate"]) {
     const std::string w = Key(where, "rate");
     auto text = Text(rate, w);
@@ -597,7 +613,6 @@ YAML::Node Loader::ReadHandlerControls(const YAML::Node& node, const std::string
         Error(w, per_second.status().what());
       }
     }
-    rest.remove("rate");
   }
   if (const YAML::Node circuit = node["circuit"]) {
     const std::string w = Key(where, "circuit");
@@ -622,29 +637,30 @@ YAML::Node Loader::ReadHandlerControls(const YAML::Node& node, const std::string
       handler.circuit_failures = *failures;
       handler.circuit_cooldown = *cooldown;
     }
-    rest.remove("circuit");
   }
   return rest;
 }
 
 void Loader::ReadHandler(const YAML::Node& node, const std::string& where, HandlerSpec& handler) {
   std::vector<std::string_view> kinds;
-  auto kind_field = [&](std::string_view kind) {
-    return YamlField{kind, [&, kind](const YAML::Node& n, const std::string& w) {
+  auto kind_field = [&](size_t row) {
+    const std::string_view kind = kHandlerKinds[row];
+    return YamlField{kind, [&, kind, row](const YAML::Node& n, const std::string& w) {
                        kinds.push_back(kind);
                        if (!n.IsMap()) Error(w, "expected a mapping");
                        handler.kind = std::string(kind);
                        handler.config = std::make_shared<const YamlTree>(
                            YamlTree{n.IsMap() ? ReadHandlerControls(n, w, handler) : n});
+                       ReadKindSettings(row, w, handler);
                      }};
   };
   std::optional<std::string> name;
   // One key per kind (config/handler_kinds.h), and `name`.
   std::vector<YamlField> fields;
   std::string expected;
-  for (std::string_view kind : kHandlerKinds) {
-    fields.push_back(kind_field(kind));
-    expected += (expected.empty() ? "" : ", ") + std::string(kind);
+  for (size_t row = 0; row < std::size(kHandlerKinds); ++row) {
+    fields.push_back(kind_field(row));
+    expected += (expected.empty() ? "" : ", ") + std::string(kHandlerKinds[row]);
   }
   fields.push_back(YamlField{"name", [&](auto& n, auto& w) { name = Name(n, w); }});
   if (!ReadMapping(node, where, fields)) return;
@@ -659,6 +675,19 @@ void Loader::ReadHandler(const YAML::Node& node, const std::string& where, Handl
     handler.name = *name;
   } else if (kinds.size() == 1) {
     handler.name = DerivedHandlerName(handler.kind, *handler.config);
+  }
+}
+
+// The kind's own settings, read by the kind (LoadOptions::kinds) with this reader, so that its
+// mistakes come with every other one, each at its line and column. A settings node that is not
+// a mapping was reported already.
+void Loader::ReadKindSettings(size_t row, const std::string& where, HandlerSpec& handler) {
+  if (options_.kinds == nullptr || !handler.config->node.IsMap()) return;
+  YamlReader& reader = *this;
+  try {
+    handler.settings = options_.kinds->read[row](reader, *handler.config, where, options_);
+  } catch (const YAML::Exception& e) {
+    Error(where, e.what());
   }
 }
 

@@ -1,6 +1,6 @@
 // The daemon's configuration as plain values: what config.yaml says once it has been read,
 // checked and resolved (secrets loaded from env:/file:/value:). Everything downstream reads
-// these structs; only what includes yaml_reader.h (the loader, a kind's factory) knows YAML:
+// these structs; only what includes yaml_reader.h (the loader, a kind's reader) knows YAML:
 // a handler's settings are kept as written, as a YamlTree this header does not open. Keys
 // whose feature lands in a later release (workers, retention, purge_at, routes, retry, mode)
 // are parsed, validated and kept here so one config file works across releases.
@@ -68,8 +68,15 @@ struct RetryPolicy {
   Duration max = std::chrono::hours(1);
 };
 
-// One handler of a route: the kind (a key of config/handler_kinds.h) and its settings as
-// written, which the handler factory of that kind validates at load (handlers/registry.cc).
+// A handler kind's settings as its reader left them at load (handlers/<kind>/, read through
+// LoadOptions::kinds): the kind's own plain values, which config/ does not know; the kind's
+// factory builds its handler from them (handlers/registry.cc).
+struct KindSettings {
+  virtual ~KindSettings() = default;
+};
+
+// One handler of a route: the kind (a key of config/handler_kinds.h), its settings as written,
+// and what the kind's reader read of them at load.
 struct HandlerSpec {
   // `name:` if given, else DerivedHandlerName(): a job names its handler by this, so it
   // must not change when routes are reordered or settings other than the target edited.
@@ -79,6 +86,9 @@ struct HandlerSpec {
   // whenever `kind` is.
   std::shared_ptr<const YamlTree> config;
   bool named = false;  // `name:` was given (last: {name, kind, config} initialises the rest)
+  // The kind's settings read and checked, in the same pass as the rest of the file; null when
+  // the load had no LoadOptions::kinds (config/ alone) or the settings had errors.
+  std::shared_ptr<const KindSettings> settings;
   // Beside `concurrency:` in the kind's settings, read by the loader for every kind and
   // taken out of `config` (DESIGN.md, "Handler state"). `rate: N/s` or `N/min`: claims a
   // second on average, 0 = no limit; `rate_text` as written.
@@ -185,11 +195,26 @@ struct LoadResult {
   std::vector<std::string> warnings;
 };
 
+// The handler kinds' readers, one per row of config/handler_kinds.h (yaml_reader.h):
+// handlers/registry.cc's HandlerKindReaders(). config/ cannot link handlers/ (it is built on
+// config/), so whoever loads a config for the daemon hands them in.
+struct HandlerKindReaders;
+
 struct LoadOptions {
   // false: secrets are checked for shape but not read (Secret::value stays empty). For the
   // operator's CLI verbs, which need the database and endpoint names but not the secrets:
-  // an operator's shell does not have the daemon's environment or credentials.
+  // an operator's shell does not have the daemon's environment or credentials. A handler
+  // kind's secret (http's sign.secret) is read or not alike.
   bool resolve_secrets = true;
+  // true: what a handler kind's settings name on this host is checked as the daemon will use
+  // it: exec's program (found on PATH, executable) and workdir, file's dir (created when
+  // missing, writable). check-config and serve; not the operator's verbs, whose shell has
+  // another PATH and other permissions, and which must create nothing.
+  bool host_checks = false;
+  // Each handler's kind settings are read with these, in the same pass as the rest of the
+  // file and in its wording (FILE:LINE:COLUMN). Without them (config/ alone: its fuzzer) the
+  // settings are left as written and HandlerSpec::settings stays null.
+  const HandlerKindReaders* kinds = nullptr;
 };
 
 LoadResult LoadConfigFile(const std::string& path, LoadOptions options = {});

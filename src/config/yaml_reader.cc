@@ -1,6 +1,6 @@
 // The table-driven YAML reader (yaml_reader.h): mappings against a table of keys, lists item
 // by item, typed scalars, each problem one line in the caller's list. What a problem says is
-// decided here, once, in the two wordings the header describes.
+// decided here, once; a Positioned reader puts FILE:LINE:COLUMN before it.
 
 #include "config/yaml_reader.h"
 
@@ -73,7 +73,6 @@ bool YamlReader::ReadMapping(const YAML::Node& node, const std::string& where,
     Error(where, "expected a mapping");
     return false;
   }
-  if (!positioned_) return ReadPlainMapping(node, where, fields, true);
   std::set<std::string> seen;
   for (auto it = node.begin(); it != node.end(); ++it) {
     if (!it->first.IsScalar()) {
@@ -97,39 +96,30 @@ bool YamlReader::ReadMapping(const YAML::Node& node, const std::string& where,
   return true;
 }
 
-// A handler kind's wording: a repeated key is named at its own path, before whether it is
-// known; an unknown key's message lists the table's keys; a key that is not a scalar reads as
-// the empty name.
-bool YamlReader::ReadPlainMapping(const YAML::Node& node, const std::string& where,
-                                  std::span<const YamlField> fields, bool refuse_repeats) {
-  std::string expected;
-  for (const YamlField& f : fields) expected += (expected.empty() ? "" : ", ") + std::string(f.key);
-  std::set<std::string> seen;
-  for (const auto& entry : node) {
-    const std::string key = entry.first.Scalar();
-    const YamlField* field = nullptr;
-    for (const YamlField& f : fields) {
-      if (f.key == key) field = &f;
-    }
-    if (!seen.insert(key).second && refuse_repeats) {
-      Error(Key(where, key), "appears twice");
-    } else if (field == nullptr) {
-      Error(where, "unknown key " + Quote(key) + " (expected " + expected + ")");
-    } else {
-      field->read(entry.second, Key(where, key));
-    }
-  }
-  return true;
-}
-
 bool YamlReader::ReadMappingKeepingRepeats(const YAML::Node& node, const std::string& where,
                                            std::initializer_list<YamlField> fields) {
   if (!node.IsMap()) {
     Error(where, "expected a mapping");
     return false;
   }
-  return ReadPlainMapping(node, where, std::span<const YamlField>(fields.begin(), fields.size()),
-                          false);
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    if (!it->first.IsScalar()) {
+      Error(where, "a key must be a plain name");
+      continue;
+    }
+    const std::string& key = it->first.Scalar();
+    const YamlField* field = nullptr;
+    for (const YamlField& f : fields) {
+      if (f.key == key) field = &f;
+    }
+    if (field == nullptr) {
+      ErrorAt(it->first, where, "unknown key " + Quote(key));
+    } else {
+      Mark(Key(where, key), it->first);
+      field->read(it->second, Key(where, key));
+    }
+  }
+  return true;
 }
 
 void YamlReader::ReadList(
@@ -282,8 +272,6 @@ constexpr std::string_view kSecretShape =
 
 }  // namespace
 
-// The two wordings differ where a handler kind always said less: an unknown source is the
-// shape's message, and a source with nothing after it is not a single value.
 std::optional<Secret> YamlReader::SecretEntry(const YAML::Node& item, const std::string& where,
                                               bool resolve, std::string_view named) {
   if (!item.IsMap() || item.size() != 1 || !item.begin()->first.IsScalar()) {
@@ -299,11 +287,10 @@ std::optional<Secret> YamlReader::SecretEntry(const YAML::Node& item, const std:
     if (c.name == kind) source = c.value;
   }
   if (!source) {
-    Error(where, positioned_ ? "unknown key " + Quote(kind) + " (expected env, file or value)"
-                             : std::string(kSecretShape));
+    Error(where, "unknown key " + Quote(kind) + " (expected env, file or value)");
     return std::nullopt;
   }
-  if (!arg.IsScalar() && (!arg.IsNull() || !positioned_)) {
+  if (!arg.IsScalar() && !arg.IsNull()) {
     Error(Key(where, kind), "expected a single value");
     return std::nullopt;
   }

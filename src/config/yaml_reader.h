@@ -1,4 +1,4 @@
-// The table-driven YAML reader that config.yaml and every handler kind's settings are read
+// The table-driven YAML reader that config.yaml, handler kinds' settings included, is read
 // with: a mapping is checked against a table of the keys it may hold (each key once, each
 // value handed to its field's reader), a list item by item, and scalars through small typed
 // readers (text, whole numbers, booleans, durations, sizes, one of a set of names). Every
@@ -7,13 +7,14 @@
 //
 // This is the one header of hookbox that includes yaml-cpp; config.h and handlers/handler.h
 // name a piece of the document only as the YamlTree defined here. yaml-cpp throws:
-// its exceptions are caught by whoever calls the reader (config.cc's LoadConfigText, each
-// kind's factory) and become error lines.
+// its exceptions are caught by whoever calls the reader (config.cc's LoadConfigText, and the
+// loader around each kind's reader) and become error lines.
 //
-// Two wordings, because check-config's messages are kept as operators already meet them:
-// the loader's (`YamlReader::Positioned`: "FILE:LINE:COLUMN: " first, as a compiler's) and
-// a handler kind's (`YamlReader::Plain`: no position; an unknown key's message lists the
-// keys the table holds; a repeated key is named at its own path).
+// The loader's reader is `YamlReader::Positioned`: "FILE:LINE:COLUMN: " first, as a
+// compiler's, from the marks it keeps of every key and list item. A handler kind's reader
+// (HandlerKindReaders below) is handed that same reader, so its mistakes read like every
+// other. `YamlReader::Plain` words them alike without a position (a kind's settings read
+// alone, in the handler tests).
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -21,7 +22,9 @@
 #include <chrono>
 #include <functional>
 #include <initializer_list>
+#include <iterator>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -30,6 +33,7 @@
 
 #include "base/status.h"
 #include "config/config.h"
+#include "config/handler_kinds.h"
 
 namespace hookbox {
 
@@ -77,12 +81,12 @@ std::string YamlError(const std::string& file, const YAML::Exception& e);
 
 class YamlReader {
  public:
-  // The loader's wording: every message starts with "FILE:LINE:COLUMN: " of its key.
+  // The loader's: every message starts with "FILE:LINE:COLUMN: " of its key.
   static YamlReader Positioned(std::vector<std::string>* errors, std::vector<std::string>* warnings,
                                std::string file) {
     return YamlReader(errors, warnings, std::move(file), true);
   }
-  // A handler kind's wording: "where: what", no position.
+  // The same words, with no position: "where: what".
   static YamlReader Plain(std::vector<std::string>* errors) {
     return YamlReader(errors, nullptr, std::string(), false);
   }
@@ -93,7 +97,7 @@ class YamlReader {
   void Warning(const std::string& where, std::string_view what);
   // An error about `at` itself (an unknown or repeated key), found in the mapping `where`.
   void ErrorAt(const YAML::Node& at, const std::string& where, std::string_view what);
-  // How many errors have been recorded so far (a factory builds nothing if it grew).
+  // How many errors have been recorded so far (a kind's reader returns nothing if it grew).
   size_t error_count() const { return errors_->size(); }
 
   // Checks that `node` is a mapping whose keys are all in `fields`, each at most once, and
@@ -104,8 +108,8 @@ class YamlReader {
   }
   bool ReadMapping(const YAML::Node& node, const std::string& where,
                    std::span<const YamlField> fields);
-  // Plain wording, for the one mapping whose repeated keys were always read, not refused
-  // (the http kind's `sign`): every entry is read in order, so the last of a repeat wins.
+  // For the one mapping whose repeated keys were always read, not refused (the http kind's
+  // `sign`): every entry is read in order, so the last of a repeat wins.
   bool ReadMappingKeepingRepeats(const YAML::Node& node, const std::string& where,
                                  std::initializer_list<YamlField> fields);
   // Checks that `node` is a list (non-empty when `non_empty`) and calls read(item, where[i]).
@@ -124,7 +128,7 @@ class YamlReader {
   // A whole number in min..max; "\"TEXT\" is not a whole number in MIN..MAX" otherwise.
   std::optional<int> Int(const YAML::Node& node, const std::string& where, int min, int max);
   // A whole number in min..max written as a scalar; `expected` is the whole message
-  // otherwise (a handler kind's wording: "expected an exit code from 1 to 255").
+  // otherwise (a handler kind's: "expected an exit code from 1 to 255").
   std::optional<int> Count(const YAML::Node& node, const std::string& where, int min, int max,
                            std::string_view expected);
   std::optional<bool> Bool(const YAML::Node& node, const std::string& where);
@@ -135,8 +139,8 @@ class YamlReader {
   // A duration (config.h, ParseDuration) of at least `min`.
   std::optional<Duration> DurationValue(const YAML::Node& node, const std::string& where,
                                         Duration min = Duration(1));
-  // A handler's timeout: a duration longer than 0, in a kind's wording ("expected a duration
-  // such as `example`" when it is not a scalar; "must be longer than 0").
+  // A handler's timeout: a duration longer than 0 ("expected a duration such as `example`"
+  // when it is not a scalar; "must be longer than 0").
   std::optional<Duration> Timeout(const YAML::Node& node, const std::string& where,
                                   std::string_view example);
   // A size (config.h, ParseSize) greater than 0.
@@ -165,14 +169,27 @@ class YamlReader {
   std::string Position(std::string where) const;
   // Remembers where a key or a list item is, for Position.
   void Mark(const std::string& where, const YAML::Node& node);
-  bool ReadPlainMapping(const YAML::Node& node, const std::string& where,
-                        std::span<const YamlField> fields, bool refuse_repeats);
 
   std::vector<std::string>* errors_;
   std::vector<std::string>* warnings_;
   std::string file_;
   bool positioned_;
   std::map<std::string, YAML::Mark> marks_;  // by the path Key() and Item() build
+};
+
+// A handler kind's reader (handlers/<kind>/, named by its row of config/handler_kinds.h):
+// reads `settings` (the mapping under the kind key, `rate` and `circuit` taken out) with
+// `reader`, recording every problem there at its key under `where`, and checks on this host
+// what `options.host_checks` asks. The kind's plain values, or nullptr when it recorded any
+// problem. It may throw YAML::Exception (the loader reports it at `where`).
+using HandlerKindReader = std::shared_ptr<const KindSettings> (*)(YamlReader& reader,
+                                                                  const YamlTree& settings,
+                                                                  const std::string& where,
+                                                                  const LoadOptions& options);
+
+// The readers, in the order of the rows of config/handler_kinds.h (LoadOptions::kinds).
+struct HandlerKindReaders {
+  HandlerKindReader read[std::size(kHandlerKinds)];
 };
 
 template <typename T>

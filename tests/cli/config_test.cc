@@ -40,6 +40,49 @@ endpoints:
   CHECK_FALSE(Has(r.out, ": ok"));
 }
 
+TEST_CASE("check-config: a handler kind's mistakes come with every other, each at its line") {
+  Workspace w;
+  // A bad provider in one endpoint; in another, an exec handler whose program is not there and
+  // whose timeout is not a duration, and an http handler whose signing key cannot be read.
+  const std::string bad = w.WriteConfig("kinds.yaml", R"(
+database: {DB}
+endpoints:
+  - name: a
+    path: /a
+    provider: stripey
+    secrets: [{env: HOOKBOX_TEST_UNSET_SECRET}]
+  - name: b
+    path: /b
+    verify: none
+    routes:
+      - events: ["*"]
+        handlers:
+          - exec: {command: [/nonexistent/hookbox/prog], timeout: soon}
+          - http: {url: "http://127.0.0.1:1/x", sign: {secret: {env: HOOKBOX_TEST_UNSET_SIGN}}}
+)");
+  const std::string h = "endpoints[1].routes[0].handlers";
+  CliResult r = w.RunWith(bad, {"check-config"});
+  INFO(r.out);
+  CHECK(r.exit_code == 1);
+  CHECK(Has(r.out, bad + ":6:5: error: endpoints[0].provider: \"stripey\" is not one of"));
+  CHECK(Has(r.out, bad + ":7:15: error: endpoints[0].secrets[0]: environment variable"));
+  CHECK(Has(r.out, bad + ":14:30: error: " + h +
+                       "[0].exec.command[0]: \"/nonexistent/hookbox/prog\" is not an executable "
+                       "file"));
+  CHECK(Has(r.out, bad + ":14:58: error: " + h + "[0].exec.timeout: \"soon\" is not a duration"));
+  CHECK(Has(r.out, bad + ":15:56: error: " + h +
+                       "[1].http.sign.secret: environment variable HOOKBOX_TEST_UNSET_SIGN is not "
+                       "set"));
+  CHECK(Has(r.out, "5 error(s)"));
+  // --no-secrets reads no secret, the http handler's signing key included; the rest is the same.
+  CliResult shape = w.RunWith(bad, {"check-config", "--no-secrets"});
+  INFO(shape.out);
+  CHECK(shape.exit_code == 1);
+  CHECK_FALSE(Has(shape.out, "HOOKBOX_TEST_UNSET"));
+  CHECK(Has(shape.out, "[0].exec.command[0]: \"/nonexistent/hookbox/prog\" is not an executable"));
+  CHECK(Has(shape.out, "3 error(s)"));
+}
+
 TEST_CASE("check-config: usage errors are exit 1") {
   Workspace w;
   CliResult flag = w.Run({"check-config", "--bogus"});

@@ -3,6 +3,7 @@
 // cannot be opened (exit 2); and --help. What a paused handler's jobs do is
 // integration/handler_state_test.cc's.
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -37,6 +38,38 @@ TEST_CASE("handler list, pause, resume: each exit 0, the state as list shows it"
   CHECK(resume.exit_code == 0);
   CHECK(Has(resume.out, "resumed raw/fails"));
   CHECK(Has(w.Run({"handler", "list"}).out, "running"));
+}
+
+TEST_CASE("handler list: a handler's settings are read, what they name is left alone") {
+  // The operator's shell is not the daemon's: `handler list` reads each kind's settings (the
+  // concurrency it shows) but neither creates a file handler's folder nor looks for anything
+  // there; check-config, as serve, does.
+  Workspace w;
+  const std::string folder = w.dir() / "events";
+  const std::string config = w.WriteConfig("file.yaml", R"(
+database: {DB}
+endpoints:
+  - name: raw
+    path: /hooks/raw
+    verify: none
+    routes:
+      - events: ["*"]
+        handlers:
+          - {name: keep, file: {dir: )" + folder + R"(, concurrency: 3}}
+)");
+  CliResult migrate = w.RunWith(config, {"migrate"});
+  INFO(migrate.err);
+  REQUIRE(migrate.exit_code == 0);
+  CliResult list = w.RunWith(config, {"handler", "list", "--json"});
+  INFO(list.err);
+  REQUIRE(list.exit_code == 0);
+  auto handlers = nlohmann::json::parse(list.out);
+  REQUIRE(handlers.size() == 1);
+  CHECK(handlers[0]["concurrency"] == 3);
+  CHECK_FALSE(std::filesystem::exists(folder));
+  CliResult check = w.RunWith(config, {"check-config"});
+  CHECK(check.exit_code == 0);
+  CHECK(std::filesystem::is_directory(folder));
 }
 
 TEST_CASE("handler list, pause, resume: usage and lookup errors are exit 1") {

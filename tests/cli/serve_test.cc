@@ -42,6 +42,28 @@ TEST_CASE("serve: a database that cannot be opened is exit 2, naming it") {
   CHECK(Has(r.err, kCannotOpen + (w.dir() / "no-such-dir/inbox.db")));
 }
 
+TEST_CASE("serve: a handler kind's mistake is exit 1, at its line, beside the other errors") {
+  Workspace w;
+  const std::string bad = w.WriteConfig("kinds.yaml", R"(
+database: {DB}
+endpoints:
+  - name: a
+    path: a-without-slash
+    verify: none
+    routes:
+      - events: ["*"]
+        handlers:
+          - file: {dir: /tmp, mode: "0600"}
+)");
+  CliResult r = w.RunWith(bad, {"serve"});
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(Has(r.err, bad + ":5:5: error: endpoints[0].path: "));
+  CHECK(Has(r.err, bad + ":10:31: error: endpoints[0].routes[0].handlers[0].file: unknown key "
+                         "\"mode\""));
+  CHECK_FALSE(std::filesystem::exists(w.db()));
+}
+
 TEST_CASE("serve --help: exit 0, what it does on stdout") {
   Workspace w;
   CliResult r = w.RunBare({"serve", "--help"});

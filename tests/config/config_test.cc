@@ -440,7 +440,7 @@ endpoints:
     routes:
       - events: [a]
         handler: []
-        handlers: [{exec: {}, timeout: 3s}]
+        handlers: [{exec: {command: [/bin/true], shell: yes}, timeout: 3s}]
 )");
   INFO(Dump(r));
   CHECK(HasLine(r.errors, "unknown key \"listn\" (top level)"));
@@ -451,7 +451,8 @@ endpoints:
   CHECK(HasLine(r.errors, "endpoints[0]: unknown key \"colour\""));
   CHECK(HasLine(r.errors, "endpoints[0].routes[0]: unknown key \"handler\""));
   CHECK(HasLine(r.errors, "endpoints[0].routes[0].handlers[0]: unknown key \"timeout\""));
-  CHECK(r.errors.size() == 8);
+  CHECK(HasLine(r.errors, "endpoints[0].routes[0].handlers[0].exec: unknown key \"shell\""));
+  CHECK(r.errors.size() == 9);
   CHECK_FALSE(r.config);
 }
 
@@ -504,35 +505,99 @@ endpoints:
             "test.yaml:5:6: endpoints[2].name: \"a\" is already used by endpoints[0]"});
 }
 
-TEST_CASE("five mistakes in three endpoints: all five, each with its line and column", "[config]") {
+TEST_CASE(
+    "five mistakes in three endpoints, two in handlers' kinds: all seven, each with its line "
+    "and column",
+    "[config]") {
   // Line numbers as an editor shows them (the raw string starts with a newline: line 1 is
-  // empty). None of the mistakes hides another: a bad provider still has its secrets
-  // checked, and a secret that cannot be read does not stop the next endpoint's checks.
-  LoadResult r = LoadConfigText(R"(
+  // empty). None of the mistakes hides another: a bad provider still has its secrets and its
+  // handlers checked, a secret that cannot be read does not stop the next endpoint's checks,
+  // and a handler kind's own settings (http's url, an unknown key under exec:) are read in the
+  // same pass as the rest, each at its key (they used to wait until the rest had no error, and
+  // came without a line).
+  LoadResult r = LoadConfigText(
+      R"(
 endpoints:
   - name: a
     path: /a
     provider: stripey
     secrets: [{env: HOOKBOX_TEST_UNSET_VARIABLE}]
+    routes:
+      - events: ["*"]
+        handlers:
+          - http: {url: "ftp://downstream/x", concurrency: 8}
   - name: b
     path: b-without-slash
     verify: none
     event_id: nowhere:/id
+    routes:
+      - events: ["*"]
+        handlers:
+          - exec:
+              command: [/bin/true]
+              timeot: 5s
   - name: c
     path: /c
     provider: github
     secrets:
       - file: /nonexistent/hookbox/secret
 )",
-                                "five.yaml", {.resolve_secrets = true});
+      "five.yaml", {.resolve_secrets = true, .host_checks = true, .kinds = &KindReaders()});
   INFO(Dump(r));
   CHECK_FALSE(r.config);
-  CHECK(r.errors.size() == 5);
+  CHECK(r.errors.size() == 7);
   CHECK(HasLine(r.errors, "five.yaml:5:5: endpoints[0].provider: \"stripey\" is not one of"));
   CHECK(HasLine(r.errors, "five.yaml:6:15: endpoints[0].secrets[0]: environment variable"));
-  CHECK(HasLine(r.errors, "five.yaml:8:5: endpoints[1].path: "));
-  CHECK(HasLine(r.errors, "five.yaml:10:5: endpoints[1].event_id: "));
-  CHECK(HasLine(r.errors, "five.yaml:15:9: endpoints[2].secrets[0]: cannot read file"));
+  CHECK(HasLine(r.errors, "five.yaml:10:20: endpoints[0].routes[0].handlers[0].http.url: "));
+  CHECK(HasLine(r.errors, "five.yaml:12:5: endpoints[1].path: "));
+  CHECK(HasLine(r.errors, "five.yaml:14:5: endpoints[1].event_id: "));
+  CHECK(
+      HasLine(r.errors,
+              "five.yaml:20:15: endpoints[1].routes[0].handlers[0].exec: unknown key \"timeot\""));
+  CHECK(HasLine(r.errors, "five.yaml:25:9: endpoints[2].secrets[0]: cannot read file"));
+}
+
+TEST_CASE("a handler kind's mistakes: at their key, in the loader's words", "[config]") {
+  // Each kind's reader is handed the loader's reader: a value, an item, a nested key and a
+  // missing key are each placed at the nearest key or item of theirs, beside `rate:` and
+  // `circuit:` (read by the loader) in the same mapping.
+  LoadResult r = LoadConfigText(R"(
+endpoints:
+  - name: a
+    path: /a
+    verify: none
+    routes:
+      - events: ["*"]
+        handlers:
+          - exec: {command: [/bin/true], timeout: soon, rate: 5/s, env: {HOOKBOX_X: y}}
+          - http:
+              url: http://127.0.0.1:1/x
+              sign: {secret: {vault: x}}
+              headers: {Host: a}
+          - sql: {statements: ["select :nope", "  "], concurrency: 2}
+          - file: {dir: [a, b], circuit: {failures: 3, cooldown: 1s}}
+          - exec: {permanent_exit_codes: [0]}
+)",
+                                "kinds.yaml", {.kinds = &KindReaders()});
+  INFO(Dump(r));
+  CHECK_FALSE(r.config);
+  const std::string h = "endpoints[0].routes[0].handlers";
+  CHECK(HasLine(r.errors, "kinds.yaml:9:42: " + h + "[0].exec.timeout: "));
+  CHECK(HasLine(r.errors, "kinds.yaml:9:74: " + h + "[0].exec.env.HOOKBOX_X: HOOKBOX_* variables"));
+  CHECK(HasLine(r.errors, "kinds.yaml:12:22: " + h +
+                              "[1].http.sign.secret: unknown key \"vault\" (expected env, file or "
+                              "value)"));
+  CHECK(HasLine(r.errors, "kinds.yaml:13:25: " + h + "[1].http.headers.Host: is set by hookbox"));
+  CHECK(HasLine(r.errors,
+                "kinds.yaml:14:32: " + h + "[2].sql.statements[0]: unknown parameter :nope"));
+  CHECK(HasLine(r.errors, "kinds.yaml:14:48: " + h + "[2].sql.statements[1]: expected an SQL"));
+  CHECK(HasLine(r.errors, "kinds.yaml:14:55: " + h + "[2].sql: unknown key \"concurrency\""));
+  CHECK(HasLine(r.errors, "kinds.yaml:15:20: " + h + "[3].file.dir: expected a directory path"));
+  CHECK(HasLine(r.errors, "kinds.yaml:16:13: " + h + "[4].exec: command is required"));
+  CHECK(HasLine(r.errors,
+                "kinds.yaml:16:43: " + h +
+                    "[4].exec.permanent_exit_codes[0]: expected an exit code from 1 to 255"));
+  CHECK(r.errors.size() == 10);
 }
 
 TEST_CASE("retention shorter than 3 days is a warning, not an error", "[config]") {
@@ -739,7 +804,9 @@ endpoints:
           - http: {url: "https://user:pw@downstream.example:8443/hooks?x=1", timeout: 3s}
           - exec: {command: ["/usr/local/bin/on-order", "--live"], timeout: 10s}
 )";
-  LoadResult a = Load(first), b = Load(second);
+  // The names alone, so without the kinds' readers: the http kind refuses a URL with user info
+  // (which the name must never show).
+  LoadResult a = LoadConfigText(first, "test.yaml"), b = LoadConfigText(second, "test.yaml");
   REQUIRE(a.config);
   REQUIRE(b.config);
   std::set<std::string> before, after;

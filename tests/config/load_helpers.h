@@ -1,5 +1,6 @@
-// Small helpers shared by the config tests: load a YAML text and look for lines among the
-// collected errors and warnings, plus a temp file that removes itself.
+// Small helpers shared by the config tests: load a YAML text (the handler kinds' settings
+// read with the rest, as every verb loads it) and look for lines among the collected errors
+// and warnings, plus a temp file that removes itself.
 #pragma once
 
 #include <stdlib.h>
@@ -11,10 +12,13 @@
 #include <vector>
 
 #include "config/config.h"
+#include "handlers/handler.h"
 
 namespace hookbox::testing {
 
-inline LoadResult Load(const std::string& yaml) { return LoadConfigText(yaml, "test.yaml"); }
+inline LoadResult Load(const std::string& yaml) {
+  return LoadConfigText(yaml, "test.yaml", {.kinds = &KindReaders()});
+}
 
 // True when one of `lines` contains `part`.
 inline bool HasLine(const std::vector<std::string>& lines, std::string_view part) {

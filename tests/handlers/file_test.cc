@@ -166,10 +166,8 @@ TEST_CASE("file: temp files left by a dead process are swept at load", "[file]")
   std::ofstream(stale) << "half";
   std::ofstream(mine) << "in progress";
   std::ofstream(folder + "/evt.json") << "{}";
-  std::vector<std::string> errors;
-  auto handler = hookbox::MakeFileHandler(hookbox::ParseYamlTree("{dir: " + dir.path() + "}"),
-                                          "file", &errors);
-  REQUIRE(handler);
+  auto built = hookbox::testing::Build("file", "{dir: " + dir.path() + "}");
+  REQUIRE(built.handler);
   CHECK_FALSE(std::filesystem::exists(stale));
   CHECK(std::filesystem::exists(mine));
   CHECK(std::filesystem::exists(folder + "/evt.json"));

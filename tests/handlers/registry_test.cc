@@ -1,6 +1,7 @@
 // Tests for handlers/registry.cc and what every kind's factory shares: the table of kinds,
 // and the refusal of configs that are not mappings, repeat a key or hold unknown keys.
 #include <catch2/catch.hpp>
+#include <filesystem>
 
 #include "tests/handlers/testing.h"
 
@@ -29,7 +30,36 @@ TEST_CASE("registry: every kind refuses non-mappings, repeated and unknown keys"
     CHECK(built.handler == nullptr);
     CHECK(built.HasError("h: unknown key \"bogus\""));
   }
-  CHECK(Build("file", "{dir: /tmp, dir: /tmp}").HasError("h.dir: appears twice"));
+  // In the loader's words (a kind's settings are read with its reader).
+  CHECK(Build("file", "{dir: /tmp, dir: /tmp}").HasError("h: key \"dir\" appears twice"));
+}
+
+TEST_CASE("registry: without host_checks and resolve_secrets a kind looks at nothing outside") {
+  // The operator's verbs: their shell's PATH, folders and secrets are not the daemon's.
+  const LoadOptions look = {.resolve_secrets = false, .host_checks = false};
+  testing::TempDir dir;
+  const std::string missing = dir / "not-yet";
+  auto exec = Build("exec", "{command: [/nonexistent/prog], workdir: " + missing + "}", look);
+  INFO(exec.Errors());
+  CHECK(exec.handler != nullptr);
+  auto file = Build("file", "{dir: " + missing + "}", look);
+  INFO(file.Errors());
+  CHECK(file.handler != nullptr);
+  CHECK_FALSE(std::filesystem::exists(missing));
+  auto http = Build(
+      "http", R"({url: "http://127.0.0.1:1/x", sign: {secret: {env: HOOKBOX_TEST_UNSET_SIGN}}})",
+      look);
+  INFO(http.Errors());
+  CHECK(http.handler != nullptr);
+  // The shape is still checked.
+  CHECK(Build("exec", "{command: [], workdir: relative}", look)
+            .HasError("h.workdir: expected an "
+                      "absolute path"));
+  // And with them (check-config, serve), each is looked at.
+  CHECK(Build("exec", "{command: [/nonexistent/prog]}").HasError("is not an executable file"));
+  CHECK(Build("http",
+              R"({url: "http://127.0.0.1:1/x", sign: {secret: {env: HOOKBOX_TEST_UNSET_SIGN}}})")
+            .HasError("h.sign.secret: environment variable HOOKBOX_TEST_UNSET_SIGN is not set"));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// Shared by the handler tests: building a handler of a kind from YAML text through the
-// registry, a stored event, and a temporary directory that removes itself.
+// Shared by the handler tests: reading and building a handler of a kind from YAML text
+// through the registry (as a load and BuildHandlers do), a stored event, and a temporary
+// directory that removes itself.
 #pragma once
 
 #include <stdlib.h>
@@ -39,15 +40,16 @@ struct Built {
   }
 };
 
-// The handler of `kind` built from `yaml` (the node under the kind key), with where = "h".
-inline Built Build(const std::string& kind, const std::string& yaml) {
+// The handler of `kind` read from `yaml` (the node under the kind key), with where = "h", and
+// built; read as serve reads it (secrets resolved, host checks) unless `options` say otherwise.
+inline Built Build(const std::string& kind, const std::string& yaml,
+                   LoadOptions options = {.resolve_secrets = true, .host_checks = true}) {
   Built built;
-  HandlerFactory factory = FindHandlerKind(kind);
-  if (factory == nullptr) {
+  if (FindHandlerKind(kind) == nullptr) {
     built.errors.push_back("no kind " + kind);
     return built;
   }
-  built.handler = factory(ParseYamlTree(yaml), "h", &built.errors);
+  built.handler = ReadAndBuildHandler(kind, ParseYamlTree(yaml), "h", options, &built.errors);
   return built;
 }
 

@@ -110,6 +110,34 @@ TEST_CASE("a bad log_level is a config error, and a reload with one keeps the ol
   CHECK(d.WaitForLog("delivery"));  // still info
 }
 
+TEST_CASE("a reload with a mistake in a handler kind's settings is refused, naming its line") {
+  // The kind's settings are read with the rest of the file: the refusal lists the kind's
+  // mistake at its line and column beside another endpoint's, and the old handler runs on.
+  TempDir dir;
+  Daemon d(dir, Config("info"));
+  std::string next = Config("info");
+  next.replace(next.find("command: [/bin/false]"), 21, "command: [/bin/false], timeout: soon");
+  next += R"(  - name: other
+    path: other-without-slash
+    verify: none
+)";
+  const int refused = d.LogCount("reload refused: the config has errors; the old one stays");
+  d.WriteConfig(next);
+  d.Signal(SIGHUP);
+  REQUIRE(Eventually([&] {
+    return d.LogCount("reload refused: the config has errors; the old one stays") > refused;
+  }));
+  const std::string said =
+      Lines(d, "reload refused: the config has errors; the old one stays").back().dump();
+  INFO(said);
+  // Line 16 of Config(): `          - {name: fails, exec: {command: [/bin/false], ...}}`.
+  CHECK(said.find(":16:57: endpoints[0].routes[0].handlers[0].exec.timeout: \\\"soon\\\" is "
+                  "not a duration") != std::string::npos);
+  CHECK(said.find(":18:5: endpoints[1].path: ") != std::string::npos);
+  REQUIRE(Delivered(d, "evt_1"));
+  CHECK(d.WaitForLog("attempt"));  // the old handler, /bin/false, still runs
+}
+
 TEST_CASE("with stderr as the journal's stream, each line carries its priority") {
   TempDir dir;
   // What systemd does for a unit with StandardError=journal: stderr is a stream whose
