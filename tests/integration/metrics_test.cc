@@ -106,7 +106,7 @@ TEST_CASE("metrics: the version, in hookbox_build_info and the listening line") 
   CliResult v = RunHookbox({"--version"}, dir.path().string());
   REQUIRE(v.exit_code == 0);
   REQUIRE(v.out.rfind("hookbox ", 0) == 0);
-  const std::string version = v.out.substr(8, v.out.find_last_not_of("\n") - 7);
+  const std::string version = v.out.substr(8, v.out.find_last_not_of('\n') - 7);
   REQUIRE_FALSE(version.empty());
   CHECK(Scrape(d).Get("hookbox_build_info{version=\"" + version + "\"}") == 1);
   bool found = false;
