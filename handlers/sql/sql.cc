@@ -1,8 +1,11 @@
 // The `sql` handler: validation at load, then nothing but the SqlWork it hands the inbox.
 // Each statement is scanned once, skipping quoted text ('...', "...", `...`, [...]) and
-// comments, for the two mistakes that would otherwise surface per event, or never: a
-// named parameter the inbox does not bind (it would run as NULL) and a second statement
-// in one item (a prepare compiles only the first; the rest would be dropped silently).
+// comments, for the mistakes that would otherwise surface per event, or never: a named
+// parameter the inbox does not bind (it would run as NULL), a second statement in one item
+// (a prepare compiles only the first; the rest would be dropped silently), and transaction
+// control (BEGIN, COMMIT, a SAVEPOINT...): the statements run inside the inbox's own
+// transaction, so a COMMIT among them would commit it partway (with a sync endpoint, the
+// accepts grouped with it, before the handler's other statements and its row's settling).
 #include "handlers/sql/sql.h"
 
 #include <algorithm>
@@ -21,6 +24,7 @@ bool IsWordChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || 
 
 // What one statement holds outside quotes and comments.
 struct Scan {
+  std::string first_word;               // the statement's first word, as written
   std::vector<std::string> parameters;  // ":name", in order, repeats kept
   bool more_statements = false;         // something after a ";"
   bool unterminated = false;            // a quote that never closes
@@ -29,6 +33,7 @@ struct Scan {
 Scan ScanStatement(std::string_view sql) {
   Scan scan;
   bool ended = false;  // a ";" was seen
+  bool seen_token = false;
   size_t i = 0;
   while (i < sql.size()) {
     const char c = sql[i];
@@ -49,6 +54,12 @@ Scan ScanStatement(std::string_view sql) {
     if (ended) {
       scan.more_statements = true;
       return scan;
+    }
+    if (!seen_token) {  // the first thing that is not a space or a comment
+      seen_token = true;
+      size_t end = i;
+      while (end < sql.size() && IsWordChar(sql[end])) ++end;
+      scan.first_word = sql.substr(i, end - i);
     }
     if (c == '\'' || c == '"' || c == '`' || c == '[') {
       // A doubled quote ('it''s') closes and reopens: the same text either way.
@@ -74,6 +85,18 @@ Scan ScanStatement(std::string_view sql) {
     }
   }
   return scan;
+}
+
+// Whether `word` begins a transaction-control statement (SQLite's and PostgreSQL's: END is
+// SQLite's COMMIT, ABORT and START TRANSACTION PostgreSQL's).
+bool IsTransactionControl(std::string_view word) {
+  static constexpr std::string_view kWords[] = {"BEGIN",     "COMMIT",  "END",   "ROLLBACK",
+                                                "SAVEPOINT", "RELEASE", "START", "ABORT"};
+  return std::any_of(std::begin(kWords), std::end(kWords), [&](std::string_view k) {
+    return std::equal(k.begin(), k.end(), word.begin(), word.end(), [](char a, char b) {
+      return a == std::toupper(static_cast<unsigned char>(b));
+    });
+  });
 }
 
 std::string KnownParameters() {
@@ -102,6 +125,12 @@ void ReadStatements(YamlReader& reader, const YAML::Node& node, const std::strin
     if (scan.unterminated) reader.ErrorAt(node[i], item_at, "a quote is never closed");
     if (scan.more_statements) {
       reader.ErrorAt(node[i], item_at, "holds more than one statement; give each its own item");
+    }
+    if (IsTransactionControl(scan.first_word)) {
+      reader.ErrorAt(node[i], item_at,
+                     scan.first_word +
+                         " is transaction control: the statements run inside hookbox's own "
+                         "transaction, which it begins and commits");
     }
     std::set<std::string> reported;
     for (const std::string& p : scan.parameters) {

@@ -64,5 +64,43 @@ TEST_CASE("sql: the factory reports every problem") {
   CHECK(Build("sql", "{setup: x, statements: [SELECT 1]}").HasError("h.setup: expected a list"));
 }
 
+TEST_CASE("sql: transaction control is refused at load, in setup and statements") {
+  // Each would end hookbox's own transaction partway: a sync endpoint's COMMIT would commit
+  // the accepts grouped with it before the handler's other statements and its row's settling.
+  auto built = Build("sql", R"yaml({
+    setup: ["BEGIN"],
+    statements: [
+      "INSERT INTO t VALUES (:event_id)",
+      "commit",
+      " -- a comment first\n END",
+      "/* x */ Savepoint s",
+      "RELEASE s",
+      "ROLLBACK TO s",
+      "START TRANSACTION",
+      "abort"
+    ]})yaml");
+  CHECK(built.handler == nullptr);
+  INFO(built.Errors());
+  CHECK(built.HasError("h.setup[0]: BEGIN is transaction control"));
+  CHECK(built.HasError("h.statements[1]: commit is transaction control"));
+  CHECK(built.HasError("h.statements[2]: END is transaction control"));
+  CHECK(built.HasError("h.statements[3]: Savepoint is transaction control"));
+  CHECK(built.HasError("h.statements[4]: RELEASE is transaction control"));
+  CHECK(built.HasError("h.statements[5]: ROLLBACK is transaction control"));
+  CHECK(built.HasError("h.statements[6]: START is transaction control"));
+  CHECK(built.HasError("h.statements[7]: abort is transaction control"));
+  CHECK(built.errors.size() == 8);
+
+  // The words inside a statement, or as part of a longer name, are not.
+  auto fine = Build("sql", R"yaml({
+    statements: [
+      "INSERT INTO release_log VALUES (:event_id, 'COMMIT')",
+      "SELECT 1 AS begin",
+      "UPDATE t SET note = 'END' WHERE id = :event_id"
+    ]})yaml");
+  INFO(fine.Errors());
+  CHECK(fine.handler != nullptr);
+}
+
 }  // namespace
 }  // namespace hookbox
