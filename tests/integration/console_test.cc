@@ -214,6 +214,50 @@ TEST_CASE("console: Retry re-arms a dead event and Clear forgets one, after a co
   WaitForStatus(d, "to-clear", "processed");
 }
 
+TEST_CASE("console: Clear of an event whose job is running is 409 and forgets nothing") {
+  TempDir dir;
+  // The handler says it started, then runs until the file `go` exists.
+  Daemon d(dir, R"(
+listen: 127.0.0.1:0
+admin_listen: 127.0.0.1:0
+database: {DB}
+workers: 2
+endpoints:
+  - name: open
+    path: /hooks/open
+    verify: none
+    event_id: body:/id
+    routes:
+      - events: ["*"]
+        handlers:
+          - exec:
+              command: [/bin/sh, -c, 'touch {DIR}/started; while [ ! -e {DIR}/go ]; do sleep 0.05; done']
+              timeout: 60s
+)");
+  Deliver(d, {{"id", "busy"}});
+  REQUIRE(Eventually([&] { return std::filesystem::exists(dir / "started"); }));
+  auto c = Admin(d);
+  const std::string csrf = Hidden(c.Get("/event?endpoint=open&id=busy")->body, "csrf");
+  auto refused =
+      PostForm(c, "/event/clear",
+               {{"endpoint", "open"}, {"id", "busy"}, {"csrf", csrf}, {"confirm", "yes"}});
+  REQUIRE(refused);
+  CHECK(refused->status == 409);
+  CHECK(refused->body.find("Not cleared") != std::string::npos);
+  CHECK(refused->body.find("A job of this event is running") != std::string::npos);
+  CHECK_FALSE(Show(d, "busy").is_null());  // the row is kept
+
+  // Once the attempt has ended, the same Clear goes through.
+  hookbox::testing::WriteFile(dir / "go", "");
+  WaitForStatus(d, "busy", "processed");
+  auto cleared =
+      PostForm(c, "/event/clear",
+               {{"endpoint", "open"}, {"id", "busy"}, {"csrf", csrf}, {"confirm", "yes"}});
+  REQUIRE(cleared);
+  CHECK(cleared->status == 303);
+  CHECK(Show(d, "busy").is_null());
+}
+
 TEST_CASE(
     "console: actions without the page's token, from another origin or Host: 403, no change") {
   TempDir dir;
