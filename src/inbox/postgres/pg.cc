@@ -120,24 +120,16 @@ Status Conn::Error(const PGresult* r, std::string_view what) {
   std::string msg = primary ? primary : Trim(PQerrorMessage(c_));
   if (msg.empty()) msg = "unknown error";
   const std::string about = std::string(what) + ": " + msg;
-  // Connection exceptions (08), and the server terminating or refusing the session.
-  if (PQstatus(c_) != CONNECTION_OK || code.empty() || StartsWith(code, "08") || code == "57P01" ||
-      code == "57P02" || code == "57P03") {
+  // The session is gone, or the failure has no SQLSTATE at all (libpq's own: no result, a lost
+  // socket): the connection is not reused.
+  if (PQstatus(c_) != CONNECTION_OK || code.empty() || sqlstate::IsConnectionLost(code)) {
     broken_ = true;
     return Status::Unavailable("storage unavailable", about);
   }
-  // Lock timeout, serialization failure, deadlock: contention, quiet in the storage log and
-  // counter (ops/storage_health.h); the next try may well succeed.
-  if (code == "55P03" || code == "40001" || code == "40P01") {
-    return Status::Unavailable("storage busy", about);
-  }
-  // Cancelled statement, read-only server
-  // (a standby after failover), insufficient resources (disk full, too many connections),
-  // system errors: the next try may well succeed.
-  if (code == "57014" || code == "25006" || StartsWith(code, "53") || StartsWith(code, "58")) {
-    return Status::Unavailable("storage unavailable", about);
-  }
-  if (code == "22021" || code == "22P05") {
+  // Contention is quiet in the storage log and counter (ops/storage_health.h).
+  if (sqlstate::IsContention(code)) return Status::Unavailable("storage busy", about);
+  if (sqlstate::IsServerUnavailable(code)) return Status::Unavailable("storage unavailable", about);
+  if (sqlstate::IsUnstorableText(code)) {
     return Status::InvalidArgument("event fields are not valid text for the database", about);
   }
   return Status::Internal("storage error", about + " (SQLSTATE " + code + ")");
