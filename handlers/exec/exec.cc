@@ -374,11 +374,8 @@ std::shared_ptr<const KindSettings> ReadExecSettings(YamlReader& reader, const Y
 
 std::unique_ptr<Handler> MakeExecHandler(const KindSettings& settings, const std::string& where,
                                          std::vector<std::string>* errors) {
-  const auto* spec = dynamic_cast<const ExecSpec*>(&settings);
-  if (spec == nullptr) {
-    errors->push_back(where + ": the settings are not an exec handler's");
-    return nullptr;
-  }
+  const auto* spec = KindSpec<ExecSpec>(settings, where, "an exec handler's", errors);
+  if (spec == nullptr) return nullptr;
   return std::make_unique<ExecHandler>(*spec);
 }
 
