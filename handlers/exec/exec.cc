@@ -317,7 +317,7 @@ void SpecReader::ReadExitCodes(const YAML::Node& node, const std::string& at, Ex
   if (!node.IsSequence()) return Error(at, "expected a list of exit codes (1-255)");
   spec.permanent_exit_codes.clear();
   reader_.ReadList(node, at, false, [&](auto& item, auto& item_at, size_t) {
-    if (auto code = reader_.Count(item, item_at, 1, 255, "expected an exit code from 1 to 255")) {
+    if (auto code = reader_.Int(item, item_at, 1, 255, "expected an exit code from 1 to 255")) {
       spec.permanent_exit_codes.push_back(*code);
     }
   });

@@ -155,10 +155,10 @@ class Conn final {
   Status Prepare(const std::string& sql, bool text_params = false, int n_params = 0);
 
   // The connection is gone (server restart, network): the pool must not reuse it.
-  bool broken() const { return broken_ || PQstatus(c_) != CONNECTION_OK; }
-  bool idle() const { return PQtransactionStatus(c_) == PQTRANS_IDLE; }
+  bool broken() const { return broken_ || PQstatus(conn_) != CONNECTION_OK; }
+  bool idle() const { return PQtransactionStatus(conn_) == PQTRANS_IDLE; }
   // A statement of the open transaction failed: only ROLLBACK (TO SAVEPOINT) is possible.
-  bool failed_transaction() const { return PQtransactionStatus(c_) == PQTRANS_INERROR; }
+  bool failed_transaction() const { return PQtransactionStatus(conn_) == PQTRANS_INERROR; }
   // An idle pooled connection whose server closed it (or sent a termination notice).
   bool ClosedByServer();
 
@@ -169,10 +169,10 @@ class Conn final {
   const std::string& last_sqlstate() const { return last_sqlstate_; }
 
  private:
-  explicit Conn(PGconn* c) : c_(c) {}
+  explicit Conn(PGconn* c) : conn_(c) {}
   StatusOr<std::string> PreparedName(const std::string& sql, bool text_params, int n_params);
 
-  PGconn* c_;
+  PGconn* conn_;
   bool broken_ = false;
   std::string last_sqlstate_;
   std::unordered_map<std::string, std::string> prepared_;  // sql -> statement name

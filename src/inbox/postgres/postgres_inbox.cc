@@ -392,7 +392,7 @@ class PostgresInbox final : public SqlInbox {
   // One transaction of the algorithm (sql_inbox.h) on a pooled connection.
   class PgTx final : public SqlTx {
    public:
-    PgTx(Conn& c, PostgresInbox& inbox) : c_(c), inbox_(inbox) {}
+    PgTx(Conn& c, PostgresInbox& inbox) : conn_(c), inbox_(inbox) {}
     StatusOr<SqlRows> Query(const std::string& sql, const SqlArgs& args) override {
       Params p;
       for (const SqlArg& a : args) {
@@ -414,7 +414,7 @@ class PostgresInbox final : public SqlInbox {
             break;
         }
       }
-      HOOKBOX_EXEC(r, c_.Exec(sql, p));
+      HOOKBOX_EXEC(r, conn_.Exec(sql, p));
       SqlRows out;
       out.changed = r.Affected();
       out.rows.resize(static_cast<size_t>(r.rows()));
@@ -425,14 +425,14 @@ class PostgresInbox final : public SqlInbox {
       }
       return out;
     }
-    bool Lost() override { return c_.broken(); }
+    bool Lost() override { return conn_.broken(); }
     Status RunUserSql(const std::string& statement, const HandlerEvent& e) override {
-      return inbox_.RunUserStatement(c_, statement, e);
+      return inbox_.RunUserStatement(conn_, statement, e);
     }
-    Conn& conn() { return c_; }
+    Conn& conn() { return conn_; }
 
    private:
-    Conn& c_;
+    Conn& conn_;
     PostgresInbox& inbox_;
   };
 
