@@ -558,7 +558,7 @@ Answer Console::EventAction(const Delivery& d) {
                   "&cleared_id=" + UrlEncode(id));
 }
 
-// The handlers page (issue 25): each worker-pool handler of the config with its state and
+// The handlers page: each worker-pool handler of the config with its state and
 // job counts, and a Pause or Resume form (a confirmation first, as Retry and Clear).
 Answer Console::HandlersPage(const Delivery& d) {
   const FormFields query = ParseUrlEncoded(d.query);
