@@ -90,6 +90,17 @@ using HandlerFactory = std::unique_ptr<Handler> (*)(const KindSettings& settings
                                                     const std::string& where,
                                                     std::vector<std::string>* errors);
 
+// A kind's factory's first step: the settings its reader made (`Spec`, the kind's
+// KindSettings), or nullptr after appending "where: the settings are not <whose>" to *errors
+// when they are another kind's. `whose` names the kind's handler, e.g. "an exec handler's".
+template <typename Spec>
+const Spec* KindSpec(const KindSettings& settings, const std::string& where, const char* whose,
+                     std::vector<std::string>* errors) {
+  const auto* spec = dynamic_cast<const Spec*>(&settings);
+  if (spec == nullptr) errors->push_back(where + ": the settings are not " + whose);
+  return spec;
+}
+
 // Every handler of a config, built once at load: endpoint name -> handler name -> handler.
 struct HandlerSet {
   std::map<std::string, std::map<std::string, std::shared_ptr<Handler>>> by_endpoint;

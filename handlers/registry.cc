@@ -61,9 +61,9 @@ Handler* HandlerSet::Find(const std::string& endpoint, const std::string& handle
 
 YamlField ConcurrencyField(YamlReader& reader, int* concurrency) {
   return {"concurrency", [&reader, concurrency](const YAML::Node& node, const std::string& where) {
-            Set(*concurrency, reader.Count(node, where, 1, Handler::kMaxConcurrency,
-                                           "expected a whole number of attempts at once, 1 to " +
-                                               std::to_string(Handler::kMaxConcurrency)));
+            Set(*concurrency, reader.Int(node, where, 1, Handler::kMaxConcurrency,
+                                         "expected a whole number of attempts at once, 1 to " +
+                                             std::to_string(Handler::kMaxConcurrency)));
           }};
 }
 

@@ -317,7 +317,7 @@ void SpecReader::ReadExitCodes(const YAML::Node& node, const std::string& at, Ex
   if (!node.IsSequence()) return Error(at, "expected a list of exit codes (1-255)");
   spec.permanent_exit_codes.clear();
   reader_.ReadList(node, at, false, [&](auto& item, auto& item_at, size_t) {
-    if (auto code = reader_.Count(item, item_at, 1, 255, "expected an exit code from 1 to 255")) {
+    if (auto code = reader_.Int(item, item_at, 1, 255, "expected an exit code from 1 to 255")) {
       spec.permanent_exit_codes.push_back(*code);
     }
   });
@@ -374,11 +374,8 @@ std::shared_ptr<const KindSettings> ReadExecSettings(YamlReader& reader, const Y
 
 std::unique_ptr<Handler> MakeExecHandler(const KindSettings& settings, const std::string& where,
                                          std::vector<std::string>* errors) {
-  const auto* spec = dynamic_cast<const ExecSpec*>(&settings);
-  if (spec == nullptr) {
-    errors->push_back(where + ": the settings are not an exec handler's");
-    return nullptr;
-  }
+  const auto* spec = KindSpec<ExecSpec>(settings, where, "an exec handler's", errors);
+  if (spec == nullptr) return nullptr;
   return std::make_unique<ExecHandler>(*spec);
 }
 

@@ -241,11 +241,8 @@ std::shared_ptr<const KindSettings> ReadFileSettings(YamlReader& reader, const Y
 
 std::unique_ptr<Handler> MakeFileHandler(const KindSettings& settings, const std::string& where,
                                          std::vector<std::string>* errors) {
-  const auto* spec = dynamic_cast<const FileSpec*>(&settings);
-  if (spec == nullptr) {
-    errors->push_back(where + ": the settings are not a file handler's");
-    return nullptr;
-  }
+  const auto* spec = KindSpec<FileSpec>(settings, where, "a file handler's", errors);
+  if (spec == nullptr) return nullptr;
   // Only a folder made ready for the daemon: an operator's verb that builds handlers to look
   // at them touches no file.
   if (spec->prepared) SweepAbandonedTemps(spec->dir);

@@ -291,11 +291,8 @@ std::shared_ptr<const KindSettings> ReadHttpSettings(YamlReader& reader, const Y
 
 std::unique_ptr<Handler> MakeHttpHandler(const KindSettings& settings, const std::string& where,
                                          std::vector<std::string>* errors) {
-  const auto* spec = dynamic_cast<const HttpSpec*>(&settings);
-  if (spec == nullptr) {
-    errors->push_back(where + ": the settings are not an http handler's");
-    return nullptr;
-  }
+  const auto* spec = KindSpec<HttpSpec>(settings, where, "an http handler's", errors);
+  if (spec == nullptr) return nullptr;
   return std::make_unique<HttpHandler>(*spec);
 }
 

@@ -190,11 +190,8 @@ std::shared_ptr<const KindSettings> ReadSqlSettings(YamlReader& reader, const Ya
 
 std::unique_ptr<Handler> MakeSqlHandler(const KindSettings& settings, const std::string& where,
                                         std::vector<std::string>* errors) {
-  const auto* spec = dynamic_cast<const SqlSpec*>(&settings);
-  if (spec == nullptr) {
-    errors->push_back(where + ": the settings are not an sql handler's");
-    return nullptr;
-  }
+  const auto* spec = KindSpec<SqlSpec>(settings, where, "an sql handler's", errors);
+  if (spec == nullptr) return nullptr;
   return std::make_unique<SqlHandler>(spec->work);
 }
 

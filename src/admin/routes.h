@@ -5,7 +5,7 @@
 //
 // Dispatch, in this order (each step's refusal is the answer):
 //   1. the path: no row has it → 404 (after the Host check: a foreign Host learns nothing);
-//   2. Host (every row, issue 26) → 403;
+//   2. Host (every row; docs/SECURITY.md rows 69, 121) → 403;
 //   3. the token, for rows that need it → 401; asked before the method, so a stranger learns
 //      no more of a console path than that it needs the token;
 //   4. the method: none of the path's rows takes it → 405 with Allow (their methods);

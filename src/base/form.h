@@ -19,7 +19,8 @@ FormFields ParseUrlEncoded(std::string_view text);
 
 // The most fields a form body may have where it is parsed before its signature is checked
 // (twilio): a real request has a few dozen; a 1 MiB body of `a&a&...` would otherwise cost
-// half a million allocations and a sort before the signature is refused (issue 26).
+// half a million allocations and a sort before the signature is refused (docs/SECURITY.md
+// row 123).
 inline constexpr size_t kMaxFormFields = 1000;
 
 // How many fields ParseUrlEncoded would return, counted without decoding or allocating:

@@ -27,8 +27,8 @@ constexpr int kExitOk = 0;
 constexpr int kExitUsage = 1;
 constexpr int kExitDatabase = 2;
 constexpr int kExitBusy = 3;
-// A filter (inbox/filter.h) that cannot be evaluated: issue 25 asks for 2, the usual usage
-// status of Unix tools, although hookbox's other usage errors are 1.
+// A filter (inbox/filter.h) that cannot be evaluated: 2, the usual usage status of Unix
+// tools, although hookbox's other usage errors are 1.
 constexpr int kExitBadFilter = 2;
 
 // 0 for ok; 1 when the operator named something that is not there or not in a state for
@@ -130,7 +130,7 @@ int InboxReassign(const std::string& path, const std::string& endpoint, const st
                   const std::string& to);
 int InboxDrop(const std::string& path, const std::string& endpoint, const std::string& handler);
 
-// handler.cc: the handlers' state (issue 25). `target` "ENDPOINT/HANDLER", or `endpoint`
+// handler.cc: the handlers' state. `target` "ENDPOINT/HANDLER", or `endpoint`
 // for all of an endpoint's handlers; `pause` false resumes.
 int HandlerList(const std::string& path, bool as_json);
 int HandlerPause(const std::string& path, const std::string& target, const std::string& endpoint,

@@ -1,4 +1,4 @@
-// `hookbox handler list | pause | resume` (issue 25): the operator's view of each handler's
+// `hookbox handler list | pause | resume`: the operator's view of each handler's
 // state (paused, circuit, rate, concurrency) with its job counts, and the pause that holds
 // a handler's jobs while its downstream is down (DESIGN.md, "Handler state"). The state is
 // in the inbox database, so a pause from a shell holds on every replica from its next claim.

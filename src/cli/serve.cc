@@ -358,18 +358,22 @@ class Daemon {
          std::string csrf_key)
       : config_path_(std::move(config_path)),
         config_(config),
-        c_(*config_),
+        started_config_(*config_),
         handlers_(handlers),
         inbox_(std::move(inbox)),
         dispatcher_(*inbox_, config, handlers, clock_),
         receiver_({config, handlers}, *inbox_, clock_, [this] { dispatcher_.Wake(); }),
         purge_(*inbox_, config, clock_),
         hooks_(
-            PublicLimits(c_), [this](const Delivery& d) { return receiver_.Receive(d); },
+            PublicLimits(started_config_),
+            [this](const Delivery& d) { return receiver_.Receive(d); },
             [this](const Delivery& head) { return receiver_.CheckHead(head); }),
         liveness_{*inbox_, hooks_, draining_},
-        guards_(c_.admin_hosts, c_.admin_token ? c_.admin_token->value : "", std::move(csrf_key)),
-        console_(*inbox_, ConsoleOptionsFor(c_, [this] { dispatcher_.Wake(); }), guards_),
+        guards_(started_config_.admin_hosts,
+                started_config_.admin_token ? started_config_.admin_token->value : "",
+                std::move(csrf_key)),
+        console_(*inbox_, ConsoleOptionsFor(started_config_, [this] { dispatcher_.Wake(); }),
+                 guards_),
         admin_routes_(admin::AdminRoutes([this] { return liveness_.ReadyProblem(); }, console_),
                       guards_),
         admin_(AdminLimits(), [this](const Delivery& d) { return admin_routes_.Dispatch(d); }) {}
@@ -389,8 +393,8 @@ class Daemon {
   void Reload();
 
   const std::string config_path_;
-  const std::shared_ptr<const Config> config_;  // as started: reloads do not change it
-  const Config& c_;
+  const std::shared_ptr<const Config> config_;        // as started: reloads do not change it
+  const Config& started_config_;                      // *config_
   const std::shared_ptr<const HandlerSet> handlers_;  // as started, as config_
   std::unique_ptr<Inbox> inbox_;
   SystemClock clock_;
@@ -412,9 +416,9 @@ class Daemon {
 };
 
 bool Daemon::Start(const std::vector<int>& activated) {
-  WarnAboutHeldJobs(*inbox_, c_, "start");
-  NoteConfig(c_, *handlers_);
-  dispatcher_.Start(c_.workers != 0);
+  WarnAboutHeldJobs(*inbox_, started_config_, "start");
+  NoteConfig(started_config_, *handlers_);
+  dispatcher_.Start(started_config_.workers != 0);
   purge_.Start();
   AddQueueGauges(*inbox_);
   AddHandlerGauges(*inbox_);
@@ -433,11 +437,11 @@ bool Daemon::Listen(const std::vector<int>& activated) {
     LogError({{"msg", "cannot listen"}, {"error", s.ToString()}});
     return false;
   };
-  auto hooks_address = ListenForWebhooks(hooks_, c_, activated);
+  auto hooks_address = ListenForWebhooks(hooks_, started_config_, activated);
   if (!hooks_address.ok()) return cannot_listen(hooks_address.status());
   hooks_address_ = *hooks_address;
-  if (c_.admin_listen.empty()) return true;
-  auto admin_addr = ParseHostPort(c_.admin_listen);
+  if (started_config_.admin_listen.empty()) return true;
+  auto admin_addr = ParseHostPort(started_config_.admin_listen);
   auto bound = admin_.Bind(admin_addr->host, admin_addr->port);
   if (!bound.ok()) return cannot_listen(bound.status());
   admin_port_ = *bound;
@@ -451,12 +455,13 @@ void Daemon::AnnounceReady(bool socket_activated) {
   json ready = {{"msg", "listening"},
                 {"version", kVersion},
                 {"listen", hooks_address_},
-                {"database", DatabaseForLogs(c_.database)},
-                {"endpoints", c_.endpoints.size()},
-                {"workers", c_.workers}};
+                {"database", DatabaseForLogs(started_config_.database)},
+                {"endpoints", started_config_.endpoints.size()},
+                {"workers", started_config_.workers}};
   if (socket_activated) ready["socket_activated"] = true;
   if (admin_port_) {
-    ready["admin"] = ParseHostPort(c_.admin_listen)->host + ":" + std::to_string(*admin_port_);
+    ready["admin"] =
+        ParseHostPort(started_config_.admin_listen)->host + ":" + std::to_string(*admin_port_);
   }
   LogLifecycle(ready);
   NotifySystemd("READY=1\nSTATUS=listening on " + hooks_address_);
@@ -502,8 +507,9 @@ void Daemon::Reload() {
     return;
   }
   SetLogLevel(new_config->log_level);
-  if (new_config->listen != c_.listen || new_config->database != c_.database ||
-      new_config->admin_listen != c_.admin_listen) {
+  if (new_config->listen != started_config_.listen ||
+      new_config->database != started_config_.database ||
+      new_config->admin_listen != started_config_.admin_listen) {
     LogWarn({{"msg", "listen, admin_listen and database changes take effect at the next restart"}});
   }
   dispatcher_.Swap(new_config, new_handlers);
@@ -525,11 +531,11 @@ int Daemon::Drain() {
   hooks_thread_.join();
   admin_thread_.join();
   purge_.Stop();
-  if (!dispatcher_.Stop(c_.shutdown_grace)) {
+  if (!dispatcher_.Stop(started_config_.shutdown_grace)) {
     // Everything committed is on disk; the unfinished attempts' leases will expire and
     // their jobs run again after the restart.
     LogWarn({{"msg", "stopped with attempts still running; they will be retried"},
-             {"shutdown_grace", FormatDuration(c_.shutdown_grace)}});
+             {"shutdown_grace", FormatDuration(started_config_.shutdown_grace)}});
     // Nothing an exec attempt started outlives the daemon.
     KillWatchedChildren();
     std::_Exit(kExitOk);

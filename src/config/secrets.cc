@@ -23,7 +23,7 @@ constexpr size_t kMaxSecretFile = 64 * 1024;
 constexpr std::string_view kEmpty = " (an empty secret refuses to start)";
 
 // Spaces, tabs and line ends only: a secret no producer signs with, almost always a
-// variable or file filled in by mistake (issue 13).
+// variable or file filled in by mistake (docs/SECURITY.md row 12).
 bool OnlyWhitespace(std::string_view text) {
   return text.find_first_not_of(" \t\r\n\v\f") == std::string_view::npos;
 }
@@ -138,7 +138,8 @@ std::string CheckKey(Provider provider, Secret& secret) {
   }
   if (standard && !secret.value.starts_with("whsec_")) {
     // Without its prefix a public key would load as an HMAC key, and anyone holding the
-    // public key could sign v1 with it (issue 26): the kind of key must be said.
+    // public key could sign v1 with it: the kind of key must be said (docs/SECURITY.md
+    // row 120).
     return " has no prefix: add whsec_ if it is the signing secret, or whpk_ if it is the "
            "public key (a Standard Webhooks key starts with one of them)";
   }

@@ -206,8 +206,8 @@ std::optional<int> YamlReader::Int(const YAML::Node& node, const std::string& wh
   return std::nullopt;
 }
 
-std::optional<int> YamlReader::Count(const YAML::Node& node, const std::string& where, int min,
-                                     int max, std::string_view expected) {
+std::optional<int> YamlReader::Int(const YAML::Node& node, const std::string& where, int min,
+                                   int max, std::string_view expected) {
   auto value = WholeNumber(node.IsScalar() ? node.Scalar() : std::string(), min, max);
   if (!value) Error(where, expected);
   return value;

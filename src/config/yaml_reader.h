@@ -127,10 +127,10 @@ class YamlReader {
                                      bool (*valid)(std::string_view), std::string_view complaint);
   // A whole number in min..max; "\"TEXT\" is not a whole number in MIN..MAX" otherwise.
   std::optional<int> Int(const YAML::Node& node, const std::string& where, int min, int max);
-  // A whole number in min..max written as a scalar; `expected` is the whole message
-  // otherwise (a handler kind's: "expected an exit code from 1 to 255").
-  std::optional<int> Count(const YAML::Node& node, const std::string& where, int min, int max,
-                           std::string_view expected);
+  // The same, with `expected` the whole message when the node is not a scalar whole number in
+  // min..max (a handler kind's: "expected an exit code from 1 to 255").
+  std::optional<int> Int(const YAML::Node& node, const std::string& where, int min, int max,
+                         std::string_view expected);
   std::optional<bool> Bool(const YAML::Node& node, const std::string& where);
   // Text that `parse` accepts, parsed; its message otherwise.
   template <typename T>

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <tuple>
+#include <utility>
 
 #include "base/http_status.h"
 #include "console/render.h"
@@ -41,8 +42,18 @@ Headers SecurityHeaders(const char* content_type) {
           {"Cache-Control", "no-store"}};
 }
 
+// A page that cannot be rendered (its template missing or broken: a fault of the build) is a
+// 500 in plain text, since no template can be trusted to word it, and an error line.
 Answer Html(int status, std::string_view page, const json& view) {
-  return {status, RenderPage(page, view), SecurityHeaders("text/html; charset=utf-8")};
+  auto html = RenderPage(page, view);
+  if (!html.ok()) {
+    LogError({{"msg", "console page not rendered"},
+              {"page", std::string(page)},
+              {"error", html.status().ToString()}});
+    return {500, "500: the console could not render this page; the daemon's log says why.\n",
+            SecurityHeaders("text/plain; charset=utf-8")};
+  }
+  return {status, std::move(*html), SecurityHeaders("text/html; charset=utf-8")};
 }
 
 Answer Message(int status, const std::string& heading, const std::string& message) {
@@ -547,7 +558,7 @@ Answer Console::EventAction(const Delivery& d) {
                   "&cleared_id=" + UrlEncode(id));
 }
 
-// The handlers page (issue 25): each worker-pool handler of the config with its state and
+// The handlers page: each worker-pool handler of the config with its state and
 // job counts, and a Pause or Resume form (a confirmation first, as Retry and Clear).
 Answer Console::HandlersPage(const Delivery& d) {
   const FormFields query = ParseUrlEncoded(d.query);

@@ -86,7 +86,7 @@ Guards::Guards(std::vector<std::string> hosts, std::string token, std::string cs
 bool Guards::HostAllowed(const Delivery& d) const {
   // No Host at all: only HTTP/1.0 may leave it out (the parser answers an HTTP/1.1 request
   // without one 400), and no browser does, so no DNS-rebinding page can send this. An old
-  // load balancer's or `nc` health probe can, and once got 403 (issue 26).
+  // load balancer's or `nc` health probe can, and must pass (docs/SECURITY.md row 126).
   const size_t hosts = HeaderCount(d.headers, "Host");
   if (hosts == 0) return true;
   if (hosts != 1) return false;

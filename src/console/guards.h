@@ -4,7 +4,8 @@
 //
 // - Host (HostAllowed): every path of the admin listener answers only to a Host that names
 //   this listener with its port, or to none at all (HTTP/1.0). A DNS-rebinding page's
-//   requests carry its own name, so it can read neither the console nor /metrics (issue 26).
+//   requests carry its own name, so it can read neither the console nor /metrics
+//   (docs/SECURITY.md rows 69, 121).
 // - Token (Authorized): with `admin_token`, `Authorization: Bearer` for scripts, or the
 //   HttpOnly, SameSite=Strict cookie that the login form sets (an HMAC of the token, so it
 //   changes when the token does).
@@ -40,7 +41,8 @@ class Guards {
   // an `admin_hosts` name; the listener's own IP address; when it is bound to loopback (or
   // `localhost`), also `localhost`, 127.0.0.1 and [::1]; when bound to 0.0.0.0 or [::], an
   // address of one of this machine's interfaces (`localhost` then too). Any other IP literal
-  // or name is refused: a DNS-rebinding page's requests carry its own name (issue 26).
+  // or name is refused: a DNS-rebinding page's requests carry its own name (docs/SECURITY.md
+  // row 69).
   // Also true when d has no Host at all (HTTP/1.0: the parser refuses HTTP/1.1 without
   // one), which no browser sends; an empty Host, or two, is refused.
   bool HostAllowed(const Delivery& d) const;

@@ -3,7 +3,6 @@
 
 #include <kainjow/mustache.hpp>
 #include <map>
-#include <stdexcept>
 
 #include "base/utf8.h"
 
@@ -51,17 +50,23 @@ std::optional<std::string_view> PageFile(std::string_view name) {
   return it->second;
 }
 
-std::string RenderPage(std::string_view page, const nlohmann::json& view) {
+StatusOr<std::string> RenderPage(std::string_view page, const nlohmann::json& view) {
   auto body = PageFile(page);
+  if (!body) return Status::Internal("console page not rendered", "no page " + std::string(page));
   auto layout = PageFile("layout.html");
-  if (!body || !layout) throw std::logic_error("no console page " + std::string(page));
+  if (!layout) return Status::Internal("console page not rendered", "no page layout.html");
   mustache::data data = ToData(view);
   const std::string_view page_text = *body;  // embedded: lives as long as the program
   data.set("content", mustache::partial([page_text] { return std::string(page_text); }));
   mustache::mustache tmpl{std::string(*layout)};
-  if (!tmpl.is_valid()) throw std::logic_error("layout.html: " + tmpl.error_message());
+  if (!tmpl.is_valid()) {
+    return Status::Internal("console page not rendered", "layout.html: " + tmpl.error_message());
+  }
   std::string html = tmpl.render(data);
-  if (!tmpl.is_valid()) throw std::logic_error(std::string(page) + ": " + tmpl.error_message());
+  if (!tmpl.is_valid()) {
+    return Status::Internal("console page not rendered",
+                            std::string(page) + ": " + tmpl.error_message());
+  }
   return html;
 }
 

@@ -16,13 +16,16 @@
 #include <string>
 #include <string_view>
 
+#include "base/status.h"
+
 namespace hookbox::console {
 
 // The embedded file `name` (e.g. "list.html", "style.css"); nullopt when there is none.
 std::optional<std::string_view> PageFile(std::string_view name);
 
 // `page` (a template's file name) rendered with `view`, inside the layout; `view["title"]`
-// is the page's title.
-std::string RenderPage(std::string_view page, const nlohmann::json& view);
+// is the page's title. Internal when `page` or the layout is not embedded or a template is
+// not valid Mustache: a fault of the build, never of the request.
+StatusOr<std::string> RenderPage(std::string_view page, const nlohmann::json& view);
 
 }  // namespace hookbox::console

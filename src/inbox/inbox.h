@@ -241,7 +241,7 @@ struct BulkPlan {
   int64_t skipped_stale = 0, skipped_ignored = 0, skipped_no_job = 0;
 };
 
-// Handler state (issue 25; DESIGN.md, "Handler state"): what holds a handler's jobs back
+// Handler state (DESIGN.md, "Handler state"): what holds a handler's jobs back
 // besides their due time. Kept in the inbox database (table handler_state), so it survives
 // restarts and every PostgreSQL replica's claim honours it.
 enum class Circuit { kClosed, kOpen, kHalfOpen };
@@ -381,7 +381,7 @@ class Inbox {
                                           const std::string& owner, TimePoint now,
                                           std::chrono::milliseconds lease) = 0;
 
-  // mode: sync, the concurrent duplicate's wait as a real lock (PostgreSQL; issue 6). The
+  // mode: sync, the concurrent duplicate's wait as a real lock (PostgreSQL). The
   // request that runs an event's jobs holds a row lock on them for the whole run (HoldJobs,
   // FOR KEY SHARE in a transaction of its own: its own finish can still update the rows),
   // and a duplicate that found the event busy waits on that lock (AwaitEvent, FOR UPDATE

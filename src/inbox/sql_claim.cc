@@ -218,7 +218,7 @@ Status SqlInbox::LeaseJobs(SqlTx& tx, const std::vector<ClaimedJob>& jobs, const
   return Status::Ok();
 }
 
-// ---- Handler state (issue 25; DESIGN.md, "Handler state"; rules in handler_gate.h) ----
+// ---- Handler state (DESIGN.md, "Handler state"; rules in handler_gate.h) ----
 
 std::string SqlInbox::StateColumns() const {
   return "endpoint, handler, paused, paused_reason, coalesce(" + d_.Time("paused_at") +

@@ -33,8 +33,8 @@ void Examine(const Endpoint& endpoint, const Delivery& delivery, TimePoint now, 
     return;
   }
   // The body the signature stands for, which is the request's but for a square delivery
-  // with bytes moved across the `?` (issue 26): that one is read, and stored, as Square
-  // split its message, so it is the event it replays.
+  // with bytes moved across the `?`: that one is read, and stored, as Square split its
+  // message, so it is the event it replays (docs/SECURITY.md row 124).
   out.body = SignedBody(endpoint, delivery.body, out.signed_message);
   out.body_resplit = out.body != delivery.body;
   StatusOr<Identity> identity = Identify(endpoint, delivery.headers, out.body, out.signed_message);

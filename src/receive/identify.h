@@ -35,7 +35,7 @@ struct Identity {
 // one the signature stands for (verify.h SignedBody: for square, read where Square split its signed
 // message). `signed_message` is what Verify set (twilio, square): when not empty, body_sha256 and
 // the "sha256:" fallback id hash it rather than the body, so that every request carrying one signed
-// message is one event (issue 26).
+// message is one event (docs/SECURITY.md row 122).
 StatusOr<Identity> Identify(const Endpoint& endpoint, const Headers& headers, std::string_view body,
                             std::string_view signed_message = {});
 

@@ -328,7 +328,8 @@ Event EventFor(const ReceiverSetup& setup, const Endpoint& ep, const Delivery& d
 
 // A body too large to read: past limits.max_body, or a form with more than kMaxFormFields
 // fields where the provider's signature covers them parsed (twilio, verify.h
-// TooManyFormFields), so that work is bounded before the signature is checked (issue 26).
+// TooManyFormFields), so that work is bounded before the signature is checked
+// (docs/SECURITY.md row 123).
 std::optional<std::pair<Answer, const char*>> SizeRefusal(const Endpoint& ep, const Delivery& d,
                                                           size_t max_body) {
   if (d.body.size() > max_body) {

@@ -18,8 +18,8 @@ namespace {
 
 // The HMAC key a secret stands for; nullopt unless it is `whsec_` then base64 (it then never
 // verifies; the config loader refuses such a secret, config_internal::IsStandardWebhooksSecret).
-// The prefix is required (issue 26): a public key pasted without its `whpk_` would otherwise
-// be an HMAC key that anyone holding the public key could sign with.
+// The prefix is required: a public key pasted without its `whpk_` would otherwise be an HMAC
+// key that anyone holding the public key could sign with (docs/SECURITY.md row 120).
 // Padding is not significant: "whsec_c2VjcmV0Cg" and "whsec_c2VjcmV0Cg==" are one key.
 std::optional<std::string> KeyOf(const Secret& secret) {
   std::string_view text = secret.value;
@@ -105,7 +105,7 @@ Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view bo
 }
 
 // The id the signature covers is the signed family's: a svix-signed delivery with an added,
-// unsigned webhook-id is no new event (issue 13).
+// unsigned webhook-id is no new event (docs/SECURITY.md row 7).
 std::string_view SignedIdHeader(const Headers& headers) {
   return StandardHeaderPrefix(headers) == "svix-" ? "svix-id" : "webhook-id";
 }

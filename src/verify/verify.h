@@ -38,8 +38,8 @@ inline constexpr const char* kTimestamp = "timestamp outside tolerance";
 // cover the body's raw bytes (twilio: URL and sorted decoded fields; square: URL, query and
 // body): the message they sign, spelled canonically (public_url as configured). Many
 // requests verify with one message (fields reordered or re-encoded, bytes moved across
-// square's `?`), so identity hashes it instead of the body (issue 26). Left empty for the
-// other schemes, whose signatures cover the raw body.
+// square's `?`), so identity hashes it instead of the body (docs/SECURITY.md row 122). Left
+// empty for the other schemes, whose signatures cover the raw body.
 Status Verify(const Endpoint& endpoint, const Headers& headers, std::string_view body,
               TimePoint now, std::string_view query = {}, std::string* signed_message = nullptr);
 
@@ -47,7 +47,7 @@ Status Verify(const Endpoint& endpoint, const Headers& headers, std::string_view
 // runs `public_url?query` and the body together: there, the body as Square split it from
 // the query (from the first '{' after public_url, in `signed_message` as Verify set it), so
 // that a request with bytes moved across the `?` is stored and identified as the delivery it
-// replays (issue 26). A view into `signed_message` or `body`.
+// replays (docs/SECURITY.md row 124). A view into `signed_message` or `body`.
 std::string_view SignedBody(const Endpoint& endpoint, std::string_view body,
                             std::string_view signed_message);
 
@@ -59,14 +59,15 @@ std::optional<std::string_view> SignedIdHeader(const Endpoint& endpoint, const H
 // True when the endpoint's producer posts forms whose parsed fields its signature covers
 // (ProviderSpec::body, kForm: twilio, unless the query binds a JSON body by its hash) and
 // `body` has more than kMaxFormFields (base/form.h) fields: refused before Verify parses
-// them, so the work an unsigned request can cause is bounded (issue 26).
+// them, so the work an unsigned request can cause is bounded (docs/SECURITY.md row 123).
 bool TooManyFormFields(const Endpoint& endpoint, std::string_view body, std::string_view query);
 
 // Standard Webhooks: the one header family ("webhook-" or "svix-") a delivery's id,
 // timestamp and signature are read from. The signature header picks it: webhook-signature
 // if present, else svix-signature if present, else "webhook-". Verification and
 // identification both ask this, so the event id is always the one the signature covers
-// (issue 13: a svix-signed delivery with an added, unsigned `webhook-id`).
+// (a svix-signed delivery with an added, unsigned `webhook-id` is the same event:
+// docs/SECURITY.md row 7).
 std::string_view StandardHeaderPrefix(const Headers& headers);
 
 }  // namespace hookbox

@@ -30,14 +30,21 @@ TEST_CASE("every value is escaped and made valid UTF-8; empty text is false") {
   json view = {{"title", "t"},
                {"heading", "<h1 onclick=\"x\">'&'"},
                {"message", std::string("bad \xff byte and \0 NUL", 20)}};
-  std::string html = RenderPage("message.html", view);
+  std::string html = RenderPage("message.html", view).value();
   CHECK(html.find("&lt;h1 onclick=&quot;x&quot;&gt;&apos;&amp;&apos;") != std::string::npos);
   CHECK(html.find("<h1 onclick") == std::string::npos);
   CHECK(html.find("bad \xEF\xBF\xBD byte and \xEF\xBF\xBD NUL") != std::string::npos);
   CHECK(html.find("<title>t · hookbox</title>") != std::string::npos);
 
-  std::string login = RenderPage("login.html", {{"title", "Sign in"}, {"failed", ""}});
+  std::string login = RenderPage("login.html", {{"title", "Sign in"}, {"failed", ""}}).value();
   CHECK(login.find("not the admin token") == std::string::npos);
-  std::string failed = RenderPage("login.html", {{"title", "Sign in"}, {"failed", true}});
+  std::string failed = RenderPage("login.html", {{"title", "Sign in"}, {"failed", true}}).value();
   CHECK(failed.find("not the admin token") != std::string::npos);
+}
+
+TEST_CASE("a page that is not embedded is an Internal status, not an exception") {
+  hookbox::StatusOr<std::string> html = RenderPage("no-such-page.html", {{"title", "t"}});
+  REQUIRE_FALSE(html.ok());
+  CHECK(html.status().code() == hookbox::Status::Code::kInternal);
+  CHECK(html.status().ToString() == "console page not rendered: no page no-such-page.html");
 }

@@ -34,6 +34,21 @@ TEST_CASE("registry: every kind refuses non-mappings, repeated and unknown keys"
   CHECK(Build("file", "{dir: /tmp, dir: /tmp}").HasError("h: key \"dir\" appears twice"));
 }
 
+TEST_CASE("registry: every kind's factory refuses another kind's settings") {
+  struct OtherSettings final : KindSettings {};
+  const OtherSettings other;
+  const std::pair<const char*, const char*> kinds[] = {{"exec", "an exec handler's"},
+                                                       {"http", "an http handler's"},
+                                                       {"file", "a file handler's"},
+                                                       {"sql", "an sql handler's"}};
+  for (const auto& [kind, whose] : kinds) {
+    INFO(kind);
+    std::vector<std::string> errors;
+    CHECK(FindHandlerKind(kind)(other, "h", &errors) == nullptr);
+    CHECK(errors == std::vector<std::string>{std::string("h: the settings are not ") + whose});
+  }
+}
+
 TEST_CASE("registry: without host_checks and resolve_secrets a kind looks at nothing outside") {
   // The operator's verbs: their shell's PATH, folders and secrets are not the daemon's.
   const LoadOptions look = {.resolve_secrets = false, .host_checks = false};

@@ -67,10 +67,7 @@ TEST_CASE("sql handler statements commit with the job, or not at all") {
   Accept(t, MakeEvent("s1"));
   auto job = Claim(t, kT0);
   REQUIRE(job.size() == 1);
-  JobOutcome if_failed;
-  if_failed.outcome = Outcome::kFailed;
-  if_failed.next = JobOutcome::Next::kRetry;
-  if_failed.next_attempt_at = kT0 + 1s;
+  const JobOutcome if_failed = RetryAt(kT0 + 1s);
   auto recorded = t->FinishJob(job[0], Done(kT0), &sql, &if_failed);
   REQUIRE(recorded.ok());
   CHECK(*recorded == Outcome::kOk);
@@ -98,6 +95,24 @@ TEST_CASE("sql handler statements commit with the job, or not at all") {
   CHECK_FALSE(t->PrepareSql(broken).ok());
 }
 
+TEST_CASE("a sql handler's parameter whose type the server cannot infer runs as text") {
+  // PostgreSQL cannot type `$2 IS NOT NULL` (SQLSTATE 42P18) and prepares the statement
+  // again with every parameter text; SQLite has no types to infer.
+  TestInbox t;
+  SqlWork sql;
+  sql.setup = {"CREATE TABLE IF NOT EXISTS typed (event_id TEXT PRIMARY KEY)"};
+  sql.statements = {"INSERT INTO typed (event_id) SELECT :event_id WHERE :type IS NOT NULL"};
+  REQUIRE(t->PrepareSql(sql).ok());
+  Accept(t, MakeEvent("u1"));
+  auto job = Claim(t, kT0);
+  REQUIRE(job.size() == 1);
+  const JobOutcome if_failed = RetryAt(kT0 + 1s);
+  auto recorded = t->FinishJob(job[0], Done(kT0), &sql, &if_failed);
+  REQUIRE(recorded.ok());
+  CHECK(*recorded == Outcome::kOk);
+  CHECK(t.Count("SELECT count(*) FROM typed WHERE event_id = 'u1'") == 1);
+}
+
 TEST_CASE("FinishJobs: one batch, each finish its own compare-and-swap and sql savepoint") {
   TestInbox t;
   SqlWork sql;
@@ -113,10 +128,7 @@ TEST_CASE("FinishJobs: one batch, each finish its own compare-and-swap and sql s
   ClaimedJob stale = jobs[2];
   stale.lease_token = "not-the-token";
 
-  JobOutcome if_failed;
-  if_failed.outcome = Outcome::kFailed;
-  if_failed.next = JobOutcome::Next::kRetry;
-  if_failed.next_attempt_at = kT0 + 1s;
+  const JobOutcome if_failed = RetryAt(kT0 + 1s);
   std::vector<FinishRequest> batch(4);
   batch[0] = {&jobs[0], Done(kT0), &sql, if_failed};    // ok, its statement commits
   batch[1] = {&jobs[1], Done(kT0), &clash, if_failed};  // its statement fails

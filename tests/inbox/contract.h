@@ -61,4 +61,14 @@ inline JobOutcome Done(TimePoint at) {
   return o;
 }
 
+// A failed attempt to be tried again at `next`: what a finish records when its sql handler's
+// statements fail.
+inline JobOutcome RetryAt(TimePoint next) {
+  JobOutcome o;
+  o.outcome = Outcome::kFailed;
+  o.next = JobOutcome::Next::kRetry;
+  o.next_attempt_at = next;
+  return o;
+}
+
 }  // namespace hookbox

@@ -110,34 +110,26 @@ StatusOr<std::unique_ptr<Conn>> Conn::Connect(const std::string& url,
   return conn;
 }
 
-Conn::~Conn() { PQfinish(c_); }
+Conn::~Conn() { PQfinish(conn_); }
 
 Status Conn::Error(const PGresult* r, std::string_view what) {
   const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
   const std::string code = state ? state : "";
   last_sqlstate_ = code;
   const char* primary = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
-  std::string msg = primary ? primary : Trim(PQerrorMessage(c_));
+  std::string msg = primary ? primary : Trim(PQerrorMessage(conn_));
   if (msg.empty()) msg = "unknown error";
   const std::string about = std::string(what) + ": " + msg;
-  // Connection exceptions (08), and the server terminating or refusing the session.
-  if (PQstatus(c_) != CONNECTION_OK || code.empty() || StartsWith(code, "08") || code == "57P01" ||
-      code == "57P02" || code == "57P03") {
+  // The session is gone, or the failure has no SQLSTATE at all (libpq's own: no result, a lost
+  // socket): the connection is not reused.
+  if (PQstatus(conn_) != CONNECTION_OK || code.empty() || sqlstate::IsConnectionLost(code)) {
     broken_ = true;
     return Status::Unavailable("storage unavailable", about);
   }
-  // Lock timeout, serialization failure, deadlock: contention, quiet in the storage log and
-  // counter (ops/storage_health.h); the next try may well succeed.
-  if (code == "55P03" || code == "40001" || code == "40P01") {
-    return Status::Unavailable("storage busy", about);
-  }
-  // Cancelled statement, read-only server
-  // (a standby after failover), insufficient resources (disk full, too many connections),
-  // system errors: the next try may well succeed.
-  if (code == "57014" || code == "25006" || StartsWith(code, "53") || StartsWith(code, "58")) {
-    return Status::Unavailable("storage unavailable", about);
-  }
-  if (code == "22021" || code == "22P05") {
+  // Contention is quiet in the storage log and counter (ops/storage_health.h).
+  if (sqlstate::IsContention(code)) return Status::Unavailable("storage busy", about);
+  if (sqlstate::IsServerUnavailable(code)) return Status::Unavailable("storage unavailable", about);
+  if (sqlstate::IsUnstorableText(code)) {
     return Status::InvalidArgument("event fields are not valid text for the database", about);
   }
   return Status::Internal("storage error", about + " (SQLSTATE " + code + ")");
@@ -148,7 +140,7 @@ StatusOr<std::string> Conn::PreparedName(const std::string& sql, bool text_param
   if (it != prepared_.end()) return it->second;
   std::string name = "hb" + std::to_string(prepared_.size() + 1);
   std::vector<Oid> types(text_params ? static_cast<size_t>(n_params) : 0, kTextOid);
-  PGresult* r = PQprepare(c_, name.c_str(), sql.c_str(), static_cast<int>(types.size()),
+  PGresult* r = PQprepare(conn_, name.c_str(), sql.c_str(), static_cast<int>(types.size()),
                           types.empty() ? nullptr : types.data());
   if (PQresultStatus(r) != PGRES_COMMAND_OK) {
     Status s = Error(r, "prepare");
@@ -176,7 +168,7 @@ StatusOr<Result> Conn::Exec(const std::string& sql, const Params& p, bool text_p
     lengths[i] = static_cast<int>(p.values_[i].size());
     formats[i] = p.binary_[i] ? 1 : 0;
   }
-  PGresult* r = PQexecPrepared(c_, name->c_str(), static_cast<int>(n), values.data(),
+  PGresult* r = PQexecPrepared(conn_, name->c_str(), static_cast<int>(n), values.data(),
                                lengths.data(), formats.data(), 0);
   ExecStatusType st = PQresultStatus(r);
   if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return Result(r);
@@ -186,7 +178,7 @@ StatusOr<Result> Conn::Exec(const std::string& sql, const Params& p, bool text_p
 }
 
 Status Conn::Run(const std::string& sql) {
-  PGresult* r = PQexec(c_, sql.c_str());
+  PGresult* r = PQexec(conn_, sql.c_str());
   ExecStatusType st = PQresultStatus(r);
   Status s = (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) ? Status::Ok() : Error(r, "run");
   PQclear(r);
@@ -197,7 +189,7 @@ bool Conn::ClosedByServer() {
   // An idle connection has nothing to read; anything readable is the server closing it
   // (EOF, or the FATAL notice a shutdown sends first). Dropping a healthy one by mistake
   // only costs a reconnect.
-  pollfd p{PQsocket(c_), POLLIN, 0};
+  pollfd p{PQsocket(conn_), POLLIN, 0};
   if (p.fd < 0) return true;
   if (poll(&p, 1, 0) == 0) return false;
   broken_ = true;

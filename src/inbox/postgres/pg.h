@@ -4,7 +4,7 @@
 // connections, drops broken ones and reconnects with backoff after a server restart.
 // Errors become Status: a lost connection, a server shutting down, lock or statement
 // timeouts, deadlocks and resource exhaustion are Unavailable (the caller answers 503);
-// everything else is Internal.
+// everything else is Internal. The SQLSTATEs that decide it are named once (namespace sqlstate).
 //
 // A Conn belongs to one thread at a time (the Pool's handle); the Pool is thread-safe.
 #pragma once
@@ -25,6 +25,56 @@
 #include "base/status.h"
 
 namespace hookbox::pg {
+
+// The SQLSTATEs hookbox tells apart (PostgreSQL's "Error Codes" appendix), and the groups it
+// maps onto a Status (Conn::Error). Every comparison of a SQLSTATE is against these.
+namespace sqlstate {
+
+constexpr std::string_view kConnectionExceptionClass = "08";  // the class: 08000, 08006, ...
+constexpr std::string_view kAdminShutdown = "57P01";
+constexpr std::string_view kCrashShutdown = "57P02";
+constexpr std::string_view kCannotConnectNow = "57P03";
+constexpr std::string_view kLockNotAvailable = "55P03";
+constexpr std::string_view kSerializationFailure = "40001";
+constexpr std::string_view kDeadlockDetected = "40P01";
+constexpr std::string_view kQueryCanceled = "57014";
+constexpr std::string_view kReadOnlySqlTransaction = "25006";
+constexpr std::string_view kInsufficientResourcesClass = "53";
+constexpr std::string_view kSystemErrorClass = "58";
+constexpr std::string_view kCharacterNotInRepertoire = "22021";
+constexpr std::string_view kUntranslatableCharacter = "22P05";
+constexpr std::string_view kIndeterminateDatatype = "42P18";
+
+constexpr bool InClass(std::string_view code, std::string_view cls) {
+  return code.substr(0, cls.size()) == cls;
+}
+
+// The session is gone: a connection exception, or the server terminating or refusing it.
+constexpr bool IsConnectionLost(std::string_view code) {
+  return InClass(code, kConnectionExceptionClass) || code == kAdminShutdown ||
+         code == kCrashShutdown || code == kCannotConnectNow;
+}
+
+// Contention: a lock timeout, a serialization failure, a deadlock. The next try may well
+// succeed.
+constexpr bool IsContention(std::string_view code) {
+  return code == kLockNotAvailable || code == kSerializationFailure || code == kDeadlockDetected;
+}
+
+// The server cannot serve the statement now: cancelled (statement_timeout), read-only (a
+// standby after failover), insufficient resources (disk full, too many connections), a
+// system error. The next try may well succeed.
+constexpr bool IsServerUnavailable(std::string_view code) {
+  return code == kQueryCanceled || code == kReadOnlySqlTransaction ||
+         InClass(code, kInsufficientResourcesClass) || InClass(code, kSystemErrorClass);
+}
+
+// Text the database cannot store in its encoding.
+constexpr bool IsUnstorableText(std::string_view code) {
+  return code == kCharacterNotInRepertoire || code == kUntranslatableCharacter;
+}
+
+}  // namespace sqlstate
 
 // Positional parameters, text format unless added as bytes (binary, for bytea).
 class Params {
@@ -105,24 +155,24 @@ class Conn final {
   Status Prepare(const std::string& sql, bool text_params = false, int n_params = 0);
 
   // The connection is gone (server restart, network): the pool must not reuse it.
-  bool broken() const { return broken_ || PQstatus(c_) != CONNECTION_OK; }
-  bool idle() const { return PQtransactionStatus(c_) == PQTRANS_IDLE; }
+  bool broken() const { return broken_ || PQstatus(conn_) != CONNECTION_OK; }
+  bool idle() const { return PQtransactionStatus(conn_) == PQTRANS_IDLE; }
   // A statement of the open transaction failed: only ROLLBACK (TO SAVEPOINT) is possible.
-  bool failed_transaction() const { return PQtransactionStatus(c_) == PQTRANS_INERROR; }
+  bool failed_transaction() const { return PQtransactionStatus(conn_) == PQTRANS_INERROR; }
   // An idle pooled connection whose server closed it (or sent a termination notice).
   bool ClosedByServer();
 
   // The Status for a failed call: Unavailable for connection, shutdown, timeout, deadlock
   // and resource errors, InvalidArgument for text the server cannot store, else Internal.
   Status Error(const PGresult* r, std::string_view what);
-  // The SQLSTATE of the last failed call ("" when it had none), e.g. "55P03" lock timeout.
+  // The SQLSTATE of the last failed call ("" when it had none), e.g. sqlstate::kLockNotAvailable.
   const std::string& last_sqlstate() const { return last_sqlstate_; }
 
  private:
-  explicit Conn(PGconn* c) : c_(c) {}
+  explicit Conn(PGconn* c) : conn_(c) {}
   StatusOr<std::string> PreparedName(const std::string& sql, bool text_params, int n_params);
 
-  PGconn* c_;
+  PGconn* conn_;
   bool broken_ = false;
   std::string last_sqlstate_;
   std::unordered_map<std::string, std::string> prepared_;  // sql -> statement name

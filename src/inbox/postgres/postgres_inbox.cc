@@ -50,6 +50,7 @@ using pg::Migrate;
 using pg::Params;
 using pg::Result;
 using pg::SchemaChoice;
+namespace sqlstate = pg::sqlstate;
 
 // Connections per process: enough for the HTTP threads' accepts and the workers at once;
 // more would only queue inside the server on a small machine.
@@ -298,7 +299,9 @@ class PostgresInbox final : public SqlInbox {
     const Params p = Params().Add(endpoint).Add(event_id);
     if (!c.Run("BEGIN").ok()) return false;
     // First without waiting: no lock held means nothing to wait for (the lease poll goes on).
-    if (c.Exec(lock_jobs + " NOWAIT", p).ok() || c.last_sqlstate() != "55P03") return false;
+    if (c.Exec(lock_jobs + " NOWAIT", p).ok() || c.last_sqlstate() != sqlstate::kLockNotAvailable) {
+      return false;
+    }
     const auto ms = std::max<int64_t>(1, wait.count());
     if (!c.Run("ROLLBACK; BEGIN; SET LOCAL lock_timeout = " + std::to_string(ms)).ok()) {
       return false;
@@ -370,7 +373,7 @@ class PostgresInbox final : public SqlInbox {
       for (const std::string& statement : sql.statements) {
         UserStatement st = Translate(statement);
         Status p = c.Prepare(st.sql, false, static_cast<int>(st.names.size()));
-        if (!p.ok() && p.ToString().find("SQLSTATE 42P18") != std::string::npos) {
+        if (!p.ok() && c.last_sqlstate() == sqlstate::kIndeterminateDatatype) {
           // e.g. `SELECT :event_id`: with every parameter text, the server can decide.
           p = c.Prepare(st.sql, true, static_cast<int>(st.names.size()));
           if (p.ok()) MarkTextParams(statement);
@@ -389,7 +392,7 @@ class PostgresInbox final : public SqlInbox {
   // One transaction of the algorithm (sql_inbox.h) on a pooled connection.
   class PgTx final : public SqlTx {
    public:
-    PgTx(Conn& c, PostgresInbox& inbox) : c_(c), inbox_(inbox) {}
+    PgTx(Conn& c, PostgresInbox& inbox) : conn_(c), inbox_(inbox) {}
     StatusOr<SqlRows> Query(const std::string& sql, const SqlArgs& args) override {
       Params p;
       for (const SqlArg& a : args) {
@@ -411,7 +414,7 @@ class PostgresInbox final : public SqlInbox {
             break;
         }
       }
-      HOOKBOX_EXEC(r, c_.Exec(sql, p));
+      HOOKBOX_EXEC(r, conn_.Exec(sql, p));
       SqlRows out;
       out.changed = r.Affected();
       out.rows.resize(static_cast<size_t>(r.rows()));
@@ -422,14 +425,14 @@ class PostgresInbox final : public SqlInbox {
       }
       return out;
     }
-    bool Lost() override { return c_.broken(); }
+    bool Lost() override { return conn_.broken(); }
     Status RunUserSql(const std::string& statement, const HandlerEvent& e) override {
-      return inbox_.RunUserStatement(c_, statement, e);
+      return inbox_.RunUserStatement(conn_, statement, e);
     }
-    Conn& conn() { return c_; }
+    Conn& conn() { return conn_; }
 
    private:
-    Conn& c_;
+    Conn& conn_;
     PostgresInbox& inbox_;
   };
 
@@ -455,7 +458,8 @@ class PostgresInbox final : public SqlInbox {
         " FOR UPDATE NOWAIT",
         {inbox_id, now});
     if (!locked.ok()) {
-      if (static_cast<PgTx&>(tx).conn().last_sqlstate() != "55P03") return locked.status();
+      if (static_cast<PgTx&>(tx).conn().last_sqlstate() != sqlstate::kLockNotAvailable)
+        return locked.status();
       *busy = true;
       return Status::Conflict("event busy", "its jobs are locked by the request running them");
     }

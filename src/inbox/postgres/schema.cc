@@ -74,10 +74,10 @@ StatusOr<std::vector<std::string>> TablesOffPath(Conn& c) {
 
 // Resolves the schema: the one schema on the session's search_path that holds hookbox's tables,
 // or, with none and `create`, the first schema on the path (current_schema(): where CREATE
-// would put a table). Before this, an open looked the table up through the path (to_regclass)
-// but created and read through whatever schema came first: a schema named after the role,
-// added later, silently became a second, empty inbox, and every event already processed was
-// accepted again as new (issue 29). So the cases where the path alone cannot tell are refused,
+// would put a table). One schema decides both where the tables are looked up and where they
+// are created and read: otherwise a schema named after the role, added later, would become a
+// second, empty inbox, and every event already processed would be accepted again as new
+// (docs/SECURITY.md rows 80-82). So the cases where the path alone cannot tell are refused,
 // naming the schemas and the setting that pins one:
 // - tables in two schemas of the path (an inbox already forked): which one is the inbox is
 //   the operator's call;

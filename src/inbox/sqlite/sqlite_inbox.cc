@@ -84,10 +84,10 @@ Status Migrate(Db& db, std::vector<std::string>* applied) {
   return tx.Commit();
 }
 
-// The operator's verbs (issue 29): a read of the schema's version, never BEGIN IMMEDIATE, so
-// they work while another process holds the write lock. A file without hookbox's tables, or
-// whose migrations are behind this binary (its statements may use what they add), is refused
-// and left as it is.
+// The operator's verbs: a read of the schema's version, never BEGIN IMMEDIATE, so they work
+// while another process holds the write lock (docs/SECURITY.md row 83). A file without
+// hookbox's tables, or whose migrations are behind this binary (its statements may use what
+// they add), is refused and left as it is.
 Status CheckSchema(Db& db, const std::string& path) {
   auto version = SchemaVersion(db);
   if (!version.ok()) return version.status();
@@ -417,9 +417,9 @@ class SqliteInbox final : public SqlInbox {
 
   // The UPDATE of one chunk of jobs: ?1 is the chunk's [[job id, due time], ...] as JSON.
   // The pairs drive the join, each job found by its rowid. `+status` keeps the status test
-  // off the jobs_due index: with it, SQLite's planner (no ANALYZE statistics) preferred
-  // walking every dead job in jobs_due for each chunk, which made a bulk retry quadratic
-  // (100,000 jobs: 6.2 s of CPU in this statement, 1.3 s without; bench/RESULTS.md).
+  // off the jobs_due index: with it, SQLite's planner (no ANALYZE statistics) prefers
+  // walking every dead job in jobs_due for each chunk, which makes a bulk retry quadratic in
+  // the number of dead jobs.
   static std::string BulkJobSql(bool replay) {
     return std::string(
                "UPDATE jobs SET status = 'pending', attempts = 0, next_attempt_at = p.due,"
