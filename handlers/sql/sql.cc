@@ -8,6 +8,8 @@
 // accepts grouped with it, before the handler's other statements and its row's settling).
 #include "handlers/sql/sql.h"
 
+#include <strings.h>
+
 #include <algorithm>
 #include <cctype>
 #include <set>
@@ -89,14 +91,11 @@ Scan ScanStatement(std::string_view sql) {
 
 // Whether `word` begins a transaction-control statement (SQLite's and PostgreSQL's: END is
 // SQLite's COMMIT, ABORT and START TRANSACTION PostgreSQL's).
-bool IsTransactionControl(std::string_view word) {
-  static constexpr std::string_view kWords[] = {"BEGIN",     "COMMIT",  "END",   "ROLLBACK",
-                                                "SAVEPOINT", "RELEASE", "START", "ABORT"};
-  return std::any_of(std::begin(kWords), std::end(kWords), [&](std::string_view k) {
-    return std::equal(k.begin(), k.end(), word.begin(), word.end(), [](char a, char b) {
-      return a == std::toupper(static_cast<unsigned char>(b));
-    });
-  });
+bool IsTransactionControl(const std::string& word) {
+  static constexpr const char* kWords[] = {"BEGIN",     "COMMIT",  "END",   "ROLLBACK",
+                                           "SAVEPOINT", "RELEASE", "START", "ABORT"};
+  return std::any_of(std::begin(kWords), std::end(kWords),
+                     [&](const char* k) { return strcasecmp(word.c_str(), k) == 0; });
 }
 
 std::string KnownParameters() {
