@@ -2,7 +2,8 @@
 // returns the failure of a Status (or of a StatusOr's status) and goes on when it is ok;
 // ASSIGN_OR_RETURN(lhs, expr) returns the failure of a StatusOr, or moves its value into
 // `lhs` (a declaration such as `auto rows` or `const SqlRows& rows`, or a variable). Both
-// evaluate `expr` once. The function they are used in returns a Status or any StatusOr.
+// evaluate `expr` once, and may be nested (a lambda inside `expr` may use them too). The
+// function they are used in returns a Status or any StatusOr.
 #pragma once
 
 #include <utility>
@@ -28,7 +29,7 @@ const Status& StatusOf(const StatusOr<T>& s) {
   } while (false)
 
 #define ASSIGN_OR_RETURN(lhs, expr) \
-  HOOKBOX_ASSIGN_OR_RETURN_IMPL(HOOKBOX_MACRO_CONCAT(hookbox_or_, __LINE__), lhs, expr)
+  HOOKBOX_ASSIGN_OR_RETURN_IMPL(HOOKBOX_MACRO_CONCAT(hookbox_or_, __COUNTER__), lhs, expr)
 
 #define HOOKBOX_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                                  \

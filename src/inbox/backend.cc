@@ -199,59 +199,6 @@ std::optional<double> ParseBulkRate(std::string_view text) {
   return std::nullopt;
 }
 
-Status CheckBulk(const BulkRequest& r) {
-  if (r.verb == BulkVerb::kReplay && r.filter.handler.empty()) {
-    return Status::InvalidArgument("replay needs a handler", "name it with --handler");
-  }
-  if (r.rate < 0) return Status::InvalidArgument("bad rate", "the rate must be positive");
-  return Status::Ok();
-}
-
-std::string BulkRowsTail(const BulkRequest& r, SqlDialect dialect, std::vector<SqlValue>* params) {
-  // Without the handler condition: the rows the plan counts as skipped include those
-  // without a job of the handler, and stale and ignored rows, which have no jobs at all.
-  EventFilter rows = r.filter;
-  rows.handler.clear();
-  const std::string condition = FilterCondition(rows, dialect, params);
-  return " FROM inbox" + (condition.empty() ? std::string() : " WHERE " + condition);
-}
-
-std::string BulkJobsTail(const BulkRequest& r, SqlDialect dialect, std::vector<SqlValue>* params) {
-  const char mark = dialect == SqlDialect::kSqlite ? '?' : '$';
-  auto param = [&](SqlValue v) {
-    params->push_back(std::move(v));
-    return std::string(1, mark) + std::to_string(params->size());
-  };
-  std::string sql = " FROM jobs j JOIN inbox i ON i.id = j.inbox_id WHERE j.status = ";
-  sql += r.verb == BulkVerb::kReplay ? "'done'" : "'dead'";
-  if (!r.filter.handler.empty()) sql += " AND j.handler = " + param(r.filter.handler);
-  // The filter in a subquery of its own: its conditions name inbox's columns unqualified,
-  // which jobs also has (id, status, handler). The handler is the condition on j above.
-  EventFilter rows = r.filter;
-  rows.handler.clear();
-  const std::string condition = FilterCondition(rows, dialect, params);
-  if (!condition.empty()) sql += " AND i.id IN (SELECT id FROM inbox WHERE " + condition + ")";
-  return sql;
-}
-
-TimePoint BulkDueAt(const BulkRequest& r, int64_t i) {
-  if (r.rate <= 0) return r.now;
-  const double seconds = static_cast<double>(i) / r.rate;
-  return r.now +
-         std::chrono::duration_cast<TimePoint::duration>(std::chrono::duration<double>(seconds));
-}
-
-void CountMatched(BulkPlan* plan, const std::string& status, int64_t n) {
-  plan->matched += n;
-  if (status == "stale") plan->skipped_stale += n;
-  if (status == "ignored") plan->skipped_ignored += n;
-}
-
-void FinishPlan(BulkPlan* plan) {
-  plan->skipped_no_job = std::max<int64_t>(
-      0, plan->matched - plan->skipped_stale - plan->skipped_ignored - plan->rows);
-}
-
 const char* VerdictName(Verdict v) {
   switch (v) {
     case Verdict::kAccepted:

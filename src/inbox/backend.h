@@ -106,20 +106,4 @@ std::string FilterCondition(const EventFilter& f, SqlDialect dialect,
 // keyset, ORDER BY and LIMIT. Parameter values are appended to *params in order.
 std::string ListQueryTail(const ListFilter& f, SqlDialect dialect, std::vector<SqlValue>* params);
 
-// ---- The bulk verbs' SQL, shared by both backends (Inbox::PlanBulk, RetryDead, Replay).
-// InvalidArgument for a replay without a handler.
-Status CheckBulk(const BulkRequest& r);
-// The rows the filter matches, its handler condition left out (the plan counts the rows
-// without a job of the handler as skipped): " FROM inbox WHERE <filter>".
-std::string BulkRowsTail(const BulkRequest& r, SqlDialect dialect, std::vector<SqlValue>* params);
-// The jobs the verb acts on, as `j`, with their rows as `i`: dead ones (retry; of
-// filter.handler only, when set) or filter.handler's done ones (replay), of matching rows.
-std::string BulkJobsTail(const BulkRequest& r, SqlDialect dialect, std::vector<SqlValue>* params);
-// When the i-th re-armed job (from 0, in received order) is due.
-TimePoint BulkDueAt(const BulkRequest& r, int64_t i);
-// Adds one GROUP BY status count of the matching rows to the plan.
-void CountMatched(BulkPlan* plan, const std::string& status, int64_t n);
-// skipped_no_job, once `matched`, the skipped stale/ignored and `rows` are known.
-void FinishPlan(BulkPlan* plan);
-
 }  // namespace hookbox

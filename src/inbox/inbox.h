@@ -421,8 +421,8 @@ class Inbox {
   // replicas: each job is changed by a compare-and-swap on its status (dead for a retry, done
   // for a replay), so a job that changed meanwhile is left alone and a repeat finds nothing
   // more to do; dead and done jobs hold no lease, so no running attempt is ever touched.
-  // Jobs go in batches of `batch`, one write transaction each (SQLite: one turn of the group
-  // commit), so accepts wait at most one batch.
+  // Jobs go in chunks (BulkRequest::batch), a short write transaction at a time, so accepts
+  // wait at most one of them.
   //
   // The counts of what RetryDead / Replay would do now; changes nothing. InvalidArgument for
   // a replay without a handler.

@@ -3,6 +3,7 @@
 // sync endpoint its sql handlers' work and the claim of the rest for the request.
 #include <cstdlib>
 
+#include "base/status_macros.h"
 #include "inbox/sql_inbox.h"
 
 namespace hookbox {
@@ -17,31 +18,25 @@ bool SqlRows::Bool(size_t row, int col) const {
 }
 
 StatusOr<AcceptResult> SqlInbox::Accept(const Event& event) {
-  AcceptResult result;
-  Status s = Transact(TxKind::kWrite, [&](SqlTx& tx) {
-    result = AcceptResult{};
+  return ReadInto<AcceptResult>(*this, TxKind::kWrite, [&](SqlTx& tx, AcceptResult& result) {
     return AcceptInto(tx, event, &result);
   });
-  if (!s.ok()) return s;
-  return result;
 }
 
 // The accept transaction's body. On PostgreSQL the resource's accept lock comes first, so
 // that inbox ids of one resource ascend in commit order, the order its jobs run in.
 Status SqlInbox::AcceptInto(SqlTx& tx, const Event& e, AcceptResult* out) {
-  Status s;
   const std::string now = FormatTime(e.received_at);
   if (!e.resource_id.empty()) {
-    if (s = LockKey(tx, KeyLock::kAccept, ResourceKey(e.endpoint, e.resource_id)); !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(LockKey(tx, KeyLock::kAccept, ResourceKey(e.endpoint, e.resource_id)));
   }
   if (e.dedupe_body) {
     bool duplicate = false;
-    if (s = BodyDuplicate(tx, e, now, out, &duplicate); !s.ok() || duplicate) return s;
+    RETURN_IF_ERROR(BodyDuplicate(tx, e, now, out, &duplicate));
+    if (duplicate) return Status::Ok();
   }
-  HOOKBOX_QUERY(
-      ins,
+  ASSIGN_OR_RETURN(
+      const SqlRows& ins,
       tx.Query(
           "INSERT INTO inbox (endpoint, event_id, id_source, event_type, resource_id, sequence,"
           " sequence_key, body_sha256, headers, body, status, received_at)"
@@ -56,8 +51,8 @@ Status SqlInbox::AcceptInto(SqlTx& tx, const Event& e, AcceptResult* out) {
     // Sequence gate: lower than the last accepted sequence of the resource is stale; equal
     // is not (second-resolution timestamps tie, and a redelivery after `inbox clear` must
     // run). The upsert locks the sequences row whether or not it moves it.
-    HOOKBOX_QUERY(
-        gate,
+    ASSIGN_OR_RETURN(
+        const SqlRows& gate,
         tx.Query(
             "INSERT INTO sequences (endpoint, resource_id, last_sequence, last_event_id, "
             "updated_at)"
@@ -85,8 +80,8 @@ Status SqlInbox::AcceptInto(SqlTx& tx, const Event& e, AcceptResult* out) {
 Status SqlInbox::CountDuplicate(SqlTx& tx, const Event& e, const std::string& now,
                                 AcceptResult* out) {
   out->verdict = Verdict::kDuplicate;
-  HOOKBOX_QUERY(
-      up,
+  ASSIGN_OR_RETURN(
+      const SqlRows& up,
       tx.Query("UPDATE inbox SET duplicates = duplicates + 1, last_duplicate_at = $3"
                " WHERE endpoint = $1 AND event_id = $2 AND (NOT $4::boolean OR body_sha256 = $5)"
                " RETURNING body_sha256 <> $5",
@@ -95,7 +90,8 @@ Status SqlInbox::CountDuplicate(SqlTx& tx, const Event& e, const std::string& no
     out->body_changed = up.Bool(0, 0);
     return Status::Ok();
   }
-  HOOKBOX_QUERY(q, tx.Query("SELECT 1 FROM inbox WHERE endpoint = $1 AND event_id = $2",
+  ASSIGN_OR_RETURN(const SqlRows& q,
+                   tx.Query("SELECT 1 FROM inbox WHERE endpoint = $1 AND event_id = $2",
                             {e.endpoint, e.event_id}));
   if (q.empty()) {
     return Status::Unavailable("storage unavailable",
@@ -112,15 +108,14 @@ Status SqlInbox::CountDuplicate(SqlTx& tx, const Event& e, const std::string& no
 // one is a duplicate by id, counted by the insert's path). Found: counted there, *duplicate.
 Status SqlInbox::BodyDuplicate(SqlTx& tx, const Event& e, const std::string& now, AcceptResult* out,
                                bool* duplicate) {
-  if (Status s = LockKey(tx, KeyLock::kBody, ResourceKey(e.endpoint, e.body_sha256)); !s.ok()) {
-    return s;
-  }
-  HOOKBOX_QUERY(
-      up, tx.Query("UPDATE inbox SET duplicates = duplicates + 1, last_duplicate_at = $4"
-                   " WHERE id = (SELECT id FROM inbox WHERE endpoint = $1 AND body_sha256 = $2"
-                   " AND NOT EXISTS (SELECT 1 FROM inbox WHERE endpoint = $1 AND event_id = $3)"
-                   " ORDER BY id LIMIT 1) RETURNING event_id",
-                   {e.endpoint, e.body_sha256, e.event_id, now}));
+  RETURN_IF_ERROR(LockKey(tx, KeyLock::kBody, ResourceKey(e.endpoint, e.body_sha256)));
+  ASSIGN_OR_RETURN(
+      const SqlRows& up,
+      tx.Query("UPDATE inbox SET duplicates = duplicates + 1, last_duplicate_at = $4"
+               " WHERE id = (SELECT id FROM inbox WHERE endpoint = $1 AND body_sha256 = $2"
+               " AND NOT EXISTS (SELECT 1 FROM inbox WHERE endpoint = $1 AND event_id = $3)"
+               " ORDER BY id LIMIT 1) RETURNING event_id",
+               {e.endpoint, e.body_sha256, e.event_id, now}));
   if (up.empty()) return Status::Ok();
   *duplicate = true;
   out->verdict = Verdict::kDuplicate;
@@ -130,11 +125,10 @@ Status SqlInbox::BodyDuplicate(SqlTx& tx, const Event& e, const std::string& now
 
 Status SqlInbox::InsertJobs(SqlTx& tx, const Event& e, int64_t inbox_id, const std::string& now) {
   for (const std::string& handler : e.handlers) {
-    Status s = tx.Run(
-        "INSERT INTO jobs (inbox_id, handler, status, next_attempt_at, sync)"
-        " VALUES ($1, $2, 'pending', $3, $4)",
-        {inbox_id, handler, now, !e.sync_owner.empty()});
-    if (!s.ok()) return s;
+    RETURN_IF_ERROR(
+        tx.Run("INSERT INTO jobs (inbox_id, handler, status, next_attempt_at, sync)"
+               " VALUES ($1, $2, 'pending', $3, $4)",
+               {inbox_id, handler, now, !e.sync_owner.empty()}));
   }
   return Status::Ok();
 }
@@ -143,16 +137,12 @@ Status SqlInbox::InsertJobs(SqlTx& tx, const Event& e, int64_t inbox_id, const s
 // rest for the request.
 Status SqlInbox::AddJobs(SqlTx& tx, const Event& e, int64_t inbox_id, const std::string& now,
                          AcceptResult* out) {
-  Status s = InsertJobs(tx, e, inbox_id, now);
-  if (!s.ok()) return s;
+  RETURN_IF_ERROR(InsertJobs(tx, e, inbox_id, now));
   out->verdict = Verdict::kAccepted;
   if (e.sync_owner.empty()) return Status::Ok();
-  if (!e.sync_sql.empty()) {
-    if (s = RunSyncSql(tx, e, inbox_id, now); !s.ok()) return s;
-  }
+  if (!e.sync_sql.empty()) RETURN_IF_ERROR(RunSyncSql(tx, e, inbox_id, now));
   EventClaim claim;
-  s = ClaimEventInto(tx, inbox_id, e.sync_owner, e.received_at, e.sync_lease, &claim);
-  if (!s.ok()) return s;
+  RETURN_IF_ERROR(ClaimEventInto(tx, inbox_id, e.sync_owner, e.received_at, e.sync_lease, &claim));
   out->claimed = std::move(claim.jobs);
   return Status::Ok();
 }
@@ -175,18 +165,17 @@ Status SqlInbox::RunSyncSql(SqlTx& tx, const Event& e, int64_t inbox_id, const s
         return Status::Internal("sql handler failed", s.ToString());
       }
     }
-    HOOKBOX_QUERY(
-        done,
+    ASSIGN_OR_RETURN(
+        const SqlRows& done,
         tx.Query(
             "UPDATE jobs SET status = 'done', attempts = 1 WHERE inbox_id = $1 AND handler = $2"
             " RETURNING id",
             {inbox_id, handler}));
     if (done.empty()) continue;
-    Status s = tx.Run(
-        "INSERT INTO attempts (job, number, started_at, finished_at, outcome, detail)"
-        " VALUES ($1, 1, $2, $2, 'ok', 'sql: ran in the accept transaction')",
-        {done.Int(0, 0), now});
-    if (!s.ok()) return s;
+    RETURN_IF_ERROR(
+        tx.Run("INSERT INTO attempts (job, number, started_at, finished_at, outcome, detail)"
+               " VALUES ($1, 1, $2, $2, 'ok', 'sql: ran in the accept transaction')",
+               {done.Int(0, 0), now}));
   }
   return SettleRow(tx, inbox_id, now);
 }

@@ -9,6 +9,7 @@
 #include <set>
 #include <tuple>
 
+#include "base/status_macros.h"
 #include "inbox/handler_gate.h"
 #include "inbox/sql_inbox.h"
 
@@ -55,13 +56,10 @@ StatusOr<std::vector<ClaimedJob>> SqlInbox::ClaimJobs(const std::string& owner, 
                                                       TimePoint now,
                                                       std::chrono::milliseconds lease,
                                                       const ClaimLimits& limits) {
-  std::vector<ClaimedJob> claimed;
-  Status s = Transact(TxKind::kClaim, [&](SqlTx& tx) {
-    claimed.clear();
-    return ClaimInto(tx, owner, max, now, lease, limits, &claimed);
-  });
-  if (!s.ok()) return s;
-  return claimed;
+  return ReadInto<std::vector<ClaimedJob>>(
+      *this, TxKind::kClaim, [&](SqlTx& tx, std::vector<ClaimedJob>& claimed) {
+        return ClaimInto(tx, owner, max, now, lease, limits, &claimed);
+      });
 }
 
 // The claim's body. With no handler held (a paused or non-closed state row) and no rate, one
@@ -73,8 +71,8 @@ Status SqlInbox::ClaimInto(SqlTx& tx, const std::string& owner, int max, TimePoi
                            std::chrono::milliseconds lease, const ClaimLimits& limits,
                            std::vector<ClaimedJob>* out) {
   const std::string now_text = FormatTime(now);
-  HOOKBOX_QUERY(
-      held,
+  ASSIGN_OR_RETURN(
+      const SqlRows& held,
       tx.Query("SELECT endpoint, handler FROM handler_state WHERE paused OR circuit <> 'closed'"));
   std::map<HandlerKey, const HandlerRate*> rates;
   for (const HandlerRate& r : limits.rates) rates[{r.endpoint, r.handler}] = &r;
@@ -84,26 +82,26 @@ Status SqlInbox::ClaimInto(SqlTx& tx, const std::string& owner, int max, TimePoi
   const std::vector<HandlerKey> apart(apart_set.begin(), apart_set.end());
 
   std::vector<ClaimedJob> due;
-  if (Status s = DueJobs(tx, now_text, max, apart, false, &due); !s.ok()) return s;
+  RETURN_IF_ERROR(DueJobs(tx, now_text, max, apart, false, &due));
   for (ClaimedJob& job : due) job.rate_due_at.reset();  // no rate holds these
-  if (Status s = KeepHeads(tx, now_text, due, out); !s.ok()) return s;
+  RETURN_IF_ERROR(KeepHeads(tx, now_text, due, out));
 
   for (const HandlerKey& key : apart) {
     if (out->size() >= static_cast<size_t>(max)) break;
     auto r = rates.find(key);
     const HandlerRate* rate = r == rates.end() ? nullptr : r->second;
     HandlerState st;
-    if (Status s = LoadState(tx, key.first, key.second, &st); !s.ok()) return s;
+    RETURN_IF_ERROR(LoadState(tx, key.first, key.second, &st));
     const GateDecision decision = DecideClaim(st, rate, now);
     const int room = max - static_cast<int>(out->size());
     const int take = decision.unlimited ? room : std::min(decision.budget, room);
     if (take <= 0) continue;
     std::vector<ClaimedJob> mine, heads;
-    if (Status s = DueJobs(tx, now_text, take, {key}, true, &mine); !s.ok()) return s;
-    if (Status s = KeepHeads(tx, now_text, mine, &heads); !s.ok()) return s;
+    RETURN_IF_ERROR(DueJobs(tx, now_text, take, {key}, true, &mine));
+    RETURN_IF_ERROR(KeepHeads(tx, now_text, mine, &heads));
     if (heads.empty()) continue;
     auto t = AfterClaim(st, rate, decision, static_cast<int>(heads.size()), now, lease);
-    if (Status s = StoreState(tx, st); !s.ok()) return s;
+    RETURN_IF_ERROR(StoreState(tx, st));
     for (ClaimedJob& job : heads) {
       if (!rate) job.rate_due_at.reset();
       job.probe = t.has_value();
@@ -165,7 +163,7 @@ Status SqlInbox::DueJobs(SqlTx& tx, const std::string& now, int max,
   std::vector<std::pair<std::string, ClaimedJob>> due;  // (next_attempt_at, job)
   for (const char* way : {"j.status = 'pending' AND j.next_attempt_at <= $1::timestamptz",
                           "j.status = 'processing' AND j.lease_until < $1::timestamptz"}) {
-    HOOKBOX_QUERY(q, tx.Query(select + way + heads_its_resource, args));
+    ASSIGN_OR_RETURN(const SqlRows& q, tx.Query(select + way + heads_its_resource, args));
     for (size_t i = 0; i < q.size(); ++i) due.emplace_back(q.Text(i, 14), ReadClaim(q, i));
   }
   std::sort(due.begin(), due.end(), [](const auto& a, const auto& b) {
@@ -187,33 +185,25 @@ Status SqlInbox::LeaseJobs(SqlTx& tx, const std::vector<ClaimedJob>& jobs, const
                            TimePoint now, std::chrono::milliseconds lease) {
   const std::string now_text = FormatTime(now);
   const std::string until = FormatTime(now + lease);
-  Status s;
   std::set<int64_t> rows;
   for (const ClaimedJob& j : jobs) {
-    if (s = tx.Run("UPDATE attempts SET detail = 'abandoned: the lease ran out (worker stopped"
-                   " or died)' WHERE job = $1 AND finished_at IS NULL",
-                   {j.job_id});
-        !s.ok()) {
-      return s;
-    }
-    if (s = tx.Run("UPDATE jobs SET status = 'processing', attempts = attempts + 1,"
-                   " lease_owner = $1, lease_token = $2, lease_until = $3 WHERE id = $4",
-                   {owner, j.lease_token, until, j.job_id});
-        !s.ok()) {
-      return s;
-    }
-    if (s = tx.Run("INSERT INTO attempts (job, number, started_at, generation)"
-                   " VALUES ($1, $2, $3, $4)",
-                   {j.job_id, j.event.attempt, now_text, j.event.generation});
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(
+        tx.Run("UPDATE attempts SET detail = 'abandoned: the lease ran out (worker stopped"
+               " or died)' WHERE job = $1 AND finished_at IS NULL",
+               {j.job_id}));
+    RETURN_IF_ERROR(
+        tx.Run("UPDATE jobs SET status = 'processing', attempts = attempts + 1,"
+               " lease_owner = $1, lease_token = $2, lease_until = $3 WHERE id = $4",
+               {owner, j.lease_token, until, j.job_id}));
+    RETURN_IF_ERROR(
+        tx.Run("INSERT INTO attempts (job, number, started_at, generation)"
+               " VALUES ($1, $2, $3, $4)",
+               {j.job_id, j.event.attempt, now_text, j.event.generation}));
     rows.insert(j.inbox_id);
   }
   for (int64_t row : rows) {
-    s = tx.Run("UPDATE inbox SET status = 'processing' WHERE id = $1 AND status = 'pending'",
-               {row});
-    if (!s.ok()) return s;
+    RETURN_IF_ERROR(tx.Run(
+        "UPDATE inbox SET status = 'processing' WHERE id = $1 AND status = 'pending'", {row}));
   }
   return Status::Ok();
 }
@@ -249,7 +239,8 @@ HandlerState ReadState(const SqlRows& q, size_t i) {
 Status SqlInbox::LoadState(SqlTx& tx, const std::string& endpoint, const std::string& handler,
                            HandlerState* out) {
   for (int round = 0; round < 2; ++round) {
-    HOOKBOX_QUERY(q, tx.Query("SELECT " + StateColumns() +
+    ASSIGN_OR_RETURN(const SqlRows& q,
+                     tx.Query("SELECT " + StateColumns() +
                                   " FROM handler_state WHERE endpoint = $1 AND handler = $2" +
                                   d_.Lock(" FOR UPDATE"),
                               {endpoint, handler}));
@@ -263,10 +254,9 @@ Status SqlInbox::LoadState(SqlTx& tx, const std::string& endpoint, const std::st
       out->handler = handler;
       return Status::Ok();
     }
-    Status s = tx.Run(
+    RETURN_IF_ERROR(tx.Run(
         "INSERT INTO handler_state (endpoint, handler) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-        {endpoint, handler});
-    if (!s.ok()) return s;
+        {endpoint, handler}));
   }
   return Status::Internal("handler_state row vanished", endpoint + "/" + handler);
 }
@@ -294,30 +284,26 @@ Status SqlInbox::StoreState(SqlTx& tx, const HandlerState& st) {
 
 StatusOr<int64_t> SqlInbox::SetPaused(const std::vector<HandlerRef>& handlers, bool paused,
                                       const std::string& reason, TimePoint now) {
-  int64_t changed = 0;
-  Status s = Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
-    changed = 0;
+  return ReadInto<int64_t>(*this, TxKind::kWrite, [&](SqlTx& tx, int64_t& changed) -> Status {
     for (const HandlerRef& ref : handlers) {
       HandlerState st;
-      if (Status l = LoadState(tx, ref.endpoint, ref.handler, &st); !l.ok()) return l;
+      RETURN_IF_ERROR(LoadState(tx, ref.endpoint, ref.handler, &st));
       if (!ApplyPause(st, paused, reason, now)) continue;
-      if (Status w = StoreState(tx, st); !w.ok()) return w;
+      RETURN_IF_ERROR(StoreState(tx, st));
       ++changed;
     }
     return Status::Ok();
   });
-  if (!s.ok()) return s;
-  return changed;
 }
 
 StatusOr<std::optional<CircuitTransition>> SqlInbox::RecordCircuit(const HandlerRef& handler,
                                                                    Outcome outcome,
                                                                    const CircuitLimit& limit,
                                                                    TimePoint now) {
-  std::optional<CircuitTransition> t;
-  Status s = Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
+  using Transition = std::optional<CircuitTransition>;
+  return ReadInto<Transition>(*this, TxKind::kWrite, [&](SqlTx& tx, Transition& t) -> Status {
     HandlerState st;
-    if (Status l = LoadState(tx, handler.endpoint, handler.handler, &st); !l.ok()) return l;
+    RETURN_IF_ERROR(LoadState(tx, handler.endpoint, handler.handler, &st));
     const HandlerState before = st;
     t = ApplyOutcome(st, outcome, limit, now);
     if (!t && st.failures == before.failures && st.probe_until == before.probe_until) {
@@ -325,17 +311,16 @@ StatusOr<std::optional<CircuitTransition>> SqlInbox::RecordCircuit(const Handler
     }
     return StoreState(tx, st);
   });
-  if (!s.ok()) return s;
-  return t;
 }
 
 // ---- A sync request's claim of one event ----
 
 Status SqlInbox::EventBusy(SqlTx& tx, int64_t inbox_id, const std::string& now, bool* busy) {
-  HOOKBOX_QUERY(q,
-                tx.Query("SELECT count(*) FROM jobs WHERE inbox_id = $1 AND status = 'processing'"
-                         " AND lease_until >= $2::timestamptz",
-                         {inbox_id, now}));
+  ASSIGN_OR_RETURN(
+      const SqlRows& q,
+      tx.Query("SELECT count(*) FROM jobs WHERE inbox_id = $1 AND status = 'processing'"
+               " AND lease_until >= $2::timestamptz",
+               {inbox_id, now}));
   *busy = q.Int(0, 0) > 0;
   return Status::Ok();
 }
@@ -348,11 +333,12 @@ Status SqlInbox::ClaimEventInto(SqlTx& tx, int64_t inbox_id, const std::string& 
   Status s = EventBusy(tx, inbox_id, FormatTime(now), &busy);
   if (busy) out->state = EventClaim::State::kBusy;
   if (!s.ok() || busy) return s;
-  HOOKBOX_QUERY(q,
-                tx.Query("SELECT " + ClaimColumns(d_) +
-                             " FROM jobs j JOIN inbox i ON i.id = j.inbox_id WHERE j.inbox_id = $1"
-                             " AND j.status IN ('pending', 'processing') ORDER BY j.id",
-                         {inbox_id}));
+  ASSIGN_OR_RETURN(
+      const SqlRows& q,
+      tx.Query("SELECT " + ClaimColumns(d_) +
+                   " FROM jobs j JOIN inbox i ON i.id = j.inbox_id WHERE j.inbox_id = $1"
+                   " AND j.status IN ('pending', 'processing') ORDER BY j.id",
+               {inbox_id}));
   for (size_t i = 0; i < q.size(); ++i) out->jobs.push_back(ReadClaim(q, i));
   out->state = out->jobs.empty() ? EventClaim::State::kSettled : EventClaim::State::kClaimed;
   return LeaseJobs(tx, out->jobs, owner, now, lease);
@@ -364,9 +350,9 @@ StatusOr<EventClaim> SqlInbox::ClaimEvent(const std::string& endpoint, const std
   EventClaim claim;
   Status s = Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
     claim = EventClaim{};
-    HOOKBOX_QUERY(row,
-                  tx.Query("SELECT id, status FROM inbox WHERE endpoint = $1 AND event_id = $2",
-                           {endpoint, event_id}));
+    ASSIGN_OR_RETURN(const SqlRows& row,
+                     tx.Query("SELECT id, status FROM inbox WHERE endpoint = $1 AND event_id = $2",
+                              {endpoint, event_id}));
     if (row.empty()) return Status::NotFound("no such event", endpoint + " " + event_id);
     claim.row_status = row.Text(0, 1);
     return ClaimEventInto(tx, row.Int(0, 0), owner, now, lease, &claim);
@@ -379,12 +365,9 @@ StatusOr<EventClaim> SqlInbox::ClaimEvent(const std::string& endpoint, const std
 
 StatusOr<Outcome> SqlInbox::FinishJob(const ClaimedJob& job, const JobOutcome& outcome,
                                       const SqlWork* sql, const JobOutcome* sql_failed) {
-  Outcome recorded = outcome.outcome;
-  Status s = Transact(TxKind::kWrite, [&](SqlTx& tx) {
+  return ReadInto<Outcome>(*this, TxKind::kWrite, [&](SqlTx& tx, Outcome& recorded) {
     return FinishInto(tx, job, outcome, sql, sql_failed, &recorded);
   });
-  if (!s.ok()) return s;
-  return recorded;
 }
 
 std::vector<size_t> SqlInbox::FinishOrder(const std::vector<FinishRequest>& finishes) {
@@ -402,7 +385,7 @@ std::vector<StatusOr<Outcome>> SqlInbox::FinishJobs(const std::vector<FinishRequ
   const std::vector<size_t> order = FinishOrder(finishes);
   Status s = Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
     for (size_t i : order) {
-      if (Status one = FinishAlone(tx, finishes[i], &results[i]); !one.ok()) return one;
+      RETURN_IF_ERROR(FinishAlone(tx, finishes[i], &results[i]));
     }
     return Status::Ok();
   });
@@ -412,11 +395,11 @@ std::vector<StatusOr<Outcome>> SqlInbox::FinishJobs(const std::vector<FinishRequ
 
 Status SqlInbox::FinishAlone(SqlTx& tx, const FinishRequest& f, StatusOr<Outcome>* result) {
   Outcome recorded = f.outcome.outcome;
-  if (Status sp = tx.Run("SAVEPOINT finish"); !sp.ok()) return sp;
+  RETURN_IF_ERROR(tx.Run("SAVEPOINT finish"));
   Status one = FinishInto(tx, *f.job, f.outcome, f.sql, f.sql ? &f.sql_failed : nullptr, &recorded);
   if (!one.ok()) {
     if (tx.Lost()) return one;  // the whole group is lost
-    if (Status rb = tx.Run("ROLLBACK TO SAVEPOINT finish"); !rb.ok()) return rb;
+    RETURN_IF_ERROR(tx.Run("ROLLBACK TO SAVEPOINT finish"));
     *result = one;
   } else {
     *result = recorded;
@@ -432,28 +415,29 @@ Status SqlInbox::FinishInto(SqlTx& tx, const ClaimedJob& job, const JobOutcome& 
   const JobOutcome* effective = &outcome;
   JobOutcome failed;
   if (sql && outcome.outcome == Outcome::kOk) {
-    HOOKBOX_QUERY(held, tx.Query(std::string("SELECT 1 FROM jobs WHERE id = $1 AND lease_token = $2"
-                                             " AND status = 'processing'") +
-                                     d_.Lock(" FOR NO KEY UPDATE"),
-                                 {job.job_id, job.lease_token}));
+    ASSIGN_OR_RETURN(const SqlRows& held,
+                     tx.Query(std::string("SELECT 1 FROM jobs WHERE id = $1 AND lease_token = $2"
+                                          " AND status = 'processing'") +
+                                  d_.Lock(" FOR NO KEY UPDATE"),
+                              {job.job_id, job.lease_token}));
     if (held.empty()) return LeaseLost(job);
-    if (Status s = tx.Run("SAVEPOINT sql_handler"); !s.ok()) return s;
+    RETURN_IF_ERROR(tx.Run("SAVEPOINT sql_handler"));
     Status s;
     for (const std::string& statement : sql->statements) {
       if (s = tx.RunUserSql(statement, job.event); !s.ok()) break;
     }
     if (!s.ok()) {
       if (tx.Lost()) return s;  // nothing to record on a transaction that is gone
-      if (Status rb = tx.Run("ROLLBACK TO SAVEPOINT sql_handler"); !rb.ok()) return rb;
+      RETURN_IF_ERROR(tx.Run("ROLLBACK TO SAVEPOINT sql_handler"));
       failed = SqlFailedOutcome(outcome, sql_failed, s);
       effective = &failed;
     }
-    if (s = tx.Run("RELEASE SAVEPOINT sql_handler"); !s.ok()) return s;
+    RETURN_IF_ERROR(tx.Run("RELEASE SAVEPOINT sql_handler"));
   }
   const std::string finished = FormatTime(effective->finished_at);
   const bool retry = effective->next == JobOutcome::Next::kRetry;
-  HOOKBOX_QUERY(
-      cas,
+  ASSIGN_OR_RETURN(
+      const SqlRows& cas,
       tx.Query(
           std::string("UPDATE jobs SET status = $1,"
                       " next_attempt_at = coalesce($2::timestamptz, next_attempt_at),"
@@ -466,38 +450,34 @@ Status SqlInbox::FinishInto(SqlTx& tx, const ClaimedJob& job, const JobOutcome& 
            effective->outcome != Outcome::kOk ? SqlArg(StorableText(effective->detail)) : SqlArg(),
            job.job_id, job.lease_token, int64_t{effective->refund_try ? 1 : 0}}));
   if (cas.changed == 0) return LeaseLost(job);
-  Status s = tx.Run(
-      "UPDATE attempts SET finished_at = $1, outcome = $2, detail = $3"
-      " WHERE job = $4 AND number = $5",
-      {finished, OutcomeName(effective->outcome), StorableText(effective->detail), job.job_id,
-       job.event.attempt});
-  if (!s.ok()) return s;
+  RETURN_IF_ERROR(
+      tx.Run("UPDATE attempts SET finished_at = $1, outcome = $2, detail = $3"
+             " WHERE job = $4 AND number = $5",
+             {finished, OutcomeName(effective->outcome), StorableText(effective->detail),
+              job.job_id, job.event.attempt}));
   *recorded = effective->outcome;
   return SettleRow(tx, job.inbox_id, finished);
 }
 
-// Sets the inbox row's status from its jobs: dead if any job is dead, processed when all
-// are done, processing otherwise. On PostgreSQL the row is locked first, in a statement of
-// its own, so that the jobs are read as of after any concurrent settle of it committed.
+// Sets the inbox row's status from its jobs (SettledStatus). On PostgreSQL the row is locked first,
+// in a statement of its own, so that the jobs are read as of after any concurrent settle of it
+// committed.
 Status SqlInbox::SettleRow(SqlTx& tx, int64_t inbox_id, const std::string& now) {
   if (d_.row_locks) {
-    if (Status s = tx.Run("SELECT 1 FROM inbox WHERE id = $1 FOR UPDATE", {inbox_id}); !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(tx.Run("SELECT 1 FROM inbox WHERE id = $1 FOR UPDATE", {inbox_id}));
   }
-  return tx.Run(
-      "UPDATE inbox SET"
-      " status = CASE"
-      "   WHEN EXISTS (SELECT 1 FROM jobs WHERE inbox_id = $1 AND status = 'dead')"
-      "     THEN 'dead'"
-      "   WHEN NOT EXISTS (SELECT 1 FROM jobs WHERE inbox_id = $1 AND status <> 'done')"
-      "     THEN 'processed'"
-      "   ELSE 'processing' END,"
-      " processed_at = CASE"
-      "   WHEN NOT EXISTS (SELECT 1 FROM jobs WHERE inbox_id = $1 AND status <> 'done')"
-      "     THEN $2::timestamptz ELSE NULL END"
-      " WHERE id = $1",
-      {inbox_id, now});
+  static const std::string kSettle =
+      "UPDATE inbox SET " + SettledStatus("$1", "$2::timestamptz") + " WHERE id = $1";
+  return tx.Run(kSettle, {inbox_id, now});
+}
+
+std::string SettledStatus(const std::string& row, const std::string& at) {
+  const std::string unfinished =
+      "EXISTS (SELECT 1 FROM jobs WHERE inbox_id = " + row + " AND status <> 'done')";
+  return "status = CASE WHEN EXISTS (SELECT 1 FROM jobs WHERE inbox_id = " + row +
+         " AND status = 'dead') THEN 'dead' WHEN NOT " + unfinished +
+         " THEN 'processed' ELSE 'processing' END, processed_at = CASE WHEN NOT " + unfinished +
+         " THEN " + at + " ELSE NULL END";
 }
 
 }  // namespace hookbox

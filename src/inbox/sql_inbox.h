@@ -82,22 +82,22 @@ class SqlTx {
   virtual Status RunUserSql(const std::string& statement, const HandlerEvent& e) = 0;
 };
 
-// The rows of a tx.Query(...), or return its failure.
-#define HOOKBOX_QUERY(var, expr)                \
-  auto var##_or = (expr);                       \
-  if (!var##_or.ok()) return var##_or.status(); \
-  const SqlRows& var = *var##_or
-
 // The SQL that differs between the dialects, beside `$N` and casts.
 struct SqlSpelling {
   SqlDialect dialect;
-  bool row_locks;           // PostgreSQL: FOR UPDATE and its kin; SQLite: one writer
-  const char* greatest;     // "max" / "greatest"
-  const char* real;         // the type of a double
-  const char* jobs_inbox;   // the claim's join of jobs j and inbox i
-  const char* not_sync;     // a job for the worker pool (SQLite's partial index wants = 0)
-  const char* due_order;    // the claim's ORDER BY: the order of the index it walks
-  const char* skip_locked;  // the claim's lock of the jobs it picks
+  bool row_locks;             // PostgreSQL: FOR UPDATE and its kin; SQLite: one writer
+  const char* greatest;       // "max" / "greatest"
+  const char* real;           // the type of a double
+  const char* jobs_inbox;     // the claim's join of jobs j and inbox i
+  const char* not_sync;       // a job for the worker pool (SQLite's partial index wants = 0)
+  const char* due_order;      // the claim's ORDER BY: the order of the index it walks
+  const char* skip_locked;    // the claim's lock of the jobs it picks
+  const char* json_elements;  // a JSON array's elements as rows with a column `value`
+  const char* no_index;       // before a column SQLite's planner must not use an index for
+  // A bulk verb's write transaction takes chunks until it has held the write lock this long
+  // (SQLite, whose one write lock the daemon's accepts share); 0: one chunk of the request's
+  // batch per transaction (PostgreSQL, whose row locks leave other rows' accepts free).
+  std::chrono::milliseconds bulk_hold;
 
   // A time column as RFC 3339 UTC text with milliseconds, as FormatTime writes it.
   std::string Time(const std::string& column) const;
@@ -111,6 +111,10 @@ extern const SqlSpelling kPostgresSpelling;
 std::string RowColumns(const SqlSpelling& d);
 InboxRow ReadRow(const SqlRows& q, size_t row);
 HandlerState ReadState(const SqlRows& q, size_t row);
+// The SET clause that derives an inbox row's status from its jobs: dead if any job is dead,
+// processed (processed_at = `at`) when all are done, processing otherwise. `row` is the
+// row's id as the statement names it.
+std::string SettledStatus(const std::string& row, const std::string& at);
 // SqlValue (backend.h) parameters as SqlArgs.
 SqlArgs ArgsOf(const std::vector<SqlValue>& values);
 
@@ -166,6 +170,9 @@ class SqlInbox : public Inbox {
   StatusOr<InboxStats> Stats() override;
   StatusOr<QueueStats> Queue(bool count_done) override;
   StatusOr<PurgeCounts> Purge(const PurgeRequest& request) override;
+  StatusOr<BulkPlan> PlanBulk(const BulkRequest& request) override;
+  StatusOr<int64_t> RetryDead(const BulkRequest& request) override;
+  StatusOr<int64_t> Replay(const BulkRequest& request) override;
 
  protected:
   // ---- The locks, no-ops on SQLite (its writer runs one write at a time).
@@ -225,7 +232,30 @@ class SqlInbox : public Inbox {
                   InboxDetail* d);
   StatusOr<int64_t> PurgeRows(const PurgeRequest& r, const std::string& count_sql,
                               const std::string& delete_sql, const SqlArgs& args);
+  // A job a bulk verb changes, with its row and its resource's claim lock key ("" = no
+  // resource, or a dialect without row locks).
+  struct BulkTarget {
+    int64_t job, row;
+    std::string resource_key;
+  };
+  StatusOr<std::vector<BulkTarget>> BulkTargets(const BulkRequest& r);
+  StatusOr<int64_t> ActBulk(const BulkRequest& r);
+  Status RearmChunk(SqlTx& tx, const BulkRequest& r, const std::vector<BulkTarget>& targets,
+                    size_t from, size_t to, int64_t* changed);
 };
+
+// Runs `read` in a transaction of `kind` and returns what it made: `read(tx, out)` fills
+// `out`, a fresh T on each try.
+template <typename T, typename F>
+StatusOr<T> ReadInto(SqlInbox& inbox, SqlInbox::TxKind kind, F&& read) {
+  T out{};
+  Status s = inbox.Transact(kind, [&](SqlTx& tx) {
+    out = T{};
+    return read(tx, out);
+  });
+  if (!s.ok()) return s;
+  return out;
+}
 
 // The number of rows a purge's next delete transaction takes (SqlInbox::PurgeRows), after
 // one of `batch` rows took `took`: half while a transaction takes longer than 20 ms, twice

@@ -4,21 +4,37 @@
 #include <set>
 #include <thread>
 
+#include "base/status_macros.h"
 #include "inbox/sql_inbox.h"
 
 namespace hookbox {
 
 const SqlSpelling kSqliteSpelling = {
-    SqlDialect::kSqlite,       false, "max", "REAL", "CROSS JOIN", "j.sync = 0",
-    "j.next_attempt_at, j.id", ""};
-const SqlSpelling kPostgresSpelling = {SqlDialect::kPostgres,
-                                       true,
-                                       "greatest",
-                                       "double precision",
-                                       "JOIN",
-                                       "NOT j.sync",
-                                       "j.status, j.next_attempt_at, j.id",
-                                       " FOR UPDATE OF j SKIP LOCKED"};
+    .dialect = SqlDialect::kSqlite,
+    .row_locks = false,
+    .greatest = "max",
+    .real = "REAL",
+    .jobs_inbox = "CROSS JOIN",
+    .not_sync = "j.sync = 0",
+    .due_order = "j.next_attempt_at, j.id",
+    .skip_locked = "",
+    .json_elements = "json_each",
+    .no_index = "+",
+    .bulk_hold = std::chrono::milliseconds(8),
+};
+const SqlSpelling kPostgresSpelling = {
+    .dialect = SqlDialect::kPostgres,
+    .row_locks = true,
+    .greatest = "greatest",
+    .real = "double precision",
+    .jobs_inbox = "JOIN",
+    .not_sync = "NOT j.sync",
+    .due_order = "j.status, j.next_attempt_at, j.id",
+    .skip_locked = " FOR UPDATE OF j SKIP LOCKED",
+    .json_elements = "jsonb_array_elements",
+    .no_index = "",
+    .bulk_hold = std::chrono::milliseconds(0),
+};
 
 std::string SqlSpelling::Time(const std::string& column) const {
   if (dialect == SqlDialect::kSqlite) return column;
@@ -63,36 +79,23 @@ Status NoSuchEvent(const std::string& endpoint, const std::string& event_id) {
   return Status::NotFound("no such event", endpoint + " " + event_id);
 }
 
-// Runs a read in `kind` and returns what `read` made of its rows.
-template <typename T, typename F>
-StatusOr<T> ReadInto(SqlInbox& inbox, SqlInbox::TxKind kind, F&& read) {
-  T out{};
-  Status s = inbox.Transact(kind, [&](SqlTx& tx) {
-    out = T{};
-    return read(tx, out);
-  });
-  if (!s.ok()) return s;
-  return out;
-}
-
 }  // namespace
 
 StatusOr<int> SqlInbox::Retry(const std::string& endpoint, const std::string& event_id,
                               TimePoint now) {
   return ReadInto<int>(*this, TxKind::kWrite, [&](SqlTx& tx, int& rearmed) -> Status {
-    HOOKBOX_QUERY(
-        row, tx.Query("SELECT id, resource_id FROM inbox WHERE endpoint = $1 AND event_id = $2",
-                      {endpoint, event_id}));
+    ASSIGN_OR_RETURN(
+        const SqlRows& row,
+        tx.Query("SELECT id, resource_id FROM inbox WHERE endpoint = $1 AND event_id = $2",
+                 {endpoint, event_id}));
     if (row.empty()) return NoSuchEvent(endpoint, event_id);
     const int64_t inbox_id = row.Int(0, 0);
     // A re-armed job may head its resource again: no claim may decide on the old state.
     if (const std::string& resource = row.Text(0, 1); !resource.empty()) {
-      if (Status st = LockKey(tx, KeyLock::kClaim, ResourceKey(endpoint, resource)); !st.ok()) {
-        return st;
-      }
+      RETURN_IF_ERROR(LockKey(tx, KeyLock::kClaim, ResourceKey(endpoint, resource)));
     }
-    HOOKBOX_QUERY(
-        up,
+    ASSIGN_OR_RETURN(
+        const SqlRows& up,
         tx.Query(
             "UPDATE jobs SET status = 'pending', attempts = 0, next_attempt_at = $1, sync = false"
             " WHERE inbox_id = $2 AND status = 'dead'",
@@ -113,8 +116,8 @@ Status SqlInbox::HoldForHandler(const std::vector<ClaimedJob>& jobs, TimePoint /
             [](const ClaimedJob* a, const ClaimedJob* b) { return a->job_id < b->job_id; });
   return Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
     for (const ClaimedJob* job : sorted) {  // jobs rows in id order: the lock order
-      HOOKBOX_QUERY(
-          held,
+      ASSIGN_OR_RETURN(
+          const SqlRows& held,
           tx.Query(
               std::string("UPDATE jobs SET status = 'pending', attempts = ") + d_.greatest +
                   "(attempts - 1, 0), next_attempt_at = $1, last_error = $2,"
@@ -122,9 +125,8 @@ Status SqlInbox::HoldForHandler(const std::vector<ClaimedJob>& jobs, TimePoint /
                   " WHERE id = $3 AND lease_token = $4 AND status = 'processing'",
               {std::string(kHeldUntil), HeldReason(job->handler), job->job_id, job->lease_token}));
       if (held.changed == 0) continue;  // lease lost: its new owner decides
-      Status st = tx.Run("DELETE FROM attempts WHERE job = $1 AND number = $2",
-                         {job->job_id, job->event.attempt});
-      if (!st.ok()) return st;
+      RETURN_IF_ERROR(tx.Run("DELETE FROM attempts WHERE job = $1 AND number = $2",
+                             {job->job_id, job->event.attempt}));
     }
     return Status::Ok();
   });
@@ -133,8 +135,8 @@ Status SqlInbox::HoldForHandler(const std::vector<ClaimedJob>& jobs, TimePoint /
 StatusOr<int64_t> SqlInbox::ReleaseHeld(const std::vector<HandlerRef>& handlers, TimePoint now) {
   return ReadInto<int64_t>(*this, TxKind::kWrite, [&](SqlTx& tx, int64_t& released) -> Status {
     for (const HandlerRef& h : handlers) {
-      HOOKBOX_QUERY(
-          up,
+      ASSIGN_OR_RETURN(
+          const SqlRows& up,
           tx.Query(
               "UPDATE jobs SET next_attempt_at = $1, last_error = NULL"
               " WHERE status = 'pending' AND next_attempt_at = $2 AND handler = $3"
@@ -149,7 +151,8 @@ StatusOr<int64_t> SqlInbox::ReleaseHeld(const std::vector<HandlerRef>& handlers,
 StatusOr<std::vector<HandlerBacklog>> SqlInbox::UnfinishedByHandler() {
   using Backlog = std::vector<HandlerBacklog>;
   return ReadInto<Backlog>(*this, TxKind::kRead, [&](SqlTx& tx, Backlog& backlog) -> Status {
-    HOOKBOX_QUERY(q, tx.Query("SELECT i.endpoint, j.handler, count(*),"
+    ASSIGN_OR_RETURN(const SqlRows& q,
+                     tx.Query("SELECT i.endpoint, j.handler, count(*),"
                               " count(*) FILTER (WHERE j.next_attempt_at = $1::timestamptz)"
                               " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
                               " WHERE j.status IN ('pending', 'processing')"
@@ -166,8 +169,8 @@ StatusOr<ReassignCounts> SqlInbox::Reassign(const std::string& endpoint, const s
                                             const std::string& to, TimePoint now) {
   return ReadInto<ReassignCounts>(
       *this, TxKind::kWrite, [&](SqlTx& tx, ReassignCounts& counts) -> Status {
-        HOOKBOX_QUERY(
-            moved,
+        ASSIGN_OR_RETURN(
+            const SqlRows& moved,
             tx.Query(
                 "UPDATE jobs SET handler = $1,"
                 " last_error = CASE WHEN next_attempt_at = $2 THEN NULL ELSE last_error END,"
@@ -179,10 +182,11 @@ StatusOr<ReassignCounts> SqlInbox::Reassign(const std::string& endpoint, const s
                 "   WHERE j2.inbox_id = jobs.inbox_id AND j2.handler = $1)",
                 {to, std::string(kHeldUntil), FormatTime(now), from, endpoint}));
         counts.moved = moved.changed;
-        HOOKBOX_QUERY(kept,
-                      tx.Query("SELECT count(*) FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
-                               " WHERE i.endpoint = $1 AND j.handler = $2 AND j.status <> 'done'",
-                               {endpoint, from}));
+        ASSIGN_OR_RETURN(
+            const SqlRows& kept,
+            tx.Query("SELECT count(*) FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                     " WHERE i.endpoint = $1 AND j.handler = $2 AND j.status <> 'done'",
+                     {endpoint, from}));
         counts.kept = kept.Int(0, 0);
         return Status::Ok();
       });
@@ -192,8 +196,8 @@ StatusOr<int64_t> SqlInbox::DropJobs(const std::string& endpoint, const std::str
                                      TimePoint now) {
   return ReadInto<int64_t>(*this, TxKind::kWrite, [&](SqlTx& tx, int64_t& dropped) -> Status {
     // Jobs rows first (the lock order), then their inbox rows in id order.
-    HOOKBOX_QUERY(
-        del,
+    ASSIGN_OR_RETURN(
+        const SqlRows& del,
         tx.Query("DELETE FROM jobs WHERE handler = $2 AND status IN ('pending', 'dead')"
                  " AND inbox_id IN (SELECT id FROM inbox WHERE endpoint = $1) RETURNING inbox_id",
                  {endpoint, handler}));
@@ -202,7 +206,7 @@ StatusOr<int64_t> SqlInbox::DropJobs(const std::string& endpoint, const std::str
     for (size_t i = 0; i < del.size(); ++i) rows.insert(del.Int(i, 0));
     const std::string at = FormatTime(now);
     for (int64_t id : rows) {
-      if (Status st = SettleRow(tx, id, at); !st.ok()) return st;
+      RETURN_IF_ERROR(SettleRow(tx, id, at));
     }
     return Status::Ok();
   });
@@ -211,7 +215,8 @@ StatusOr<int64_t> SqlInbox::DropJobs(const std::string& endpoint, const std::str
 StatusOr<std::vector<std::string>> SqlInbox::LeaseOwners() {
   using Owners = std::vector<std::string>;
   return ReadInto<Owners>(*this, TxKind::kRead, [&](SqlTx& tx, Owners& owners) -> Status {
-    HOOKBOX_QUERY(q, tx.Query("SELECT DISTINCT lease_owner FROM jobs WHERE status = 'processing'"
+    ASSIGN_OR_RETURN(const SqlRows& q,
+                     tx.Query("SELECT DISTINCT lease_owner FROM jobs WHERE status = 'processing'"
                               " AND lease_owner IS NOT NULL"));
     for (size_t i = 0; i < q.size(); ++i) owners.push_back(q.Text(i, 0));
     return Status::Ok();
@@ -239,10 +244,11 @@ Status SqlInbox::RenewLeases(std::span<const ClaimedJob> jobs, TimePoint now,
   const std::string until = FormatTime(now + lease);
   return Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
     for (const ClaimedJob* job : sorted) {
-      HOOKBOX_QUERY(up,
-                    tx.Query("UPDATE jobs SET lease_until = $1 WHERE id = $2 AND lease_token = $3"
-                             " AND status = 'processing'",
-                             {until, job->job_id, job->lease_token}));
+      ASSIGN_OR_RETURN(
+          const SqlRows& up,
+          tx.Query("UPDATE jobs SET lease_until = $1 WHERE id = $2 AND lease_token = $3"
+                   " AND status = 'processing'",
+                   {until, job->job_id, job->lease_token}));
       if (up.changed == 0) return LeaseLost(*job);
     }
     return Status::Ok();
@@ -257,7 +263,7 @@ StatusOr<std::vector<InboxRow>> SqlInbox::List(const ListFilter& f) {
   const SqlArgs args = ArgsOf(values);
   using Rows = std::vector<InboxRow>;
   return ReadInto<Rows>(*this, TxKind::kRead, [&](SqlTx& tx, Rows& rows) -> Status {
-    HOOKBOX_QUERY(q, tx.Query(sql, args));
+    ASSIGN_OR_RETURN(const SqlRows& q, tx.Query(sql, args));
     for (size_t i = 0; i < q.size(); ++i) rows.push_back(ReadRow(q, i));
     return Status::Ok();
   });
@@ -266,13 +272,14 @@ StatusOr<std::vector<InboxRow>> SqlInbox::List(const ListFilter& f) {
 StatusOr<std::vector<DeadJob>> SqlInbox::DeadJobs(int64_t before_job_id, int limit) {
   using Dead = std::vector<DeadJob>;
   return ReadInto<Dead>(*this, TxKind::kRead, [&](SqlTx& tx, Dead& dead) -> Status {
-    HOOKBOX_QUERY(
-        q, tx.Query("SELECT " + RowColumns(d_) +
-                        ", job_id, handler, coalesce(last_error, ''), attempts FROM inbox JOIN"
-                        " (SELECT id AS job_id, inbox_id, handler, last_error, attempts FROM jobs"
-                        " WHERE status = 'dead' AND ($1 = 0 OR id < $1)) j"
-                        " ON j.inbox_id = inbox.id ORDER BY job_id DESC LIMIT $2",
-                    {before_job_id, int64_t{limit}}));
+    ASSIGN_OR_RETURN(
+        const SqlRows& q,
+        tx.Query("SELECT " + RowColumns(d_) +
+                     ", job_id, handler, coalesce(last_error, ''), attempts FROM inbox JOIN"
+                     " (SELECT id AS job_id, inbox_id, handler, last_error, attempts FROM jobs"
+                     " WHERE status = 'dead' AND ($1 = 0 OR id < $1)) j"
+                     " ON j.inbox_id = inbox.id ORDER BY job_id DESC LIMIT $2",
+                 {before_job_id, int64_t{limit}}));
     for (size_t i = 0; i < q.size(); ++i) {
       dead.push_back({ReadRow(q, i), q.Int(i, 14), q.Text(i, 15), q.Text(i, 16), q.Int(i, 17)});
     }
@@ -289,17 +296,19 @@ StatusOr<InboxDetail> SqlInbox::Show(const std::string& endpoint, const std::str
 
 Status SqlInbox::ShowInto(SqlTx& tx, const std::string& endpoint, const std::string& event_id,
                           InboxDetail* d) {
-  HOOKBOX_QUERY(q, tx.Query("SELECT " + RowColumns(d_) +
+  ASSIGN_OR_RETURN(const SqlRows& q,
+                   tx.Query("SELECT " + RowColumns(d_) +
                                 ", body FROM inbox WHERE endpoint = $1 AND event_id = $2",
                             {endpoint, event_id}));
   if (q.empty()) return NoSuchEvent(endpoint, event_id);
   d->row = ReadRow(q, 0);
   d->row.body = q.Text(0, 14);
-  HOOKBOX_QUERY(jq,
-                tx.Query("SELECT id, handler, status, attempts, " + d_.Time("next_attempt_at") +
-                             ", lease_owner, " + d_.Time("lease_until") +
-                             ", last_error, generation FROM jobs WHERE inbox_id = $1 ORDER BY id",
-                         {d->row.id}));
+  ASSIGN_OR_RETURN(
+      const SqlRows& jq,
+      tx.Query("SELECT id, handler, status, attempts, " + d_.Time("next_attempt_at") +
+                   ", lease_owner, " + d_.Time("lease_until") +
+                   ", last_error, generation FROM jobs WHERE inbox_id = $1 ORDER BY id",
+               {d->row.id}));
   for (size_t i = 0; i < jq.size(); ++i) {
     d->jobs.push_back({jq.Int(i, 0),
                        jq.Text(i, 1),
@@ -313,11 +322,12 @@ Status SqlInbox::ShowInto(SqlTx& tx, const std::string& endpoint, const std::str
                        {}});
   }
   for (JobRow& j : d->jobs) {
-    HOOKBOX_QUERY(
-        aq, tx.Query("SELECT number, " + d_.Time("started_at") + ", " + d_.Time("finished_at") +
-                         ", coalesce(outcome, ''), detail, generation"
-                         " FROM attempts WHERE job = $1 ORDER BY number",
-                     {j.id}));
+    ASSIGN_OR_RETURN(
+        const SqlRows& aq,
+        tx.Query("SELECT number, " + d_.Time("started_at") + ", " + d_.Time("finished_at") +
+                     ", coalesce(outcome, ''), detail, generation"
+                     " FROM attempts WHERE job = $1 ORDER BY number",
+                 {j.id}));
     for (size_t i = 0; i < aq.size(); ++i) {
       j.attempt_rows.push_back(
           {aq.Int(i, 0), aq.Int(i, 5), aq.Text(i, 1), aq.Text(i, 2), aq.Text(i, 3), aq.Text(i, 4)});
@@ -331,25 +341,28 @@ Status SqlInbox::Clear(const std::string& endpoint, const std::string& event_id,
     // Jobs rows first (the lock order), then the row; jobs and attempts go with it. Locked
     // (on SQLite, in the writer's transaction), the jobs show their latest leases, and none
     // can be claimed before the delete.
-    HOOKBOX_QUERY(jobs, tx.Query(std::string("SELECT j.status = 'processing' AND j.lease_until >= "
-                                             "$3::timestamptz FROM jobs j JOIN inbox i ON i.id ="
-                                             " j.inbox_id WHERE i.endpoint = $1 AND i.event_id = $2"
-                                             " ORDER BY j.id") +
-                                     d_.Lock(" FOR UPDATE OF j"),
-                                 {endpoint, event_id, FormatTime(now)}));
+    ASSIGN_OR_RETURN(const SqlRows& jobs,
+                     tx.Query(std::string("SELECT j.status = 'processing' AND j.lease_until >= "
+                                          "$3::timestamptz FROM jobs j JOIN inbox i ON i.id ="
+                                          " j.inbox_id WHERE i.endpoint = $1 AND i.event_id = $2"
+                                          " ORDER BY j.id") +
+                                  d_.Lock(" FOR UPDATE OF j"),
+                              {endpoint, event_id, FormatTime(now)}));
     for (size_t i = 0; i < jobs.size(); ++i) {
       if (jobs.Bool(i, 0)) return ClearRefused(endpoint, event_id);
     }
-    HOOKBOX_QUERY(del, tx.Query("DELETE FROM inbox WHERE endpoint = $1 AND event_id = $2",
-                                {endpoint, event_id}));
+    ASSIGN_OR_RETURN(
+        const SqlRows& del,
+        tx.Query("DELETE FROM inbox WHERE endpoint = $1 AND event_id = $2", {endpoint, event_id}));
     return del.changed == 0 ? NoSuchEvent(endpoint, event_id) : Status::Ok();
   });
 }
 
 StatusOr<InboxStats> SqlInbox::Stats() {
   return ReadInto<InboxStats>(*this, TxKind::kRead, [&](SqlTx& tx, InboxStats& stats) -> Status {
-    HOOKBOX_QUERY(
-        q, tx.Query("SELECT endpoint, status, count(*) FROM inbox GROUP BY endpoint, status"));
+    ASSIGN_OR_RETURN(
+        const SqlRows& q,
+        tx.Query("SELECT endpoint, status, count(*) FROM inbox GROUP BY endpoint, status"));
     for (size_t i = 0; i < q.size(); ++i) stats[q.Text(i, 0)][q.Text(i, 1)] = q.Int(i, 2);
     return Status::Ok();
   });
@@ -357,13 +370,14 @@ StatusOr<InboxStats> SqlInbox::Stats() {
 
 StatusOr<QueueStats> SqlInbox::Queue(bool count_done) {
   return ReadInto<QueueStats>(*this, TxKind::kRead, [&](SqlTx& tx, QueueStats& stats) -> Status {
-    HOOKBOX_QUERY(jobs, tx.Query(QueueCountSql(count_done)));
+    ASSIGN_OR_RETURN(const SqlRows& jobs, tx.Query(QueueCountSql(count_done)));
     for (size_t i = 0; i < jobs.size(); ++i) {
       stats.jobs_by_status[jobs.Text(i, 0)] = jobs.Int(i, 1);
     }
-    HOOKBOX_QUERY(oldest, tx.Query("SELECT " + d_.Time("min(i.received_at)") +
-                                   " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
-                                   " WHERE j.status IN ('pending', 'processing')"));
+    ASSIGN_OR_RETURN(const SqlRows& oldest,
+                     tx.Query("SELECT " + d_.Time("min(i.received_at)") +
+                              " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                              " WHERE j.status IN ('pending', 'processing')"));
     stats.oldest_unfinished_received_at = oldest.Text(0, 0);
     return Status::Ok();
   });
@@ -373,14 +387,15 @@ StatusOr<std::vector<HandlerStatus>> SqlInbox::Handlers(TimePoint now, bool coun
   using Out = std::vector<HandlerStatus>;
   return ReadInto<Out>(*this, TxKind::kRead, [&](SqlTx& tx, Out& out) -> Status {
     std::map<HandlerKey, HandlerStatus> by;
-    HOOKBOX_QUERY(q, tx.Query("SELECT " + StateColumns() + " FROM handler_state"));
+    ASSIGN_OR_RETURN(const SqlRows& q,
+                     tx.Query("SELECT " + StateColumns() + " FROM handler_state"));
     for (size_t i = 0; i < q.size(); ++i) {
       HandlerState st = ReadState(q, i);
       by[{st.endpoint, st.handler}].state = std::move(st);
     }
     if (count_jobs) {
-      HOOKBOX_QUERY(
-          n,
+      ASSIGN_OR_RETURN(
+          const SqlRows& n,
           tx.Query(
               "SELECT i.endpoint, j.handler,"
               " count(*) FILTER (WHERE j.status = 'pending' AND j.next_attempt_at > "
@@ -418,17 +433,15 @@ StatusOr<PurgeCounts> SqlInbox::Purge(const PurgeRequest& r) {
   static const std::string kDelete =
       "DELETE FROM inbox WHERE id IN (SELECT id FROM inbox WHERE " + kRows + " LIMIT $3)";
   for (const PurgeTarget& target : PurgeTargets(r, &counts)) {
-    auto n = PurgeRows(r, kCount, kDelete, {target.status, FormatTime(target.before)});
-    if (!n.ok()) return n.status();
-    *target.count = *n;
+    ASSIGN_OR_RETURN(*target.count,
+                     PurgeRows(r, kCount, kDelete, {target.status, FormatTime(target.before)}));
   }
-  auto n = PurgeRows(r, "SELECT count(*) FROM sequences WHERE updated_at < $1::timestamptz",
-                     "DELETE FROM sequences WHERE (endpoint, resource_id) IN"
-                     " (SELECT endpoint, resource_id FROM sequences"
-                     " WHERE updated_at < $1::timestamptz LIMIT $2)",
-                     {FormatTime(r.sequences_before)});
-  if (!n.ok()) return n.status();
-  counts.sequences = *n;
+  ASSIGN_OR_RETURN(counts.sequences,
+                   PurgeRows(r, "SELECT count(*) FROM sequences WHERE updated_at < $1::timestamptz",
+                             "DELETE FROM sequences WHERE (endpoint, resource_id) IN"
+                             " (SELECT endpoint, resource_id FROM sequences"
+                             " WHERE updated_at < $1::timestamptz LIMIT $2)",
+                             {FormatTime(r.sequences_before)}));
   return counts;
 }
 
@@ -461,7 +474,7 @@ StatusOr<int64_t> SqlInbox::PurgeRows(const PurgeRequest& r, const std::string& 
   constexpr auto kPurgePause = std::chrono::milliseconds(3);
   if (r.dry_run) {
     return ReadInto<int64_t>(*this, TxKind::kRead, [&](SqlTx& tx, int64_t& n) -> Status {
-      HOOKBOX_QUERY(q, tx.Query(count_sql, args));
+      ASSIGN_OR_RETURN(const SqlRows& q, tx.Query(count_sql, args));
       n = q.Int(0, 0);
       return Status::Ok();
     });
@@ -473,12 +486,11 @@ StatusOr<int64_t> SqlInbox::PurgeRows(const PurgeRequest& r, const std::string& 
     SqlArgs with_batch = args;
     with_batch.emplace_back(batch);
     const auto started = std::chrono::steady_clock::now();
-    Status s = Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
-      HOOKBOX_QUERY(del, tx.Query(delete_sql, with_batch));
+    RETURN_IF_ERROR(Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
+      ASSIGN_OR_RETURN(const SqlRows& del, tx.Query(delete_sql, with_batch));
       deleted = del.changed;
       return Status::Ok();
-    });
-    if (!s.ok()) return s;
+    }));
     total += deleted;
     if (deleted < batch) return total;
     const auto took = std::chrono::steady_clock::now() - started;

@@ -75,3 +75,16 @@ TEST_CASE("ASSIGN_OR_RETURN: the value on success, the failure otherwise") {
   CHECK(failed.status().ToString() == "no value: 3");
   CHECK(calls == 2);
 }
+
+TEST_CASE("ASSIGN_OR_RETURN: nested in a lambda inside another's expression") {
+  auto run = [](bool second_ok) -> StatusOr<int> {
+    ASSIGN_OR_RETURN(const int n, ([&]() -> StatusOr<int> {
+                       ASSIGN_OR_RETURN(auto a, Make(true, 4));
+                       ASSIGN_OR_RETURN(auto b, Make(second_ok, 5));
+                       return *a * *b;
+                     }()));
+    return n + 1;
+  };
+  CHECK(*run(true) == 21);
+  CHECK(run(false).status().ToString() == "no value: 5");
+}

@@ -131,3 +131,32 @@ TEST_CASE("sync sql: the side effect and the inbox row commit together or not at
   CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id = 'pay-2'") == 0);
   CHECK(t.Count("SELECT count(*) FROM credits") == 1);
 }
+
+TEST_CASE("sync sql: a statement that ends the accept's savepoint and then fails stores nothing") {
+  // The sql handler refuses transaction control at load (handlers/sql); the inbox does not
+  // rely on it. On SQLite `RELEASE w` ends the savepoint the group commit set for this write,
+  // so the rollback to it fails: the whole group's transaction must go, not commit the
+  // half-run write. On PostgreSQL there is no such savepoint, and the statement fails.
+  TestInbox t;
+  SqlWork setup;
+  setup.setup = {"CREATE TABLE IF NOT EXISTS credits (event_id TEXT PRIMARY KEY, body TEXT)"};
+  REQUIRE(t->PrepareSql(setup).ok());
+  SqlWork sql;
+  sql.statements = {"INSERT INTO credits VALUES (:event_id, :body)", "RELEASE w",
+                    "INSERT INTO credits VALUES (:event_id, :body)"};
+  Event e = MakeEvent("pay-1", {"ledger"});
+  e.sync_owner = "request";
+  e.sync_lease = 30s;
+  e.sync_sql = {{"ledger", &sql}};
+  auto failed = t->Accept(e);
+  REQUIRE_FALSE(failed.ok());
+  CHECK(t.Count("SELECT count(*) FROM inbox") == 0);
+  CHECK(t.Count("SELECT count(*) FROM credits") == 0);
+  CHECK(t.Count("SELECT count(*) FROM jobs") == 0);
+
+  // The writer goes on: the next accept commits as usual.
+  sql.statements = {"INSERT INTO credits VALUES (:event_id, :body)"};
+  REQUIRE(t->Accept(e).ok());
+  CHECK(t.Count("SELECT count(*) FROM inbox") == 1);
+  CHECK(t.Count("SELECT count(*) FROM credits") == 1);
+}

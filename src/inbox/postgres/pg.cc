@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/status_macros.h"
+
 namespace hookbox::pg {
 namespace {
 
@@ -105,7 +107,7 @@ StatusOr<std::unique_ptr<Conn>> Conn::Connect(const std::string& url,
     return Status::Unavailable("cannot connect to PostgreSQL", Trim(PQerrorMessage(raw)));
   }
   for (const std::string& sql : setup) {
-    if (Status s = conn->Run(sql); !s.ok()) return s;
+    RETURN_IF_ERROR(conn->Run(sql));
   }
   return conn;
 }

@@ -236,9 +236,3 @@ inline Status Exec(Conn& c, const std::string& sql, const Params& p = {}) {
 }
 
 }  // namespace hookbox::pg
-
-// The Result of a StatusOr<Result>, or return its failure.
-#define HOOKBOX_EXEC(var, expr)                 \
-  auto var##_or = (expr);                       \
-  if (!var##_or.ok()) return var##_or.status(); \
-  ::hookbox::pg::Result& var = *var##_or

@@ -1,7 +1,7 @@
 // The PostgreSQL inbox (see postgres_inbox.h): the inbox's algorithm (SqlInbox, sql_*.cc)
 // on a connection pool, with this file's locks (the hooks LockKey, KeepHeads, EventBusy,
 // and the spelling's row locks), the grouped statements of simple accepts and plain
-// finishes, sync requests' job holds, the `sql` handlers' statements and the bulk verbs.
+// finishes, sync requests' job holds, and the `sql` handlers' statements.
 // The schema and its migrations: schema.{h,cc}.
 //
 // Locks, in the one order every transaction takes them (so replicas never deadlock on each
@@ -32,8 +32,8 @@
 #include <mutex>
 #include <optional>
 #include <set>
-#include <variant>
 
+#include "base/status_macros.h"
 #include "inbox/group_commit.h"
 #include "inbox/postgres/named_params.h"
 #include "inbox/postgres/pg.h"
@@ -68,11 +68,6 @@ constexpr int kClaimSeed = 2;
 // (under any ids, on any replica) look for a stored copy one at a time.
 constexpr int kBodySeed = 3;
 
-// An RFC 3339 UTC text with milliseconds, as FormatTime writes and the SQLite inbox stores.
-std::string UtcText(const std::string& column) {
-  return "to_char(" + column + " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')";
-}
-
 // A PostgreSQL array literal of texts: {"a","b\"c"}.
 std::string TextArray(const std::vector<std::optional<std::string>>& items) {
   std::string out = "{";
@@ -94,17 +89,6 @@ std::string TextArray(const std::vector<std::optional<std::string>>& items) {
 
 std::string TextArray(const std::vector<std::string>& items) {
   return TextArray(std::vector<std::optional<std::string>>(items.begin(), items.end()));
-}
-
-// A bulk verb's change of its jobs: $1 their ids, $2 their due times, $3 the status each
-// must still have (the compare-and-swap); returns the rows of the jobs it changed.
-std::string BulkUpdateSql(bool replay) {
-  return std::string(
-             "UPDATE jobs j SET status = 'pending', attempts = 0,"
-             " next_attempt_at = u.at::timestamptz, sync = false") +
-         (replay ? ", generation = j.generation + 1, last_error = NULL" : "") +
-         " FROM unnest($1::bigint[], $2::text[]) AS u(id, at)"
-         " WHERE j.id = u.id AND j.status = $3 RETURNING j.inbox_id";
 }
 
 // A `sql` handler statement in positional form, and how its parameters are typed.
@@ -130,31 +114,21 @@ Params EventParams(const UserStatement& st, const HandlerEvent& e) {
   return p;
 }
 
-// Sets each inbox row's status from its jobs: dead if any job is dead, processed (at the
-// time given for the row) when all are done, processing otherwise. The rows are locked
-// first, in id order, in a statement of their own, so that the jobs are read as of after
-// any concurrent settle of the same rows committed. `rows`: inbox id -> finish time.
+// Sets each inbox row's status from its jobs (SettledStatus), processed at the time given
+// for the row. The rows are locked first, in id order, in a statement of their own, so that the
+// jobs are read as of after any concurrent settle of the same rows committed. `rows`: inbox id ->
+// finish time.
 Status SettleRows(Conn& c, const std::map<int64_t, std::string>& rows) {
   std::vector<std::string> ids, ats;
   for (const auto& [id, at] : rows) {
     ids.push_back(std::to_string(id));
     ats.push_back(at);
   }
-  Status s = Exec(c, "SELECT 1 FROM inbox WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE",
-                  Params().Add(TextArray(ids)));
-  if (!s.ok()) return s;
+  RETURN_IF_ERROR(Exec(c, "SELECT 1 FROM inbox WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE",
+                       Params().Add(TextArray(ids))));
   return Exec(c,
-              "UPDATE inbox i SET"
-              " status = CASE"
-              "   WHEN EXISTS (SELECT 1 FROM jobs WHERE inbox_id = i.id AND status = 'dead')"
-              "     THEN 'dead'"
-              "   WHEN NOT EXISTS (SELECT 1 FROM jobs WHERE inbox_id = i.id AND status <> 'done')"
-              "     THEN 'processed'"
-              "   ELSE 'processing' END,"
-              " processed_at = CASE"
-              "   WHEN NOT EXISTS (SELECT 1 FROM jobs WHERE inbox_id = i.id AND status <> 'done')"
-              "     THEN r.at ELSE NULL END"
-              " FROM unnest($1::bigint[], $2::timestamptz[]) AS r (id, at) WHERE i.id = r.id",
+              "UPDATE inbox i SET " + SettledStatus("i.id", "r.at") +
+                  " FROM unnest($1::bigint[], $2::timestamptz[]) AS r (id, at) WHERE i.id = r.id",
               Params().Add(TextArray(ids)).Add(TextArray(ats)));
 }
 
@@ -253,11 +227,11 @@ class PostgresInbox final : public SqlInbox {
           if (plain && finishes.size() > 1) {
             Status many = FinishMany(c, finishes, &results);
             if (many.ok() || c.broken()) return many;
-            if (Status rb = c.Run("ROLLBACK TO SAVEPOINT many"); !rb.ok()) return rb;
+            RETURN_IF_ERROR(c.Run("ROLLBACK TO SAVEPOINT many"));
           }
           PgTx tx(c, *this);
           for (size_t i : order) {
-            if (Status one = FinishAlone(tx, finishes[i], &results[i]); !one.ok()) return one;
+            RETURN_IF_ERROR(FinishAlone(tx, finishes[i], &results[i]));
           }
           return Status::Ok();
         },
@@ -310,64 +284,15 @@ class PostgresInbox final : public SqlInbox {
     return true;                 // the handle rolls back: nothing of this wait stays locked
   }
 
-  // ---- The bulk verbs (inbox.h, BulkRequest).
-  StatusOr<BulkPlan> PlanBulk(const BulkRequest& r) override {
-    if (Status s = CheckBulk(r); !s.ok()) return s;
-    BulkPlan plan;
-    // One snapshot: the counts as of one moment.
-    Status s = TransactOn(
-        [&](Conn& c) -> Status {
-          plan = BulkPlan{};
-          {
-            std::vector<SqlValue> values;
-            const std::string sql = "SELECT status, count(*)" +
-                                    BulkRowsTail(r, SqlDialect::kPostgres, &values) +
-                                    " GROUP BY status";
-            HOOKBOX_EXEC(q, c.Exec(sql, ParamsOf(values)));
-            for (int i = 0; i < q.rows(); ++i) CountMatched(&plan, q.Text(i, 0), q.Int(i, 1));
-          }
-          {
-            std::vector<SqlValue> values;
-            const std::string sql = "SELECT i.endpoint, j.handler, count(*)" +
-                                    BulkJobsTail(r, SqlDialect::kPostgres, &values) +
-                                    " GROUP BY i.endpoint, j.handler";
-            HOOKBOX_EXEC(q, c.Exec(sql, ParamsOf(values)));
-            for (int i = 0; i < q.rows(); ++i) {
-              plan.jobs_by_handler[q.Text(i, 0) + "/" + q.Text(i, 1)] = q.Int(i, 2);
-              plan.jobs += q.Int(i, 2);
-            }
-          }
-          std::vector<SqlValue> values;
-          const std::string sql =
-              "SELECT count(DISTINCT j.inbox_id), " + UtcText("min(i.received_at)") + ", " +
-              UtcText("max(i.received_at)") + BulkJobsTail(r, SqlDialect::kPostgres, &values);
-          HOOKBOX_EXEC(q, c.Exec(sql, ParamsOf(values)));
-          plan.rows = q.Int(0, 0);
-          plan.oldest = q.Text(0, 1);
-          plan.newest = q.Text(0, 2);
-          FinishPlan(&plan);
-          return Status::Ok();
-        },
-        "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-    if (!s.ok()) return s;
-    return plan;
-  }
-
-  StatusOr<int64_t> RetryDead(const BulkRequest& r) override { return ActBulk(r); }
-  StatusOr<int64_t> Replay(const BulkRequest& r) override { return ActBulk(r); }
-
   Status PrepareSql(const SqlWork& sql) override {
     // Setup under the migration lock: replicas starting at once must not race on
     // CREATE TABLE IF NOT EXISTS (it is not safe against itself in PostgreSQL).
-    Status s = TransactOn([&](Conn& c) -> Status {
-      Status st = Exec(c, "SELECT pg_advisory_xact_lock($1::bigint)", Params().Add(kMigrationLock));
-      for (const std::string& statement : sql.setup) {
-        if (!st.ok()) break;
-        st = c.Run(statement);
-      }
-      return st;
-    });
-    if (!s.ok()) return s;
+    RETURN_IF_ERROR(TransactOn([&](Conn& c) -> Status {
+      RETURN_IF_ERROR(
+          Exec(c, "SELECT pg_advisory_xact_lock($1::bigint)", Params().Add(kMigrationLock)));
+      for (const std::string& statement : sql.setup) RETURN_IF_ERROR(c.Run(statement));
+      return Status::Ok();
+    }));
     // Outside a transaction: a failed prepare aborts nothing.
     return Read([&](Conn& c) -> Status {
       for (const std::string& statement : sql.statements) {
@@ -414,7 +339,7 @@ class PostgresInbox final : public SqlInbox {
             break;
         }
       }
-      HOOKBOX_EXEC(r, conn_.Exec(sql, p));
+      ASSIGN_OR_RETURN(pg::Result r, conn_.Exec(sql, p));
       SqlRows out;
       out.changed = r.Affected();
       out.rows.resize(static_cast<size_t>(r.rows()));
@@ -482,8 +407,7 @@ class PostgresInbox final : public SqlInbox {
     for (ClaimedJob& job : due) {
       if (!job.event.resource_id.empty()) {
         bool heads = false;
-        Status s = StillHeadsResource(static_cast<PgTx&>(tx).conn(), job, now, &heads);
-        if (!s.ok()) return s;
+        RETURN_IF_ERROR(StillHeadsResource(static_cast<PgTx&>(tx).conn(), job, now, &heads));
         if (!heads) continue;
       }
       out->push_back(std::move(job));
@@ -497,9 +421,8 @@ class PostgresInbox final : public SqlInbox {
   template <typename F>
   Status TransactOn(F&& fn, const char* begin = "BEGIN") {
     for (int attempt = 0;; ++attempt) {
-      auto handle = pool_.Acquire();
-      if (!handle.ok()) return handle.status();
-      Conn& c = **handle;
+      ASSIGN_OR_RETURN(pg::Pool::Handle handle, pool_.Acquire());
+      Conn& c = *handle;
       if (Status s = c.Run(begin); !s.ok()) {
         if (c.broken() && attempt == 0) continue;
         return s;
@@ -519,9 +442,8 @@ class PostgresInbox final : public SqlInbox {
   // Runs fn on a pooled connection without BEGIN: each statement its own transaction.
   template <typename F>
   Status Autocommit(F&& fn) {
-    auto handle = pool_.Acquire();
-    if (!handle.ok()) return handle.status();
-    return fn(**handle);
+    ASSIGN_OR_RETURN(pg::Pool::Handle handle, pool_.Acquire());
+    return fn(*handle);
   }
 
   // Runs fn (reads only) on a pooled connection, once more on a fresh connection if the
@@ -529,10 +451,9 @@ class PostgresInbox final : public SqlInbox {
   template <typename F>
   Status Read(F&& fn) {
     for (int attempt = 0;; ++attempt) {
-      auto handle = pool_.Acquire();
-      if (!handle.ok()) return handle.status();
-      Status s = fn(**handle);
-      if (!s.ok() && (*handle)->broken() && attempt == 0) continue;
+      ASSIGN_OR_RETURN(pg::Pool::Handle handle, pool_.Acquire());
+      Status s = fn(*handle);
+      if (!s.ok() && handle->broken() && attempt == 0) continue;
       return s;
     }
   }
@@ -592,23 +513,24 @@ class PostgresInbox final : public SqlInbox {
       input += std::string(i ? "," : "") + "(" + at(1) + "::text, " + at(2) + "::text, " + at(12) +
                "::timestamptz, " + at(13) + "::text[])";
     }
-    HOOKBOX_EXEC(ins, c.Exec("WITH row AS (INSERT INTO inbox (endpoint, event_id, id_source,"
-                             " event_type, resource_id, sequence, sequence_key, body_sha256,"
-                             " headers, body, status, received_at) VALUES " +
-                                 rows +
-                                 " ON CONFLICT (endpoint, event_id) DO NOTHING"
-                                 " RETURNING id, endpoint, event_id),"
-                                 " input (endpoint, event_id, received_at, handlers) AS (VALUES " +
-                                 input +
-                                 "),"
-                                 " jobs AS (INSERT INTO jobs (inbox_id, handler, status,"
-                                 " next_attempt_at, sync) SELECT row.id, t.h, 'pending',"
-                                 " input.received_at, false FROM row JOIN input"
-                                 " USING (endpoint, event_id),"
-                                 " unnest(input.handlers) WITH ORDINALITY AS t (h, n)"
-                                 " ORDER BY row.id, t.n)"
-                                 " SELECT endpoint, event_id FROM row",
-                             params));
+    ASSIGN_OR_RETURN(pg::Result ins,
+                     c.Exec("WITH row AS (INSERT INTO inbox (endpoint, event_id, id_source,"
+                            " event_type, resource_id, sequence, sequence_key, body_sha256,"
+                            " headers, body, status, received_at) VALUES " +
+                                rows +
+                                " ON CONFLICT (endpoint, event_id) DO NOTHING"
+                                " RETURNING id, endpoint, event_id),"
+                                " input (endpoint, event_id, received_at, handlers) AS (VALUES " +
+                                input +
+                                "),"
+                                " jobs AS (INSERT INTO jobs (inbox_id, handler, status,"
+                                " next_attempt_at, sync) SELECT row.id, t.h, 'pending',"
+                                " input.received_at, false FROM row JOIN input"
+                                " USING (endpoint, event_id),"
+                                " unnest(input.handlers) WITH ORDINALITY AS t (h, n)"
+                                " ORDER BY row.id, t.n)"
+                                " SELECT endpoint, event_id FROM row",
+                            params));
     std::set<std::pair<std::string, std::string>> stored;
     for (int i = 0; i < ins.rows(); ++i) stored.emplace(ins.Text(i, 0), ins.Text(i, 1));
     for (PendingAccept* p : group) {
@@ -650,26 +572,27 @@ class PostgresInbox final : public SqlInbox {
   // false too while another claim of this resource is deciding.
   Status StillHeadsResource(Conn& c, const ClaimedJob& job, const std::string& now_text,
                             bool* heads) {
-    HOOKBOX_EXEC(
-        lock,
+    ASSIGN_OR_RETURN(
+        pg::Result lock,
         c.Exec(
             "SELECT pg_try_advisory_xact_lock(hashtextextended($1::text,"
             " $2::bigint))",
             Params().Add(ResourceKey(job.event.endpoint, job.event.resource_id)).Add(kClaimSeed)));
     if (!lock.Bool(0, 0)) return Status::Ok();
-    HOOKBOX_EXEC(head, c.Exec("SELECT NOT EXISTS ("
-                              " SELECT 1 FROM inbox i2 JOIN jobs j2 ON j2.inbox_id = i2.id"
-                              " WHERE i2.endpoint = $1 AND i2.resource_id = $2"
-                              " AND j2.id <> $3 AND j2.status IN ('pending', 'processing')"
-                              " AND ((i2.id, j2.id) < ($4::bigint, $3::bigint)"
-                              "      OR (j2.status = 'processing'"
-                              "          AND j2.lease_until >= $5::timestamptz)))",
-                              Params()
-                                  .Add(job.event.endpoint)
-                                  .Add(job.event.resource_id)
-                                  .Add(job.job_id)
-                                  .Add(job.inbox_id)
-                                  .Add(now_text)));
+    ASSIGN_OR_RETURN(pg::Result head,
+                     c.Exec("SELECT NOT EXISTS ("
+                            " SELECT 1 FROM inbox i2 JOIN jobs j2 ON j2.inbox_id = i2.id"
+                            " WHERE i2.endpoint = $1 AND i2.resource_id = $2"
+                            " AND j2.id <> $3 AND j2.status IN ('pending', 'processing')"
+                            " AND ((i2.id, j2.id) < ($4::bigint, $3::bigint)"
+                            "      OR (j2.status = 'processing'"
+                            "          AND j2.lease_until >= $5::timestamptz)))",
+                            Params()
+                                .Add(job.event.endpoint)
+                                .Add(job.event.resource_id)
+                                .Add(job.job_id)
+                                .Add(job.inbox_id)
+                                .Add(now_text)));
     *heads = head.Bool(0, 0);
     return Status::Ok();
   }
@@ -681,22 +604,23 @@ class PostgresInbox final : public SqlInbox {
   // SettleRow does). A job whose lease was lost gets Conflict and changes nothing.
   Status FinishMany(Conn& c, const std::vector<FinishRequest>& finishes,
                     std::vector<StatusOr<Outcome>>* results) {
-    HOOKBOX_EXEC(
-        moved, c.Exec("WITH f AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[],"
-                      " $4::timestamptz[], $5::text[], $6::timestamptz[], $7::text[], $8::text[],"
-                      " $9::integer[], $10::integer[]) AS f (job, token, status, next_at,"
-                      " last_error, finished, outcome, detail, number, refund)),"
-                      " cas AS (UPDATE jobs j SET status = f.status,"
-                      " next_attempt_at = coalesce(f.next_at, j.next_attempt_at),"
-                      " last_error = f.last_error, attempts = greatest(j.attempts - f.refund, 0),"
-                      " lease_owner = NULL, lease_token = NULL, lease_until = NULL FROM f"
-                      " WHERE j.id = f.job AND j.lease_token = f.token AND j.status = 'processing'"
-                      " RETURNING j.id, j.inbox_id),"
-                      " attempt AS (UPDATE attempts a SET finished_at = f.finished,"
-                      " outcome = f.outcome, detail = f.detail FROM f JOIN cas ON cas.id = f.job"
-                      " WHERE a.job = f.job AND a.number = f.number)"
-                      " SELECT id FROM cas",
-                      FinishArrays(finishes)));
+    ASSIGN_OR_RETURN(
+        pg::Result moved,
+        c.Exec("WITH f AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[],"
+               " $4::timestamptz[], $5::text[], $6::timestamptz[], $7::text[], $8::text[],"
+               " $9::integer[], $10::integer[]) AS f (job, token, status, next_at,"
+               " last_error, finished, outcome, detail, number, refund)),"
+               " cas AS (UPDATE jobs j SET status = f.status,"
+               " next_attempt_at = coalesce(f.next_at, j.next_attempt_at),"
+               " last_error = f.last_error, attempts = greatest(j.attempts - f.refund, 0),"
+               " lease_owner = NULL, lease_token = NULL, lease_until = NULL FROM f"
+               " WHERE j.id = f.job AND j.lease_token = f.token AND j.status = 'processing'"
+               " RETURNING j.id, j.inbox_id),"
+               " attempt AS (UPDATE attempts a SET finished_at = f.finished,"
+               " outcome = f.outcome, detail = f.detail FROM f JOIN cas ON cas.id = f.job"
+               " WHERE a.job = f.job AND a.number = f.number)"
+               " SELECT id FROM cas",
+               FinishArrays(finishes)));
     std::set<int64_t> done;
     for (int r = 0; r < moved.rows(); ++r) done.insert(moved.Int(r, 0));
     std::map<int64_t, std::string> rows;  // inbox id -> the latest finish of its jobs
@@ -712,126 +636,6 @@ class PostgresInbox final : public SqlInbox {
       at = std::max(at, FormatTime(finishes[i].outcome.finished_at));
     }
     return rows.empty() ? Status::Ok() : SettleRows(c, rows);
-  }
-
-  static Params ParamsOf(const std::vector<SqlValue>& values) {
-    Params params;
-    for (const SqlValue& v : values) std::visit([&](const auto& x) { params.Add(x); }, v);
-    return params;
-  }
-
-  // RetryDead and Replay: the jobs to act on, read at once (in received order), then changed
-  // `batch` at a time, one transaction each, in the lock order of every transaction here:
-  // the claim locks of the batch's resources (a re-armed job may head its resource again, so
-  // no claim may decide on the old state, as in Retry), the jobs rows, the inbox rows in
-  // ascending id order. Each job by a compare-and-swap on the status it was read in: a job
-  // another replica or operator changed since is left alone.
-  // A job a bulk verb acts on, with its row and the claim lock key of its resource.
-  struct BulkTarget {
-    int64_t job, row;
-    std::string resource_key;  // "" = no resource
-  };
-
-  // The jobs a bulk verb acts on, in received order.
-  StatusOr<std::vector<BulkTarget>> BulkTargets(const BulkRequest& r) {
-    std::vector<BulkTarget> targets;
-    std::vector<SqlValue> values;
-    const std::string sql = "SELECT j.id, j.inbox_id, i.endpoint, i.resource_id" +
-                            BulkJobsTail(r, SqlDialect::kPostgres, &values) +
-                            " ORDER BY i.id, j.id";
-    const Params params = ParamsOf(values);
-    Status s = Read([&](Conn& c) -> Status {
-      targets.clear();
-      HOOKBOX_EXEC(q, c.Exec(sql, params));
-      for (int i = 0; i < q.rows(); ++i) {
-        const std::string resource = q.Text(i, 3);
-        targets.push_back({q.Int(i, 0), q.Int(i, 1),
-                           resource.empty() ? "" : ResourceKey(q.Text(i, 2), resource)});
-      }
-      return Status::Ok();
-    });
-    if (!s.ok()) return s;
-    return targets;
-  }
-
-  // The rows whose jobs a bulk verb re-armed, locked in id order, pending again unless
-  // another job of the row stays dead (a retry of one handler).
-  Status ReopenBulkRows(Conn& c, const std::set<int64_t>& rows) {
-    if (rows.empty()) return Status::Ok();
-    std::string row_ids = "{";
-    for (int64_t id : rows) {
-      if (row_ids.size() > 1) row_ids += ',';
-      row_ids += std::to_string(id);
-    }
-    row_ids += '}';
-    if (Status st = Exec(c,
-                         "SELECT id FROM inbox WHERE id = ANY($1::bigint[]) ORDER BY id"
-                         " FOR UPDATE",
-                         Params().Add(row_ids));
-        !st.ok()) {
-      return st;
-    }
-    return Exec(c,
-                "UPDATE inbox SET status = CASE WHEN EXISTS (SELECT 1 FROM jobs"
-                " WHERE jobs.inbox_id = inbox.id AND jobs.status = 'dead') THEN 'dead'"
-                " ELSE 'pending' END, processed_at = NULL WHERE id = ANY($1::bigint[])",
-                Params().Add(row_ids));
-  }
-
-  StatusOr<int64_t> ActBulk(const BulkRequest& r) {
-    if (Status s = CheckBulk(r); !s.ok()) return s;
-    auto found = BulkTargets(r);
-    if (!found.ok()) return found.status();
-    const std::vector<BulkTarget>& targets = *found;
-    const bool replay = r.verb == BulkVerb::kReplay;
-    const char* from_status = replay ? "done" : "dead";
-    const std::string update = BulkUpdateSql(replay);
-    const size_t batch = static_cast<size_t>(std::max(1, r.batch));
-    int64_t rearmed = 0;
-    for (size_t from = 0; from < targets.size(); from += batch) {
-      const size_t to = std::min(targets.size(), from + batch);
-      std::set<std::string> resources;
-      std::string ids = "{", due = "{";
-      for (size_t i = from; i < to; ++i) {
-        if (!targets[i].resource_key.empty()) resources.insert(targets[i].resource_key);
-        if (i > from) {
-          ids += ',';
-          due += ',';
-        }
-        ids += std::to_string(targets[i].job);
-        due += FormatTime(BulkDueAt(r, static_cast<int64_t>(i)));
-      }
-      ids += '}';
-      due += '}';
-      int64_t changed = 0;
-      Status s = TransactOn([&](Conn& c) -> Status {
-        changed = 0;
-        for (const std::string& key : resources) {
-          if (Status st = Exec(c,
-                               "SELECT pg_advisory_xact_lock(hashtextextended($1::text,"
-                               " $2::bigint))",
-                               Params().Add(key).Add(kClaimSeed));
-              !st.ok()) {
-            return st;
-          }
-        }
-        if (Status st = Exec(c,
-                             "SELECT id FROM jobs WHERE id = ANY($1::bigint[]) AND status = $2"
-                             " ORDER BY id FOR UPDATE",
-                             Params().Add(ids).Add(from_status));
-            !st.ok()) {
-          return st;
-        }
-        HOOKBOX_EXEC(up, c.Exec(update, Params().Add(ids).Add(due).Add(from_status)));
-        changed = up.rows();
-        std::set<int64_t> rows;
-        for (int i = 0; i < up.rows(); ++i) rows.insert(up.Int(i, 0));
-        return ReopenBulkRows(c, rows);
-      });
-      if (!s.ok()) return s;
-      rearmed += changed;
-    }
-    return rearmed;
   }
 
   pg::Pool pool_;
@@ -852,16 +656,15 @@ StatusOr<std::unique_ptr<Inbox>> OpenPostgresInbox(const InboxOptions& options,
   if (!options.durable) setup.emplace_back("SET synchronous_commit = off");
   // One connection resolves the schema (and migrates), before the pool exists: every pooled
   // connection then starts pinned to it.
-  auto conn = Conn::Connect(options.database, setup);
-  if (!conn.ok()) return conn.status();
+  ASSIGN_OR_RETURN(const std::unique_ptr<Conn> conn, Conn::Connect(options.database, setup));
   SchemaChoice choice;
   Status s;
   if (options.create) {
-    if (s = (*conn)->Run("BEGIN"); s.ok()) s = Migrate(**conn, &choice, applied);
+    if (s = conn->Run("BEGIN"); s.ok()) s = Migrate(*conn, &choice, applied);
     // A COMMIT whose answer is lost may or may not have committed: Unavailable either way.
-    s = s.ok() ? (*conn)->Run("COMMIT") : s;
+    s = s.ok() ? conn->Run("COMMIT") : s;
   } else {
-    s = CheckSchema(**conn, &choice);
+    s = CheckSchema(*conn, &choice);
   }
   if (!s.ok()) {
     if (applied) applied->clear();  // rolled back with the connection

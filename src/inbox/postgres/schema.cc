@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "base/status_macros.h"
 #include "inbox/backend.h"
 #include "inbox/migration.h"
 
@@ -41,11 +42,13 @@ struct SessionPath {
 };
 
 StatusOr<SessionPath> ReadSessionPath(Conn& c) {
-  HOOKBOX_EXEC(path, c.Exec(std::string("SELECT s.name, quote_ident(s.name), ") + kHasTables +
-                            " FROM unnest(current_schemas(false)) WITH ORDINALITY AS s(name, pos)"
-                            " ORDER BY s.pos"));
-  HOOKBOX_EXEC(setting, c.Exec("SELECT current_setting('search_path'), source FROM pg_settings"
-                               " WHERE name = 'search_path'"));
+  ASSIGN_OR_RETURN(pg::Result path,
+                   c.Exec(std::string("SELECT s.name, quote_ident(s.name), ") + kHasTables +
+                          " FROM unnest(current_schemas(false)) WITH ORDINALITY AS s(name, pos)"
+                          " ORDER BY s.pos"));
+  ASSIGN_OR_RETURN(pg::Result setting,
+                   c.Exec("SELECT current_setting('search_path'), source FROM pg_settings"
+                          " WHERE name = 'search_path'"));
   SessionPath out;
   for (int i = 0; i < path.rows(); ++i) {
     out.names.push_back(path.Text(i, 0));
@@ -64,9 +67,10 @@ StatusOr<SessionPath> ReadSessionPath(Conn& c) {
 
 // The schemas off the session's path that hold hookbox's tables.
 StatusOr<std::vector<std::string>> TablesOffPath(Conn& c) {
-  HOOKBOX_EXEC(q, c.Exec(std::string("SELECT s.name FROM (SELECT nspname AS name FROM "
-                                     "pg_catalog.pg_namespace) s WHERE ") +
-                         kHasTables + " AND s.name <> ALL (current_schemas(false)) ORDER BY 1"));
+  ASSIGN_OR_RETURN(pg::Result q,
+                   c.Exec(std::string("SELECT s.name FROM (SELECT nspname AS name FROM "
+                                      "pg_catalog.pg_namespace) s WHERE ") +
+                          kHasTables + " AND s.name <> ALL (current_schemas(false)) ORDER BY 1"));
   std::vector<std::string> out;
   for (int i = 0; i < q.rows(); ++i) out.push_back(q.Text(i, 0));
   return out;
@@ -85,9 +89,7 @@ StatusOr<std::vector<std::string>> TablesOffPath(Conn& c) {
 //   path, a renamed schema), unless the connection itself set search_path (the URL's
 //   `options=-csearch_path%3D...`, or PGOPTIONS): a new inbox is then on purpose.
 StatusOr<SchemaChoice> ResolveSchema(Conn& c, bool create) {
-  auto read = ReadSessionPath(c);
-  if (!read.ok()) return read.status();
-  const SessionPath& path = *read;
+  ASSIGN_OR_RETURN(const SessionPath path, ReadSessionPath(c));
   if (path.holders.size() > 1) {
     return Status::Unavailable(
         "hookbox tables in more than one schema",
@@ -96,15 +98,14 @@ StatusOr<SchemaChoice> ResolveSchema(Conn& c, bool create) {
             "database URL (see README, PostgreSQL)");
   }
   if (path.holders.empty()) {
-    auto off_path = TablesOffPath(c);
-    if (!off_path.ok()) return off_path.status();
-    if (!off_path->empty() && !(create && path.set_by_connection)) {
+    ASSIGN_OR_RETURN(const std::vector<std::string> off_path, TablesOffPath(c));
+    if (!off_path.empty() && !(create && path.set_by_connection)) {
       return Status::Unavailable(
           "no hookbox tables on the search_path",
-          "schema " + Names(*off_path) + " holds them, but " + path.Describe() +
+          "schema " + Names(off_path) + " holds them, but " + path.Describe() +
               " (it leaves out schemas this role has no USAGE on): to use them, add "
               "?options=-csearch_path%3D" +
-              off_path->front() + " to the database URL (see README, PostgreSQL)");
+              off_path.front() + " to the database URL (see README, PostgreSQL)");
     }
     if (!create) {
       return Status::Unavailable("no hookbox tables in this database",
@@ -126,8 +127,8 @@ StatusOr<SchemaChoice> ResolveSchema(Conn& c, bool create) {
     if (i != chosen) out.search_path += ", " + path.quoted[i];
   }
   if (!path.holders.empty()) {
-    HOOKBOX_EXEC(
-        v, c.Exec("SELECT coalesce(max(version), 0) FROM " + out.quoted + ".schema_migrations"));
+    ASSIGN_OR_RETURN(pg::Result v, c.Exec("SELECT coalesce(max(version), 0) FROM " + out.quoted +
+                                          ".schema_migrations"));
     out.version = v.Int(0, 0);
   }
   return out;
@@ -139,33 +140,23 @@ StatusOr<SchemaChoice> ResolveSchema(Conn& c, bool create) {
 // under the migration lock (replicas starting at once apply each migration once). An inbox
 // already up to date is only read: no CREATE privilege is needed then.
 Status Migrate(Conn& c, SchemaChoice* choice, std::vector<std::string>* applied) {
-  Status s;
-  if (s = Exec(c, "SELECT pg_advisory_xact_lock($1::bigint)", Params().Add(kMigrationLock));
-      !s.ok()) {
-    return s;
-  }
-  auto resolved = ResolveSchema(c, /*create=*/true);
-  if (!resolved.ok()) return resolved.status();
-  *choice = *resolved;
+  RETURN_IF_ERROR(
+      Exec(c, "SELECT pg_advisory_xact_lock($1::bigint)", Params().Add(kMigrationLock)));
+  ASSIGN_OR_RETURN(*choice, ResolveSchema(c, /*create=*/true));
   if (choice->version >= LatestMigration(kPostgresMigrations)) return Status::Ok();
   // The migrations name their tables without a schema: they go where the pool will look.
-  if (s = c.Run("SET LOCAL search_path TO " + choice->search_path); !s.ok()) return s;
-  if (s = c.Run("CREATE TABLE IF NOT EXISTS " + choice->quoted +
-                ".schema_migrations (version integer PRIMARY KEY,"
-                " name text NOT NULL, applied_at timestamptz NOT NULL)");
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(c.Run("SET LOCAL search_path TO " + choice->search_path));
+  RETURN_IF_ERROR(c.Run("CREATE TABLE IF NOT EXISTS " + choice->quoted +
+                        ".schema_migrations (version integer PRIMARY KEY,"
+                        " name text NOT NULL, applied_at timestamptz NOT NULL)"));
   for (const Migration& m : kPostgresMigrations) {
     if (m.version <= choice->version) continue;
-    if (s = c.Run(m.sql); !s.ok()) return s;
-    if (s = Exec(c,
-                 "INSERT INTO " + choice->quoted +
-                     ".schema_migrations (version, name, applied_at) VALUES ($1, $2, now())",
-                 Params().Add(int64_t{m.version}).Add(m.name));
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(c.Run(m.sql));
+    RETURN_IF_ERROR(
+        Exec(c,
+             "INSERT INTO " + choice->quoted +
+                 ".schema_migrations (version, name, applied_at) VALUES ($1, $2, now())",
+             Params().Add(int64_t{m.version}).Add(m.name)));
     if (applied) applied->push_back(m.name);
   }
   choice->version = LatestMigration(kPostgresMigrations);
@@ -176,9 +167,7 @@ Status Migrate(Conn& c, SchemaChoice* choice, std::vector<std::string>* applied)
 // or migrate (no CREATE privilege, no lock): a database without hookbox's tables, or whose
 // migrations are behind this binary (its statements may use what they add), is refused.
 Status CheckSchema(Conn& c, SchemaChoice* choice) {
-  auto resolved = ResolveSchema(c, /*create=*/false);
-  if (!resolved.ok()) return resolved.status();
-  *choice = *resolved;
+  ASSIGN_OR_RETURN(*choice, ResolveSchema(c, /*create=*/false));
   return CheckVersion("schema \"" + choice->schema + "\"", choice->version, kPostgresMigrations);
 }
 

@@ -1,6 +1,6 @@
 // The SQLite inbox (see sqlite_inbox.h): the inbox's algorithm (sql_inbox.h) over one
 // writer connection with leader-led group commit and one reader, background WAL
-// checkpoints, migrations, and the bulk verbs' time-bounded write transactions.
+// checkpoints, and migrations.
 #include "inbox/sqlite/sqlite_inbox.h"
 
 #include <sys/stat.h>
@@ -11,8 +11,8 @@
 #include <functional>
 #include <mutex>
 #include <thread>
-#include <variant>
 
+#include "base/status_macros.h"
 #include "inbox/group_commit.h"
 #include "inbox/migration.h"
 #include "inbox/sql_inbox.h"
@@ -24,102 +24,6 @@ namespace hookbox {
 namespace {
 
 using sqlite::Db;
-
-// Result of a StatusOr-returning Prepare, or return its failure.
-#define HOOKBOX_PREPARE(var, db, sql)           \
-  auto var##_or = (db).Prepare(sql);            \
-  if (!var##_or.ok()) return var##_or.status(); \
-  auto& var = *var##_or.value()
-
-// The highest migration recorded in the file, read without a write lock; 0 when the file has
-// no hookbox tables (a new file, or another program's).
-StatusOr<int64_t> SchemaVersion(Db& db) {
-  Status s;
-  {
-    HOOKBOX_PREPARE(q, db,
-                    "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
-                    " AND name IN ('schema_migrations', 'inbox')");
-    const bool has_tables = q.Step(&s) && q.Int(0) == 2;
-    if (!s.ok()) return s;
-    if (!has_tables) return int64_t{0};
-  }
-  HOOKBOX_PREPARE(q, db, "SELECT coalesce(max(version), 0) FROM schema_migrations");
-  int64_t version = 0;
-  if (q.Step(&s)) version = q.Int(0);
-  if (!s.ok()) return s;
-  return version;
-}
-
-// `serve` and `migrate`: applies what is missing in one BEGIN IMMEDIATE transaction. A file
-// already up to date is only read, so a daemon starting while a shell's `purge` holds the
-// write lock does not wait for it.
-Status Migrate(Db& db, std::vector<std::string>* applied) {
-  auto before = SchemaVersion(db);
-  if (!before.ok()) return before.status();
-  if (*before >= LatestMigration(kSqliteMigrations)) return Status::Ok();
-  Status s = db.Exec(
-      "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
-      "name TEXT NOT NULL, applied_at TEXT NOT NULL)");
-  if (!s.ok()) return s;
-  sqlite::Transaction tx(db);
-  if (s = tx.Begin(); !s.ok()) return s;
-  int64_t current = 0;
-  {
-    // Again under the lock: another process may have migrated since the read above.
-    HOOKBOX_PREPARE(q, db, "SELECT coalesce(max(version), 0) FROM schema_migrations");
-    if (q.Step(&s)) current = q.Int(0);
-    if (!s.ok()) return s;
-  }
-  for (const Migration& m : kSqliteMigrations) {
-    if (m.version <= current) continue;
-    if (s = db.Exec(m.sql); !s.ok()) return s;
-    HOOKBOX_PREPARE(rec, db,
-                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)");
-    rec.Bind(1, int64_t{m.version})
-        .Bind(2, m.name)
-        .Bind(3, FormatTime(std::chrono::system_clock::now()));
-    if (s = rec.Run(); !s.ok()) return s;
-    if (applied) applied->push_back(m.name);
-  }
-  return tx.Commit();
-}
-
-// The operator's verbs: a read of the schema's version, never BEGIN IMMEDIATE, so they work
-// while another process holds the write lock (docs/SECURITY.md row 83). A file without
-// hookbox's tables, or whose migrations are behind this binary (its statements may use what
-// they add), is refused and left as it is.
-Status CheckSchema(Db& db, const std::string& path) {
-  auto version = SchemaVersion(db);
-  if (!version.ok()) return version.status();
-  if (*version == 0) {
-    return Status::Unavailable("no hookbox tables in the database",
-                               path + ": run `hookbox migrate` first (or `serve`)");
-  }
-  return CheckVersion(path, *version, kSqliteMigrations);
-}
-
-// Runs a statement that returns no rows (SAVEPOINT, RELEASE) as a cached prepared statement:
-// Db::Exec (sqlite3_exec) would parse it again each time, and the writer runs these for
-// every delivery.
-Status RunCached(Db& db, const std::string& sql) {
-  auto q = db.Prepare(sql);
-  if (!q.ok()) return q.status();
-  return (*q)->Run();
-}
-
-// The writer's busy handler. Another process's write transaction (`hookbox purge`, `inbox
-// clear` from a shell) holds the database's write lock for a while; SQLite's busy_timeout
-// handler waits for it by sleeping 1, 2, 5, ... then 100 ms at a time, so it sleeps through
-// the moment the lock is free, and a process that writes transaction after transaction (the
-// purge) takes it again first: the daemon's accepts waited up to the 5 s timeout and were
-// answered 503. Polling every millisecond, for the same 5 s at most, gets the lock within a
-// millisecond of its release.
-int PollForWriteLock(void*, int tries) {
-  constexpr int kPolls = 5000;
-  if (tries >= kPolls) return 0;  // SQLITE_BUSY: the caller answers 503
-  std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  return 1;
-}
 
 // Binds the `sql` handler's named parameters that a statement uses.
 void BindEventParams(sqlite::Stmt& q, const HandlerEvent& e) {
@@ -142,8 +46,9 @@ class SqliteTx final : public SqlTx {
  public:
   explicit SqliteTx(Db& db) : db_(db) {}
 
-  StatusOr<SqlRows> Query(const std::string& sql, const SqlArgs& args) override {
-    HOOKBOX_PREPARE(q, db_, Translate(sql));
+  StatusOr<SqlRows> Query(const std::string& sql, const SqlArgs& args = {}) override {
+    ASSIGN_OR_RETURN(const std::unique_ptr<sqlite::Stmt> stmt, db_.Prepare(Translate(sql)));
+    sqlite::Stmt& q = *stmt;
     for (size_t i = 0; i < args.size(); ++i) {
       const int at = static_cast<int>(i + 1);
       const SqlArg& a = args[i];
@@ -157,7 +62,7 @@ class SqliteTx final : public SqlTx {
       std::vector<std::string>& row = out.rows.emplace_back(q.Columns());
       for (int c = 0; c < q.Columns(); ++c) row[c] = q.Text(c);
     }
-    if (!s.ok()) return s;
+    RETURN_IF_ERROR(s);
     out.changed = db_.Changes();
     return out;
   }
@@ -165,10 +70,9 @@ class SqliteTx final : public SqlTx {
   bool Lost() override { return !db_.InTransaction(); }
 
   Status RunUserSql(const std::string& statement, const HandlerEvent& e) override {
-    auto q = db_.Prepare(statement);
-    if (!q.ok()) return q.status();
-    BindEventParams(**q, e);
-    return (*q)->Run();
+    ASSIGN_OR_RETURN(const std::unique_ptr<sqlite::Stmt> q, db_.Prepare(statement));
+    BindEventParams(*q, e);
+    return q->Run();
   }
 
  private:
@@ -195,6 +99,80 @@ class SqliteTx final : public SqlTx {
 
   Db& db_;
 };
+
+// The highest migration recorded in the file, read without a write lock; 0 when the file has
+// no hookbox tables (a new file, or another program's).
+StatusOr<int64_t> SchemaVersion(SqlTx& tx) {
+  ASSIGN_OR_RETURN(const SqlRows& tables,
+                   tx.Query("SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+                            " AND name IN ('schema_migrations', 'inbox')"));
+  if (tables.Int(0, 0) != 2) return int64_t{0};
+  ASSIGN_OR_RETURN(const SqlRows& v,
+                   tx.Query("SELECT coalesce(max(version), 0) FROM schema_migrations"));
+  return v.Int(0, 0);
+}
+
+// `serve` and `migrate`: applies what is missing in one BEGIN IMMEDIATE transaction. A file
+// already up to date is only read, so a daemon starting while a shell's `purge` holds the
+// write lock does not wait for it.
+Status Migrate(Db& db, std::vector<std::string>* applied) {
+  SqliteTx tx(db);
+  ASSIGN_OR_RETURN(const int64_t before, SchemaVersion(tx));
+  if (before >= LatestMigration(kSqliteMigrations)) return Status::Ok();
+  RETURN_IF_ERROR(
+      db.Exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+              "name TEXT NOT NULL, applied_at TEXT NOT NULL)"));
+  sqlite::Transaction write(db);
+  RETURN_IF_ERROR(write.Begin());
+  // Again under the lock: another process may have migrated since the read above.
+  ASSIGN_OR_RETURN(const SqlRows& current,
+                   tx.Query("SELECT coalesce(max(version), 0) FROM schema_migrations"));
+  for (const Migration& m : kSqliteMigrations) {
+    if (m.version <= current.Int(0, 0)) continue;
+    RETURN_IF_ERROR(db.Exec(m.sql));
+    RETURN_IF_ERROR(
+        tx.Run("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+               {int64_t{m.version}, m.name, FormatTime(std::chrono::system_clock::now())}));
+    if (applied) applied->push_back(m.name);
+  }
+  return write.Commit();
+}
+
+// The operator's verbs: a read of the schema's version, never BEGIN IMMEDIATE, so they work
+// while another process holds the write lock (docs/SECURITY.md row 83). A file without
+// hookbox's tables, or whose migrations are behind this binary (its statements may use what
+// they add), is refused and left as it is.
+Status CheckSchema(Db& db, const std::string& path) {
+  SqliteTx tx(db);
+  ASSIGN_OR_RETURN(const int64_t version, SchemaVersion(tx));
+  if (version == 0) {
+    return Status::Unavailable("no hookbox tables in the database",
+                               path + ": run `hookbox migrate` first (or `serve`)");
+  }
+  return CheckVersion(path, version, kSqliteMigrations);
+}
+
+// Runs a statement that returns no rows (SAVEPOINT, RELEASE) as a cached prepared statement:
+// Db::Exec (sqlite3_exec) would parse it again each time, and the writer runs these for
+// every delivery.
+Status RunCached(Db& db, const std::string& sql) {
+  ASSIGN_OR_RETURN(const std::unique_ptr<sqlite::Stmt> q, db.Prepare(sql));
+  return q->Run();
+}
+
+// The writer's busy handler. Another process's write transaction (`hookbox purge`, `inbox
+// clear` from a shell) holds the database's write lock for a while; SQLite's busy_timeout
+// handler waits for it by sleeping 1, 2, 5, ... then 100 ms at a time, so it sleeps through
+// the moment the lock is free, and a process that writes transaction after transaction (the
+// purge) takes it again first: the daemon's accepts waited up to the 5 s timeout and were
+// answered 503. Polling every millisecond, for the same 5 s at most, gets the lock within a
+// millisecond of its release.
+int PollForWriteLock(void*, int tries) {
+  constexpr int kPolls = 5000;
+  if (tries >= kPolls) return 0;  // SQLITE_BUSY: the caller answers 503
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return 1;
+}
 
 class SqliteInbox final : public SqlInbox {
  public:
@@ -231,35 +209,17 @@ class SqliteInbox final : public SqlInbox {
     std::lock_guard lock(read_mu_);
     SqliteTx tx(*reader_);
     if (kind == TxKind::kRead) return fn(tx);
-    if (Status s = reader_->Exec("BEGIN"); !s.ok()) return s;
+    RETURN_IF_ERROR(reader_->Exec("BEGIN"));
     Status s = fn(tx);
     (void)reader_->Exec("COMMIT");
     return s;
   }
-  // ---- The bulk verbs (inbox.h, BulkRequest).
-  StatusOr<BulkPlan> PlanBulk(const BulkRequest& r) override {
-    if (Status s = CheckBulk(r); !s.ok()) return s;
-    std::lock_guard lock(read_mu_);
-    Db& db = *reader_;
-    // One read transaction: the counts as of one moment.
-    if (Status s = db.Exec("BEGIN"); !s.ok()) return s;
-    auto plan = PlanLocked(db, r);
-    (void)db.Exec("COMMIT");
-    return plan;
-  }
-
-  StatusOr<int64_t> RetryDead(const BulkRequest& r) override { return ActBulk(r); }
-  StatusOr<int64_t> Replay(const BulkRequest& r) override { return ActBulk(r); }
-
   Status PrepareSql(const SqlWork& sql) override {
     return Write([&](Db& db) -> Status {
       for (const std::string& statement : sql.setup) {
-        if (Status s = db.Exec(statement.c_str()); !s.ok()) return s;
+        RETURN_IF_ERROR(db.Exec(statement.c_str()));
       }
-      for (const std::string& statement : sql.statements) {
-        auto q = db.Prepare(statement);
-        if (!q.ok()) return q.status();
-      }
+      for (const std::string& statement : sql.statements) RETURN_IF_ERROR(db.Prepare(statement));
       return Status::Ok();
     });
   }
@@ -272,8 +232,9 @@ class SqliteInbox final : public SqlInbox {
 
   Status Ping() override {
     std::lock_guard lock(read_mu_);
-    HOOKBOX_PREPARE(q, *reader_, "SELECT count(*) FROM schema_migrations");
-    return q.Run();
+    ASSIGN_OR_RETURN(const std::unique_ptr<sqlite::Stmt> q,
+                     reader_->Prepare("SELECT count(*) FROM schema_migrations"));
+    return q->Run();
   }
 
  private:
@@ -295,249 +256,35 @@ class SqliteInbox final : public SqlInbox {
     return w.result;
   }
 
-  // One transaction for the whole group, a SAVEPOINT per write.
+  // One transaction for the whole group, a SAVEPOINT per write: a write that fails is rolled
+  // back to its savepoint, alone. When the group's transaction itself fails (SQLite rolled it
+  // back on a full disk or an I/O error, its COMMIT failed, or a savepoint could not be set,
+  // released or rolled back to, so that what it holds is unknown), nothing of the group is
+  // committed: every write that had not failed on its own gets the failure.
   std::vector<Status> RunGroup(const std::vector<PendingWrite*>& batch) {
     Db& db = *writer_db_;
     std::vector<Status> results(batch.size());
     sqlite::Transaction tx(db);
-    if (Status s = tx.Begin(); !s.ok()) {
-      std::fill(results.begin(), results.end(), s);
-      return results;
-    }
-    for (size_t i = 0; i < batch.size(); ++i) {
-      (void)RunCached(db, kSavepoint);
+    Status s = tx.Begin();
+    for (size_t i = 0; s.ok() && i < batch.size(); ++i) {
+      if (s = RunCached(db, kSavepoint); !s.ok()) break;
       results[i] = (*batch[i]->fn)(db);
-      if (results[i].ok()) {
-        (void)RunCached(db, kRelease);
-        continue;
+      if (!results[i].ok() && !db.InTransaction()) {
+        s = results[i];  // SQLite rolled the whole transaction back
+        break;
       }
-      if (!db.InTransaction()) {
-        // SQLite rolled the whole transaction back (disk full, I/O error): the group's
-        // earlier writes are gone too, so every caller gets the failure.
-        Status lost = results[i].code() == Status::Code::kUnavailable
-                          ? results[i]
-                          : Status::Unavailable("storage unavailable", results[i].ToString());
-        for (size_t j = 0; j < batch.size(); ++j) {
-          if (j != i) results[j] = lost;
-        }
-        return results;
-      }
-      (void)RunCached(db, kRollbackTo);
-      (void)RunCached(db, kRelease);
+      if (!results[i].ok()) s = RunCached(db, kRollbackTo);
+      if (s.ok()) s = RunCached(db, kRelease);
     }
-    if (Status s = tx.Commit(); !s.ok()) {
-      Status lost = s.code() == Status::Code::kUnavailable
-                        ? s
-                        : Status::Unavailable("storage unavailable", s.ToString());
-      std::fill(results.begin(), results.end(), lost);
+    if (s.ok()) s = tx.Commit();
+    if (s.ok()) return results;
+    const Status lost = s.code() == Status::Code::kUnavailable
+                            ? s
+                            : Status::Unavailable("storage unavailable", s.ToString());
+    for (Status& r : results) {
+      if (r.ok()) r = lost;
     }
-    return results;
-  }
-
-  StatusOr<BulkPlan> PlanLocked(Db& db, const BulkRequest& r) {
-    BulkPlan plan;
-    Status s;
-    {
-      std::vector<SqlValue> params;
-      HOOKBOX_PREPARE(q, db,
-                      "SELECT status, count(*)" + BulkRowsTail(r, SqlDialect::kSqlite, &params) +
-                          " GROUP BY status");
-      BindAll(q, params);
-      while (q.Step(&s)) CountMatched(&plan, q.Text(0), q.Int(1));
-      if (!s.ok()) return s;
-    }
-    {
-      std::vector<SqlValue> params;
-      HOOKBOX_PREPARE(q, db,
-                      "SELECT i.endpoint, j.handler, count(*)" +
-                          BulkJobsTail(r, SqlDialect::kSqlite, &params) +
-                          " GROUP BY i.endpoint, j.handler");
-      BindAll(q, params);
-      while (q.Step(&s)) {
-        plan.jobs_by_handler[q.Text(0) + "/" + q.Text(1)] = q.Int(2);
-        plan.jobs += q.Int(2);
-      }
-      if (!s.ok()) return s;
-    }
-    {
-      std::vector<SqlValue> params;
-      HOOKBOX_PREPARE(q, db,
-                      "SELECT count(DISTINCT j.inbox_id), coalesce(min(i.received_at), ''),"
-                      " coalesce(max(i.received_at), '')" +
-                          BulkJobsTail(r, SqlDialect::kSqlite, &params));
-      BindAll(q, params);
-      if (q.Step(&s)) {
-        plan.rows = q.Int(0);
-        plan.oldest = q.Text(1);
-        plan.newest = q.Text(2);
-      }
-      if (!s.ok()) return s;
-    }
-    FinishPlan(&plan);
-    return plan;
-  }
-
-  static void BindAll(sqlite::Stmt& q, const std::vector<SqlValue>& params) {
-    for (size_t i = 0; i < params.size(); ++i) {
-      std::visit([&](const auto& v) { q.Bind(static_cast<int>(i + 1), v); }, params[i]);
-    }
-  }
-
-  // The jobs a bulk verb acts on, as (job id, inbox id), in received order.
-  StatusOr<std::vector<std::pair<int64_t, int64_t>>> BulkTargets(const BulkRequest& r) {
-    std::vector<std::pair<int64_t, int64_t>> targets;
-    std::lock_guard lock(read_mu_);
-    std::vector<SqlValue> params;
-    HOOKBOX_PREPARE(q, *reader_,
-                    "SELECT j.id, j.inbox_id" + BulkJobsTail(r, SqlDialect::kSqlite, &params) +
-                        " ORDER BY i.id, j.id");
-    BindAll(q, params);
-    Status s;
-    while (q.Step(&s)) targets.emplace_back(q.Int(0), q.Int(1));
-    if (!s.ok()) return s;
-    return targets;
-  }
-
-  // RetryDead and Replay: the jobs to act on, read at once (their ids, in received order),
-  // then changed a chunk (at most kBulkChunk, or r.batch) per statement: one UPDATE over the
-  // chunk's (id, due time) pairs, passed as one JSON array, each job by a compare-and-swap
-  // on the status it was read in (a job that changed since, or is leased, is left alone),
-  // RETURNING the rows whose job changed; then one UPDATE of those rows' status. Run as
-  // `hookbox inbox retry` beside the daemon, it shares the write lock with the daemon's
-  // accepts: each write transaction takes chunks until it has held the lock for kBulkHold,
-  // so an accept waits at most that (and our commit) behind it; between transactions it
-  // leaves the lock free for kBulkGap, in which a daemon writer that waited gets it (it
-  // polls every millisecond: PollForWriteLock). The time it holds the lock, not a count,
-  // bounds the wait, on any disk and any size of row. 8 ms and 3 ms: at 20 ms and 2 ms the
-  // accepts' p99 during a 100,000-job retry was 67 ms, at 8 and 3 it was 19-29 ms in eight
-  // runs of ten, and the retry took 3.8-4.5 s instead of 3.4 (bench/RESULTS.md).
-  static constexpr auto kBulkHold = std::chrono::milliseconds(8);
-  static constexpr auto kBulkGap = std::chrono::milliseconds(3);
-  static constexpr size_t kBulkChunk = 200;
-
-  // The UPDATE of one chunk of jobs: ?1 is the chunk's [[job id, due time], ...] as JSON.
-  // The pairs drive the join, each job found by its rowid. `+status` keeps the status test
-  // off the jobs_due index: with it, SQLite's planner (no ANALYZE statistics) prefers
-  // walking every dead job in jobs_due for each chunk, which makes a bulk retry quadratic in
-  // the number of dead jobs.
-  static std::string BulkJobSql(bool replay) {
-    return std::string(
-               "UPDATE jobs SET status = 'pending', attempts = 0, next_attempt_at = p.due,"
-               " sync = 0") +
-           (replay ? ", generation = generation + 1, last_error = NULL" : "") +
-           " FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS due"
-           " FROM json_each(?1)) AS p WHERE jobs.id = p.id AND +jobs.status = " +
-           (replay ? "'done'" : "'dead'") + " RETURNING inbox_id";
-  }
-
-  // The JSON array of (job id, due time) pairs of targets [from, to).
-  static std::string BulkPairs(const BulkRequest& r,
-                               const std::vector<std::pair<int64_t, int64_t>>& targets, size_t from,
-                               size_t to, const std::string& due_now) {
-    std::string pairs = "[";
-    for (size_t i = from; i < to; ++i) {
-      if (i != from) pairs += ',';
-      pairs += '[' + std::to_string(targets[i].first) + ",\"" +
-               (r.rate > 0 ? FormatTime(BulkDueAt(r, static_cast<int64_t>(i))) : due_now) + "\"]";
-    }
-    return pairs + ']';
-  }
-
-  // One chunk: its jobs' UPDATE, then one UPDATE of the rows whose job changed. Adds the
-  // jobs changed to *changed.
-  static Status RunBulkChunk(sqlite::Stmt& job, sqlite::Stmt& row, const std::string& pairs,
-                             int64_t* changed) {
-    job.Bind(1, pairs);
-    std::string rows = "[";  // the rows whose job changed, each once
-    int64_t last_row = 0;
-    Status st;
-    while (job.Step(&st)) {
-      ++*changed;
-      const int64_t id = job.Int(0);
-      if (id == last_row) continue;  // a row's jobs come together: fewer repeats
-      if (rows.size() > 1) rows += ',';
-      rows += std::to_string(id);
-      last_row = id;
-    }
-    if (!st.ok()) return st;
-    job.Reset();
-    rows += ']';
-    if (rows.size() > 2) {
-      row.Bind(1, rows);
-      if (st = row.Run(); !st.ok()) return st;
-      row.Reset();
-    }
-    return Status::Ok();
-  }
-
-  // What ActBulk's write transactions did, for its log line.
-  struct BulkWrites {
-    int64_t rearmed = 0;
-    int64_t transactions = 0;
-    std::chrono::steady_clock::duration held{};
-    std::chrono::steady_clock::duration longest{};
-  };
-
-  static void LogBulkWrites(const BulkRequest& r, size_t jobs, const BulkWrites& w) {
-    using Ms = std::chrono::duration<double, std::milli>;
-    LogInfo({{"msg", "bulk writes"},
-             {"verb", BulkVerbName(r.verb)},
-             {"jobs", jobs},
-             {"rearmed", w.rearmed},
-             {"transactions", w.transactions},
-             {"held_ms", Ms(w.held).count()},
-             {"longest_hold_ms", Ms(w.longest).count()}});
-  }
-
-  StatusOr<int64_t> ActBulk(const BulkRequest& r) {
-    if (Status s = CheckBulk(r); !s.ok()) return s;
-    auto found = BulkTargets(r);
-    if (!found.ok()) return found.status();
-    const std::vector<std::pair<int64_t, int64_t>>& targets = *found;
-    const std::string job_sql = BulkJobSql(r.verb == BulkVerb::kReplay);
-    const size_t chunk = std::min(kBulkChunk, static_cast<size_t>(std::max(1, r.batch)));
-    const std::string due_now = r.rate > 0 ? "" : FormatTime(r.now);
-    BulkWrites w;
-    size_t next = 0;
-    while (next < targets.size()) {
-      size_t done_to = next;
-      int64_t changed = 0;
-      std::chrono::steady_clock::duration took{};
-      Status s = Write([&](Db& db) -> Status {
-        // Timed from here: the write lock is ours from BEGIN IMMEDIATE on.
-        const auto started = std::chrono::steady_clock::now();
-        done_to = next;
-        changed = 0;
-        HOOKBOX_PREPARE(job, db, job_sql);
-        // Pending again, unless another job of the row stays dead (a retry of one handler).
-        HOOKBOX_PREPARE(row, db,
-                        "UPDATE inbox SET status = CASE WHEN EXISTS (SELECT 1 FROM jobs"
-                        " WHERE jobs.inbox_id = inbox.id AND jobs.status = 'dead')"
-                        " THEN 'dead' ELSE 'pending' END, processed_at = NULL"
-                        " WHERE id IN (SELECT value FROM json_each(?1))");
-        std::chrono::steady_clock::duration last{};
-        while (done_to < targets.size()) {
-          const auto chunk_started = std::chrono::steady_clock::now();
-          if (chunk_started - started + last > kBulkHold) break;
-          const size_t to = std::min(targets.size(), done_to + chunk);
-          const std::string pairs = BulkPairs(r, targets, done_to, to, due_now);
-          if (Status st = RunBulkChunk(job, row, pairs, &changed); !st.ok()) return st;
-          done_to = to;
-          last = std::chrono::steady_clock::now() - chunk_started;
-        }
-        took = std::chrono::steady_clock::now() - started;
-        return Status::Ok();
-      });
-      if (!s.ok()) return s;
-      next = done_to;
-      w.rearmed += changed;
-      ++w.transactions;
-      w.held += took;
-      w.longest = std::max(w.longest, took);
-      if (next < targets.size()) std::this_thread::sleep_for(kBulkGap);
-    }
-    if (!targets.empty()) LogBulkWrites(r, targets.size(), w);
-    return w.rearmed;
+    return results;  // tx rolls back what is left of the transaction
   }
 
   // WAL checkpoints, never on the accept path. SQLite's own would run inside the COMMIT that
@@ -666,26 +413,25 @@ class SqliteInbox final : public SqlInbox {
 
 StatusOr<std::unique_ptr<Inbox>> OpenSqliteInbox(const InboxOptions& options,
                                                  std::vector<std::string>* applied) {
-  auto writer = Db::Open(options.database, options.create, options.durable);
-  if (!writer.ok()) return writer.status();
-  sqlite3_busy_handler((*writer)->raw(), &PollForWriteLock, nullptr);  // replaces busy_timeout
+  ASSIGN_OR_RETURN(std::unique_ptr<Db> writer,
+                   Db::Open(options.database, options.create, options.durable));
+  sqlite3_busy_handler(writer->raw(), &PollForWriteLock, nullptr);  // replaces busy_timeout
   if (!options.create) {
-    if (Status s = CheckSchema(**writer, options.database); !s.ok()) return s;
-  } else if (Status s = Migrate(**writer, applied); !s.ok()) {
+    RETURN_IF_ERROR(CheckSchema(*writer, options.database));
+  } else if (Status s = Migrate(*writer, applied); !s.ok()) {
     return Status::Unavailable("cannot migrate database", s.ToString());
   }
   // The SAVEPOINT of each write keeps the original of every page the write changes in a
   // statement journal: in memory, not in a temporary file written page by page.
-  if (Status s = (*writer)->Exec("PRAGMA temp_store=MEMORY"); !s.ok()) return s;
+  RETURN_IF_ERROR(writer->Exec("PRAGMA temp_store=MEMORY"));
   // After a burst, the WAL file's first write past its start cuts it back to 64 MiB (see
   // CheckpointLoop for when it starts over).
-  if (Status s = (*writer)->Exec("PRAGMA journal_size_limit=67108864"); !s.ok()) return s;
-  auto reader = Db::Open(options.database, false, options.durable);
-  if (!reader.ok()) return reader.status();
-  auto checkpointer = Db::Open(options.database, false, options.durable);
-  if (!checkpointer.ok()) return checkpointer.status();
-  return std::unique_ptr<Inbox>(std::make_unique<SqliteInbox>(
-      std::move(*writer), std::move(*reader), std::move(*checkpointer)));
+  RETURN_IF_ERROR(writer->Exec("PRAGMA journal_size_limit=67108864"));
+  ASSIGN_OR_RETURN(std::unique_ptr<Db> reader, Db::Open(options.database, false, options.durable));
+  ASSIGN_OR_RETURN(std::unique_ptr<Db> checkpointer,
+                   Db::Open(options.database, false, options.durable));
+  return std::unique_ptr<Inbox>(
+      std::make_unique<SqliteInbox>(std::move(writer), std::move(reader), std::move(checkpointer)));
 }
 
 }  // namespace hookbox
