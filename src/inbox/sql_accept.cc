@@ -36,17 +36,17 @@ Status SqlInbox::AcceptInto(SqlTx& tx, const Event& e, AcceptResult* out) {
     if (duplicate) return Status::Ok();
   }
   ASSIGN_OR_RETURN(
-      const SqlRows& ins,
-      tx.Query(
+      const std::optional<int64_t> inserted,
+      tx.InsertRow(
           "INSERT INTO inbox (endpoint, event_id, id_source, event_type, resource_id, sequence,"
           " sequence_key, body_sha256, headers, body, status, received_at)"
           " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
-          " ON CONFLICT (endpoint, event_id) DO NOTHING RETURNING id",
+          " ON CONFLICT (endpoint, event_id) DO NOTHING",
           {e.endpoint, e.event_id, e.id_source, e.event_type, e.resource_id, e.sequence,
            e.sequence_key, e.body_sha256, e.headers_json, SqlArg::Bytes(e.body),
            e.handlers.empty() ? "ignored" : "pending", now}));
-  if (ins.empty()) return CountDuplicate(tx, e, now, out);
-  const int64_t inbox_id = ins.Int(0, 0);
+  if (!inserted) return CountDuplicate(tx, e, now, out);
+  const int64_t inbox_id = *inserted;
   if (!e.resource_id.empty() && e.sequence_key.has_value()) {
     // Sequence gate: lower than the last accepted sequence of the resource is stale; equal
     // is not (second-resolution timestamps tie, and a redelivery after `inbox clear` must
@@ -59,9 +59,9 @@ Status SqlInbox::AcceptInto(SqlTx& tx, const Event& e, AcceptResult* out) {
             " VALUES ($1, $2, $3, $4, $5) ON CONFLICT (endpoint, resource_id) DO UPDATE"
             " SET last_sequence = excluded.last_sequence, last_event_id = excluded.last_event_id,"
             " updated_at = excluded.updated_at"
-            " WHERE sequences.last_sequence <= excluded.last_sequence RETURNING 1",
+            " WHERE sequences.last_sequence <= excluded.last_sequence",
             {e.endpoint, e.resource_id, *e.sequence_key, e.event_id, now}));
-    if (gate.empty()) {
+    if (gate.changed == 0) {  // neither inserted nor moved forward
       out->verdict = Verdict::kStale;
       return tx.Run("UPDATE inbox SET status = 'stale' WHERE id = $1", {inbox_id});
     }

@@ -75,6 +75,11 @@ class SqlTx {
     auto r = Query(sql, args);
     return r.ok() ? Status::Ok() : r.status();
   }
+  // An INSERT of one row with ON CONFLICT DO NOTHING: the new row's id, nullopt when it
+  // conflicted. (SQLite reads the rowid: a RETURNING clause would cost it a statement
+  // journal on every accept; PostgreSQL appends RETURNING id.)
+  virtual StatusOr<std::optional<int64_t>> InsertRow(const std::string& sql,
+                                                     const SqlArgs& args) = 0;
   // The transaction as a whole is gone (SQLite rolled it back; the connection broke): no
   // savepoint can be rolled back to, nothing more can be recorded.
   virtual bool Lost() = 0;

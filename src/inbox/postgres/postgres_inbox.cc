@@ -350,6 +350,12 @@ class PostgresInbox final : public SqlInbox {
       }
       return out;
     }
+    StatusOr<std::optional<int64_t>> InsertRow(const std::string& sql,
+                                               const SqlArgs& args) override {
+      ASSIGN_OR_RETURN(const SqlRows& r, Query(sql + " RETURNING id", args));
+      if (r.empty()) return std::optional<int64_t>();
+      return std::optional<int64_t>(r.Int(0, 0));
+    }
     bool Lost() override { return conn_.broken(); }
     Status RunUserSql(const std::string& statement, const HandlerEvent& e) override {
       return inbox_.RunUserStatement(conn_, statement, e);

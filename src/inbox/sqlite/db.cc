@@ -143,17 +143,25 @@ StatusOr<std::unique_ptr<Db>> Db::Open(const std::string& path, bool create, boo
 }
 
 Db::~Db() {
-  for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
+  for (auto* cache : {&cache_, &rewritten_}) {
+    for (auto& [sql, stmt] : *cache) sqlite3_finalize(stmt);
+  }
   sqlite3_close(db_);
 }
 
 StatusOr<std::unique_ptr<Stmt>> Db::Prepare(const std::string& sql) {
-  auto it = cache_.find(sql);
-  if (it == cache_.end()) {
+  return Prepare(sql, nullptr);
+}
+
+StatusOr<std::unique_ptr<Stmt>> Db::Prepare(const std::string& sql, Rewrite rewrite) {
+  auto& cache = rewrite ? rewritten_ : cache_;
+  auto it = cache.find(sql);
+  if (it == cache.end()) {
+    const std::string text = rewrite ? rewrite(sql) : sql;
     sqlite3_stmt* stmt = nullptr;
-    int rc = sqlite3_prepare_v3(db_, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
+    int rc = sqlite3_prepare_v3(db_, text.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
     if (rc != SQLITE_OK) return Error(rc, "prepare");
-    it = cache_.emplace(sql, stmt).first;
+    it = cache.emplace(sql, stmt).first;
   }
   return std::make_unique<Stmt>(*this, it->second);
 }

@@ -84,6 +84,11 @@ class Db final {
 
   // A cached prepared statement for `sql` (prepared on first use).
   StatusOr<std::unique_ptr<Stmt>> Prepare(const std::string& sql);
+  // The same for a statement written in another spelling: prepared as rewrite(sql) on first
+  // use, then found by `sql` itself, so the rewrite runs once per statement, not per use.
+  // Every call passes the same `rewrite`.
+  using Rewrite = std::string (*)(const std::string&);
+  StatusOr<std::unique_ptr<Stmt>> Prepare(const std::string& sql, Rewrite rewrite);
   Status Exec(const char* sql);
   int64_t Changes() const { return sqlite3_changes64(db_); }
   int64_t LastInsertId() const { return sqlite3_last_insert_rowid(db_); }
@@ -97,6 +102,7 @@ class Db final {
   explicit Db(sqlite3* db) : db_(db) {}
   sqlite3* db_;
   std::unordered_map<std::string, sqlite3_stmt*> cache_;
+  std::unordered_map<std::string, sqlite3_stmt*> rewritten_;  // by the statement before rewrite
 };
 
 // BEGIN IMMEDIATE ... COMMIT; rolls back in the destructor unless Commit() succeeded.

@@ -47,7 +47,7 @@ class SqliteTx final : public SqlTx {
   explicit SqliteTx(Db& db) : db_(db) {}
 
   StatusOr<SqlRows> Query(const std::string& sql, const SqlArgs& args = {}) override {
-    ASSIGN_OR_RETURN(const std::unique_ptr<sqlite::Stmt> stmt, db_.Prepare(Translate(sql)));
+    ASSIGN_OR_RETURN(const std::unique_ptr<sqlite::Stmt> stmt, db_.Prepare(sql, &Translate));
     sqlite::Stmt& q = *stmt;
     for (size_t i = 0; i < args.size(); ++i) {
       const int at = static_cast<int>(i + 1);
@@ -65,6 +65,12 @@ class SqliteTx final : public SqlTx {
     RETURN_IF_ERROR(s);
     out.changed = db_.Changes();
     return out;
+  }
+
+  StatusOr<std::optional<int64_t>> InsertRow(const std::string& sql, const SqlArgs& args) override {
+    ASSIGN_OR_RETURN(const SqlRows& r, Query(sql, args));
+    if (r.changed == 0) return std::optional<int64_t>();
+    return std::optional<int64_t>(db_.LastInsertId());
   }
 
   bool Lost() override { return !db_.InTransaction(); }
