@@ -69,6 +69,17 @@ void YamlReader::Mark(const std::string& where, const YAML::Node& node) {
 
 bool YamlReader::ReadMapping(const YAML::Node& node, const std::string& where,
                              std::span<const YamlField> fields) {
+  return ReadFields(node, where, fields, /*refuse_repeats=*/true);
+}
+
+bool YamlReader::ReadMappingKeepingRepeats(const YAML::Node& node, const std::string& where,
+                                           std::initializer_list<YamlField> fields) {
+  return ReadFields(node, where, std::span<const YamlField>(fields.begin(), fields.size()),
+                    /*refuse_repeats=*/false);
+}
+
+bool YamlReader::ReadFields(const YAML::Node& node, const std::string& where,
+                            std::span<const YamlField> fields, bool refuse_repeats) {
   if (!node.IsMap()) {
     Error(where, "expected a mapping");
     return false;
@@ -86,34 +97,8 @@ bool YamlReader::ReadMapping(const YAML::Node& node, const std::string& where,
     }
     if (field == nullptr) {
       ErrorAt(it->first, where, "unknown key " + Quote(key));
-    } else if (!seen.insert(key).second) {
+    } else if (!seen.insert(key).second && refuse_repeats) {
       ErrorAt(it->first, where, "key " + Quote(key) + " appears twice");
-    } else {
-      Mark(Key(where, key), it->first);
-      field->read(it->second, Key(where, key));
-    }
-  }
-  return true;
-}
-
-bool YamlReader::ReadMappingKeepingRepeats(const YAML::Node& node, const std::string& where,
-                                           std::initializer_list<YamlField> fields) {
-  if (!node.IsMap()) {
-    Error(where, "expected a mapping");
-    return false;
-  }
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    if (!it->first.IsScalar()) {
-      Error(where, "a key must be a plain name");
-      continue;
-    }
-    const std::string& key = it->first.Scalar();
-    const YamlField* field = nullptr;
-    for (const YamlField& f : fields) {
-      if (f.key == key) field = &f;
-    }
-    if (field == nullptr) {
-      ErrorAt(it->first, where, "unknown key " + Quote(key));
     } else {
       Mark(Key(where, key), it->first);
       field->read(it->second, Key(where, key));

@@ -159,6 +159,9 @@ class YamlReader {
   std::optional<Secret> SigningKey(const YAML::Node& item, const std::string& where);
 
  private:
+  // ReadMapping's walk; a repeated key is an error when `refuse_repeats`, else read again.
+  bool ReadFields(const YAML::Node& node, const std::string& where,
+                  std::span<const YamlField> fields, bool refuse_repeats);
   YamlReader(std::vector<std::string>* errors, std::vector<std::string>* warnings, std::string file,
              bool positioned)
       : errors_(errors), warnings_(warnings), file_(std::move(file)), positioned_(positioned) {}
