@@ -29,6 +29,8 @@
 #   make bench-search  the first page of `inbox list --where` at SEARCH_ROWS (default 1 M)
 #   make bench-rate  a handler with rate: 100/s and a backlog, for a minute: the rate's error
 #   make bench-bulk  `inbox retry --dead` of 100,000 dead jobs beside signed accepts
+#   make bench-accept-cost  instructions per accept under valgrind's callgrind, repeatable on a
+#                    busy machine (ACCEPT_COST_BUILDS="a/hookbox b/hookbox" compares builds)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
@@ -50,7 +52,7 @@ FUZZ_TARGETS = $(shell sed -n 's/^hookbox_fuzz_harness(\([a-z_]*\)[ )].*/\1/p' t
 
 .PHONY: all deps build daemon run test lint interop-deps install clean test-asan test-tsan fuzz \
         fuzz-smoke fuzz-build crash-test soak bench bench-replicas bench-handlers bench-scale \
-        bench-console bench-search bench-rate bench-bulk deb test-deb
+        bench-console bench-search bench-rate bench-bulk bench-accept-cost deb test-deb
 
 all: build
 
@@ -179,6 +181,12 @@ bench-rate: all
 BULK_JOBS ?= 100000
 bench-bulk: build
 	@python3 bench/bulk.py --hookbox $(BUILD)/hookbox --jobs $(BULK_JOBS)
+
+# Standalone (bench/accept_cost.py, needs Debian's valgrind): the build's hookbox, then each of
+# ACCEPT_COST_BUILDS.
+ACCEPT_COST_BUILDS ?=
+bench-accept-cost: build
+	@python3 bench/accept_cost.py --hookbox $(BUILD)/hookbox $(addprefix --hookbox ,$(ACCEPT_COST_BUILDS))
 
 # The formatting of every C++ file (.clang-format) and the checks of .clang-tidy over every
 # file the build compiles (the fuzz harnesses and bench tools, built by other compilers and
