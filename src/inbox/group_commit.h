@@ -9,7 +9,7 @@
 //
 // Exclusive(fn) queues a turn that is no group: when it reaches the front, fn runs alone
 // and the items queued behind it wait until it returns (SQLite's WAL restart uses it: see
-// sqlite_inbox.cc). A leader's group stops before such a turn.
+// sqlite/checkpoints.cc). A leader's group stops before such a turn.
 #pragma once
 
 #include <algorithm>

@@ -119,8 +119,8 @@ TEST_CASE("migrations are applied once when several replicas start at once") {
 }
 
 // The SQLite inbox copies its WAL into the database on a thread of its own and starts the
-// WAL file over only in a short exclusive turn (CheckpointLoop in sqlite_inbox.cc): under
-// writes that never pause, the WAL must still start over, and stay bounded. The WAL header's
+// WAL file over only in a short exclusive turn (WalCheckpointer::Loop in sqlite/checkpoints.cc):
+// under writes that never pause, the WAL must still start over, and stay bounded. The WAL header's
 // checkpoint sequence number (bytes 12-15, big-endian) counts the times it started over.
 // On PostgreSQL the same load runs as a test of grouped accepts with large bodies.
 TEST_CASE("continuous writes: the WAL starts over without a pause in the writes, stays bounded") {

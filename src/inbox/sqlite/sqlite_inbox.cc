@@ -1,13 +1,12 @@
 // The SQLite inbox (see sqlite_inbox.h): the inbox's algorithm (sql_inbox.h) over one
 // writer connection with leader-led group commit and one reader, background WAL
-// checkpoints, and migrations.
+// checkpoints (sqlite/checkpoints.cc), and migrations.
 #include "inbox/sqlite/sqlite_inbox.h"
 
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
-#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -16,14 +15,14 @@
 #include "inbox/group_commit.h"
 #include "inbox/migration.h"
 #include "inbox/sql_inbox.h"
+#include "inbox/sqlite/checkpoints.h"
 #include "inbox/sqlite/db.h"
-#include "ops/log.h"
-#include "ops/storage_health.h"
 
 namespace hookbox {
 namespace {
 
 using sqlite::Db;
+using sqlite::WalCheckpointer;
 
 // Binds the `sql` handler's named parameters that a statement uses.
 void BindEventParams(sqlite::Stmt& q, const HandlerEvent& e) {
@@ -188,20 +187,8 @@ class SqliteInbox final : public SqlInbox {
         writer_db_(std::move(writer)),
         reader_(std::move(reader)),
         wal_path_(sqlite3_filename_wal(sqlite3_db_filename(writer_db_->raw(), "main"))),
-        checkpoint_db_(std::move(checkpointer)) {
-    // Replaces SQLite's automatic checkpoint (see OnWalCommit).
-    sqlite3_wal_hook(writer_db_->raw(), &SqliteInbox::OnWalCommit, this);
-    checkpointer_ = std::thread([this] { CheckpointLoop(); });
-  }
-
-  ~SqliteInbox() override {
-    {
-      std::lock_guard lock(checkpoint_mu_);
-      checkpoint_stopping_ = true;
-    }
-    checkpoint_cv_.notify_one();
-    checkpointer_.join();
-  }
+        checkpoints_(writer_db_->raw(), std::move(checkpointer),
+                     [this](const std::function<void()>& copy) { writes_.Exclusive(copy); }) {}
 
   // Writes (a claim too) go through the group commit, in the writer's transaction; reads on
   // the reader connection, a snapshot in a read transaction of its own.
@@ -293,98 +280,6 @@ class SqliteInbox final : public SqlInbox {
     return results;  // tx rolls back what is left of the transaction
   }
 
-  // WAL checkpoints, never on the accept path. SQLite's own would run inside the COMMIT that
-  // finds 1000 pages in the WAL, copying them into the database file and fsyncing it while
-  // every delivery of that group waits. Here the writer only counts: after each commit
-  // (OnWalCommit, on the leading write's thread) it notes the WAL's length and, every
-  // kCheckpointPages new pages, wakes the checkpointer thread, which copies the WAL into the
-  // database on its own connection (PASSIVE: it never waits for, or blocks, writers or
-  // readers).
-  //
-  // SQLite starts the WAL file over only when a write begins with all of it copied, which
-  // under steady load never happens by itself: each copy ends a little behind the writer.
-  // So once the WAL has passed kWalRestartPages, the checkpointer copies again until what is
-  // left is short (each pass copies only what came in during the one before), then copies
-  // that rest in an Exclusive turn of the group commit: writes queue meanwhile, for the copy
-  // of at most kRestartTail pages and one fsync of the database, never for the bulk; the
-  // next write starts the WAL over, and journal_size_limit cuts the file back after a burst.
-  // If the disk cannot keep up and the WAL reaches kWalForcePages, the rest is copied in the
-  // turn whatever its length, so that the WAL stays bounded.
-  static int OnWalCommit(void* self, sqlite3*, const char*, int pages) {
-    auto* inbox = static_cast<SqliteInbox*>(self);
-    if (pages < inbox->next_checkpoint_ - kCheckpointPages) {
-      inbox->next_checkpoint_ = kCheckpointPages;  // the WAL started over
-    }
-    if (pages >= inbox->next_checkpoint_) {
-      inbox->next_checkpoint_ = pages + kCheckpointPages;
-      {
-        std::lock_guard lock(inbox->checkpoint_mu_);
-        inbox->checkpoint_due_ = true;
-      }
-      inbox->checkpoint_cv_.notify_one();
-    }
-    return SQLITE_OK;
-  }
-
-  // A checkpoint that fails for a reason other than contention (an I/O error on the WAL's or
-  // the database file's fsync, a full disk) is an error line and a count (CopyWal, through
-  // ops/storage_health.h), and is tried again every kCheckpointRetry until one succeeds, not
-  // only at the next kCheckpointPages: a WAL that cannot be copied grows, and the daemon
-  // says so (/readyz, hookbox_wal_bytes) until it can again.
-  void CheckpointLoop() {
-    bool failing = false;  // the last copy that was not contended met a fault
-    for (;;) {
-      {
-        std::unique_lock lock(checkpoint_mu_);
-        auto woken = [this] { return checkpoint_stopping_ || checkpoint_due_; };
-        if (failing) {
-          checkpoint_cv_.wait_for(lock, kCheckpointRetry, woken);
-        } else {
-          checkpoint_cv_.wait(lock, woken);
-        }
-        if (checkpoint_stopping_) return;
-        checkpoint_due_ = false;
-      }
-      WalState wal;
-      // BUSY (another checkpoint runs, say in a CLI process) is fine: the next wake retries.
-      if (!CopyWal(&wal, &failing)) continue;
-      for (int pass = 0; pass < kCatchUpPasses && wal.pages >= kWalRestartPages &&
-                         wal.pages < kWalForcePages && wal.left() > kRestartTail;
-           ++pass) {
-        if (!CopyWal(&wal, &failing)) break;
-      }
-      if (!failing && wal.pages >= kWalRestartPages &&
-          (wal.left() <= kRestartTail || wal.pages >= kWalForcePages)) {
-        writes_.Exclusive([&] { CopyWal(&wal, &failing); });
-      }
-    }
-  }
-
-  struct WalState {
-    int pages = 0;   // frames in the WAL
-    int copied = 0;  // of which already in the database file
-    int left() const { return pages - copied; }
-  };
-
-  // One PASSIVE copy (which may copy less than all, or nothing, beside readers: that is no
-  // failure). False when it did not complete: contention (quiet, *failing as it was) or a
-  // fault (logged, counted, *failing set); a completed copy clears *failing.
-  bool CopyWal(WalState* wal, bool* failing) {
-    const int rc = sqlite3_wal_checkpoint_v2(checkpoint_db_->raw(), nullptr,
-                                             SQLITE_CHECKPOINT_PASSIVE, &wal->pages, &wal->copied);
-    if (rc == SQLITE_OK) {
-      *failing = false;
-      Storage().Record(kStorageCheckpoint, Status::Ok());
-      return true;
-    }
-    const Status s = checkpoint_db_->Error(rc, "checkpoint");
-    if (!IsStorageBusy(s)) *failing = true;
-    Storage().Record(kStorageCheckpoint, s);
-    return false;
-  }
-
-  // Counts (dry run) or deletes, one batch per write transaction, the rows a purge query
-  // selects with ?1 = status, ?2 = cutoff, ?3 = batch size.
   static constexpr size_t kMaxGroup = 256;
   inline static const std::string kSavepoint = "SAVEPOINT w";
   inline static const std::string kRelease = "RELEASE w";
@@ -397,22 +292,8 @@ class SqliteInbox final : public SqlInbox {
   std::unique_ptr<Db> reader_;
   const std::string wal_path_;  // `<database>-wal` (WalBytes)
 
-  // About 4 MiB of WAL per background checkpoint (SQLite's own default interval); the WAL
-  // file started over at about 32 MiB, after at most kCatchUpPasses extra copies, with at
-  // most kRestartTail pages (1 MiB) copied while writes wait, or whatever is left at 128 MiB.
-  static constexpr int kCheckpointPages = 1000;
-  static constexpr int kWalRestartPages = 8000;
-  static constexpr int kWalForcePages = 4 * kWalRestartPages;
-  static constexpr int kRestartTail = 256;
-  static constexpr int kCatchUpPasses = 8;
-  static constexpr auto kCheckpointRetry = std::chrono::seconds(1);
-  std::unique_ptr<Db> checkpoint_db_;  // owned by checkpointer_ after construction
-  std::thread checkpointer_;
-  std::mutex checkpoint_mu_;  // guards checkpoint_due_, checkpoint_stopping_
-  std::condition_variable checkpoint_cv_;
-  bool checkpoint_due_ = false;
-  bool checkpoint_stopping_ = false;
-  int next_checkpoint_ = kCheckpointPages;  // the leading write only
+  // Declared after writes_ and writer_db_: destroyed first, its thread joined before they go.
+  WalCheckpointer checkpoints_;
 };
 
 }  // namespace
