@@ -1,7 +1,8 @@
 // The PostgreSQL inbox (see postgres_inbox.h): the inbox's algorithm (SqlInbox, sql_*.cc)
 // on a connection pool, with this file's locks (the hooks LockKey, KeepHeads, EventBusy,
-// and the spelling's row locks), the grouped statements of simple accepts and plain
-// finishes, sync requests' job holds, and the `sql` handlers' statements.
+// and the spelling's row locks), when the grouped statements of simple accepts and plain
+// finishes apply (grouped.{h,cc}), sync requests' job holds, and the `sql` handlers'
+// statements.
 // The schema and its migrations: schema.{h,cc}.
 //
 // Locks, in the one order every transaction takes them (so replicas never deadlock on each
@@ -35,6 +36,7 @@
 
 #include "base/status_macros.h"
 #include "inbox/group_commit.h"
+#include "inbox/postgres/grouped.h"
 #include "inbox/postgres/named_params.h"
 #include "inbox/postgres/pg.h"
 #include "inbox/postgres/schema.h"
@@ -50,6 +52,8 @@ using pg::Migrate;
 using pg::Params;
 using pg::Result;
 using pg::SchemaChoice;
+using pg::SettleRows;
+using pg::TextArray;
 namespace sqlstate = pg::sqlstate;
 
 // Connections per process: enough for the HTTP threads' accepts and the workers at once;
@@ -67,29 +71,6 @@ constexpr int kClaimSeed = 2;
 // dedupe: [id, body]: a hash of "endpoint \x1f body_sha256", so that accepts of one body
 // (under any ids, on any replica) look for a stored copy one at a time.
 constexpr int kBodySeed = 3;
-
-// A PostgreSQL array literal of texts: {"a","b\"c"}.
-std::string TextArray(const std::vector<std::optional<std::string>>& items) {
-  std::string out = "{";
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i) out += ',';
-    if (!items[i]) {
-      out += "NULL";
-      continue;
-    }
-    out += '"';
-    for (char c : *items[i]) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
-    }
-    out += '"';
-  }
-  return out + "}";
-}
-
-std::string TextArray(const std::vector<std::string>& items) {
-  return TextArray(std::vector<std::optional<std::string>>(items.begin(), items.end()));
-}
 
 // A `sql` handler statement in positional form, and how its parameters are typed.
 struct UserStatement {
@@ -110,54 +91,6 @@ Params EventParams(const UserStatement& st, const HandlerEvent& e) {
     } else {
       p.AddNull();  // the sql handler refuses unknown names at load
     }
-  }
-  return p;
-}
-
-// Sets each inbox row's status from its jobs (SettledStatus), processed at the time given
-// for the row. The rows are locked first, in id order, in a statement of their own, so that the
-// jobs are read as of after any concurrent settle of the same rows committed. `rows`: inbox id ->
-// finish time.
-Status SettleRows(Conn& c, const std::map<int64_t, std::string>& rows) {
-  std::vector<std::string> ids, ats;
-  for (const auto& [id, at] : rows) {
-    ids.push_back(std::to_string(id));
-    ats.push_back(at);
-  }
-  RETURN_IF_ERROR(Exec(c, "SELECT 1 FROM inbox WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE",
-                       Params().Add(TextArray(ids))));
-  return Exec(c,
-              "UPDATE inbox i SET " + SettledStatus("i.id", "r.at") +
-                  " FROM unnest($1::bigint[], $2::timestamptz[]) AS r (id, at) WHERE i.id = r.id",
-              Params().Add(TextArray(ids)).Add(TextArray(ats)));
-}
-
-// The arrays FinishMany's statement unnests: one element per finish, in each column.
-Params FinishArrays(const std::vector<FinishRequest>& finishes) {
-  std::vector<std::optional<std::string>> job, token, status, next_at, last_error, finished,
-      outcome, detail, number, refund;
-  for (const FinishRequest& f : finishes) {
-    const JobOutcome& o = f.outcome;
-    job.emplace_back(std::to_string(f.job->job_id));
-    token.emplace_back(f.job->lease_token);
-    status.emplace_back(JobStatusFor(o.next));
-    next_at.push_back(o.next == JobOutcome::Next::kRetry
-                          ? std::optional<std::string>(FormatTime(o.next_attempt_at))
-                          : std::nullopt);
-    // StorableText: PostgreSQL text must be UTF-8 without NUL, and SQLite stores the same.
-    last_error.push_back(o.outcome != Outcome::kOk
-                             ? std::optional<std::string>(StorableText(o.detail))
-                             : std::nullopt);
-    finished.emplace_back(FormatTime(o.finished_at));
-    outcome.emplace_back(OutcomeName(o.outcome));
-    detail.emplace_back(StorableText(o.detail));
-    number.emplace_back(std::to_string(f.job->event.attempt));
-    refund.emplace_back(o.refund_try ? "1" : "0");
-  }
-  Params p;
-  for (const auto* column : {&job, &token, &status, &next_at, &last_error, &finished, &outcome,
-                             &detail, &number, &refund}) {
-    p.Add(TextArray(*column));
   }
   return p;
 }
@@ -486,59 +419,17 @@ class PostgresInbox final : public SqlInbox {
     return r.ok() ? Status::Ok() : r.status();
   }
 
-  // The inbox row of an event: 12 parameters.
-  static void AddRow(Params& p, const Event& e, const std::string& now) {
-    p.Add(e.endpoint).Add(e.event_id).Add(e.id_source).Add(e.event_type).Add(e.resource_id);
-    p.Add(e.sequence).Add(e.sequence_key).Add(e.body_sha256).Add(e.headers_json);
-    p.AddBytes(e.body).Add(e.handlers.empty() ? "ignored" : "pending").Add(now);
-  }
-
   // The accepts of a group (see Accept): the first delivery of each (endpoint, event_id) in
-  // the group goes into one statement that inserts every row and its jobs, in the group's
-  // order (ON CONFLICT DO NOTHING: a row already stored, or stored by a concurrent
-  // statement, is skipped); it is its own transaction, so the group costs one round trip and
-  // one commit. The deliveries it did not insert are duplicates, counted one by one.
-  // Not ok only when that statement failed, which then stored nothing.
+  // the group goes into one statement (InsertEvents), its own transaction, so the group costs
+  // one round trip and one commit. The deliveries it did not insert are duplicates, counted
+  // one by one. Not ok only when that statement failed, which then stored nothing.
   Status AcceptMany(Conn& c, const std::vector<PendingAccept*>& group) {
-    std::vector<PendingAccept*> firsts;
+    std::vector<const Event*> firsts;
     std::set<std::pair<std::string, std::string>> keys;
     for (PendingAccept* p : group) {
-      if (keys.emplace(p->event->endpoint, p->event->event_id).second) firsts.push_back(p);
+      if (keys.emplace(p->event->endpoint, p->event->event_id).second) firsts.push_back(p->event);
     }
-    Params params;
-    std::string rows, input;
-    for (size_t i = 0; i < firsts.size(); ++i) {
-      const Event& e = *firsts[i]->event;
-      AddRow(params, e, FormatTime(e.received_at));
-      params.Add(TextArray(e.handlers));
-      const size_t k = i * 13;
-      auto at = [&](int n) { return "$" + std::to_string(k + n); };
-      rows += std::string(i ? "," : "") + "(";
-      for (int n = 1; n <= 12; ++n) rows += (n > 1 ? ", " : "") + at(n);
-      rows += ")";
-      input += std::string(i ? "," : "") + "(" + at(1) + "::text, " + at(2) + "::text, " + at(12) +
-               "::timestamptz, " + at(13) + "::text[])";
-    }
-    ASSIGN_OR_RETURN(pg::Result ins,
-                     c.Exec("WITH row AS (INSERT INTO inbox (endpoint, event_id, id_source,"
-                            " event_type, resource_id, sequence, sequence_key, body_sha256,"
-                            " headers, body, status, received_at) VALUES " +
-                                rows +
-                                " ON CONFLICT (endpoint, event_id) DO NOTHING"
-                                " RETURNING id, endpoint, event_id),"
-                                " input (endpoint, event_id, received_at, handlers) AS (VALUES " +
-                                input +
-                                "),"
-                                " jobs AS (INSERT INTO jobs (inbox_id, handler, status,"
-                                " next_attempt_at, sync) SELECT row.id, t.h, 'pending',"
-                                " input.received_at, false FROM row JOIN input"
-                                " USING (endpoint, event_id),"
-                                " unnest(input.handlers) WITH ORDINALITY AS t (h, n)"
-                                " ORDER BY row.id, t.n)"
-                                " SELECT endpoint, event_id FROM row",
-                            params));
-    std::set<std::pair<std::string, std::string>> stored;
-    for (int i = 0; i < ins.rows(); ++i) stored.emplace(ins.Text(i, 0), ins.Text(i, 1));
+    ASSIGN_OR_RETURN(auto stored, pg::InsertEvents(c, firsts));
     for (PendingAccept* p : group) {
       const Event& e = *p->event;
       AcceptResult r{};
@@ -604,31 +495,11 @@ class PostgresInbox final : public SqlInbox {
   }
 
   // Finishes without sql statements, all at once: one statement moves every job whose lease
-  // token still matches (the compare-and-swap of FinishInto) and records its attempt, a
-  // second locks the jobs' inbox rows in id order, a third settles them (its own statement,
-  // so that it sees what other transactions committed before the locks were granted, as
-  // SettleRow does). A job whose lease was lost gets Conflict and changes nothing.
+  // token still matches (MoveFinishedJobs), then their rows are settled (SettleRows). A job
+  // whose lease was lost gets Conflict and changes nothing.
   Status FinishMany(Conn& c, const std::vector<FinishRequest>& finishes,
                     std::vector<StatusOr<Outcome>>* results) {
-    ASSIGN_OR_RETURN(
-        pg::Result moved,
-        c.Exec("WITH f AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[],"
-               " $4::timestamptz[], $5::text[], $6::timestamptz[], $7::text[], $8::text[],"
-               " $9::integer[], $10::integer[]) AS f (job, token, status, next_at,"
-               " last_error, finished, outcome, detail, number, refund)),"
-               " cas AS (UPDATE jobs j SET status = f.status,"
-               " next_attempt_at = coalesce(f.next_at, j.next_attempt_at),"
-               " last_error = f.last_error, attempts = greatest(j.attempts - f.refund, 0),"
-               " lease_owner = NULL, lease_token = NULL, lease_until = NULL FROM f"
-               " WHERE j.id = f.job AND j.lease_token = f.token AND j.status = 'processing'"
-               " RETURNING j.id, j.inbox_id),"
-               " attempt AS (UPDATE attempts a SET finished_at = f.finished,"
-               " outcome = f.outcome, detail = f.detail FROM f JOIN cas ON cas.id = f.job"
-               " WHERE a.job = f.job AND a.number = f.number)"
-               " SELECT id FROM cas",
-               FinishArrays(finishes)));
-    std::set<int64_t> done;
-    for (int r = 0; r < moved.rows(); ++r) done.insert(moved.Int(r, 0));
+    ASSIGN_OR_RETURN(const std::set<int64_t> done, pg::MoveFinishedJobs(c, finishes));
     std::map<int64_t, std::string> rows;  // inbox id -> the latest finish of its jobs
     for (size_t i = 0; i < finishes.size(); ++i) {
       const ClaimedJob& job = *finishes[i].job;
