@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "base/http_status.h"
+#include "base/status_macros.h"
 #include "console/render.h"
 #include "inbox/filter.h"
 #include "ops/clock.h"
@@ -256,9 +257,7 @@ struct BulkQuery {
 StatusOr<BulkQuery> ParseBulkQuery(const FormFields& fields) {
   BulkQuery q;
   const std::vector<FilterOption> options = FilterOptions(fields, &q.where);
-  auto filter = ParseFilter(options, std::chrono::system_clock::now());
-  if (!filter.ok()) return filter.status();
-  q.request.filter = *std::move(filter);
+  ASSIGN_OR_RETURN(q.request.filter, ParseFilter(options, std::chrono::system_clock::now()));
   q.request.verb = Field(fields, "verb") == "replay" ? BulkVerb::kReplay : BulkVerb::kRetryDead;
   q.rate_text = Field(fields, "rate");
   if (!q.rate_text.empty()) {
@@ -439,9 +438,8 @@ StatusOr<std::vector<InboxRow>> Console::Rows(const ListFilter& f) {
   for (const std::string& endpoint : options_.endpoints) {
     ListFilter one = f;
     one.filter.endpoint = endpoint;
-    auto found = inbox_.List(one);
-    if (!found.ok()) return found.status();
-    rows.insert(rows.end(), found->begin(), found->end());
+    ASSIGN_OR_RETURN(const std::vector<InboxRow> found, inbox_.List(one));
+    rows.insert(rows.end(), found.begin(), found.end());
   }
   std::sort(rows.begin(), rows.end(), [](const InboxRow& a, const InboxRow& b) {
     return std::tie(a.received_at, a.id) > std::tie(b.received_at, b.id);

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "base/form.h"
+#include "base/status_macros.h"
 #include "verify/scheme.h"
 
 namespace hookbox::verify_internal {
@@ -90,17 +91,13 @@ std::pair<std::string, std::string> PortSpellings(const std::string& url) {
 StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::string_view body,
                       TimePoint now, std::string_view query) {
   // Missing before malformed: no signature at all is the more useful answer.
-  if (StatusOr<std::string_view> header = RequiredHeader(endpoint, headers, kHeader);
-      !header.ok()) {
-    return header.status();
-  }
+  RETURN_IF_ERROR(RequiredHeader(endpoint, headers, kHeader));
   std::optional<HashAlgorithm> algorithm = Algorithm(headers);
   if (!algorithm || HeaderCount(headers, kSettings) > 1) {
     return Fail(endpoint, reason::kMalformed);
   }
-  StatusOr<Claim> claim =
-      SingleMacClaim(endpoint, headers, kHeader, "", Encoding::kBase64, *algorithm, "");
-  if (!claim.ok()) return claim;
+  ASSIGN_OR_RETURN(Claim claim, SingleMacClaim(endpoint, headers, kHeader, "", Encoding::kBase64,
+                                               *algorithm, ""));
   std::string signed_after_url;
   if (std::optional<std::string> hash = FormValue(ParseUrlEncoded(query), "bodySHA256")) {
     // The body is bound to the URL by its hash; a body that does not match is not the one
@@ -110,8 +107,8 @@ StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::str
     signed_after_url = SortedFields(body);
   }
   auto [without_port, with_port] = PortSpellings(endpoint.public_url);
-  claim->message = SignedUrl(std::move(without_port), query) + signed_after_url;
-  claim->other_messages.push_back(SignedUrl(std::move(with_port), query) + signed_after_url);
+  claim.message = SignedUrl(std::move(without_port), query) + signed_after_url;
+  claim.other_messages.push_back(SignedUrl(std::move(with_port), query) + signed_after_url);
   return claim;
 }
 
