@@ -282,7 +282,7 @@ struct DeliveryRecord {
 
   // The inbox refused the event: another body under a stored id (strict_body), or storage.
   Answer Refused(const Status& s) {
-    const bool conflict = s.code() == Status::Code::kConflict;
+    const bool conflict = s.conflict() == Status::ConflictKind::kBodyDiffers;
     if (conflict)
       log["body_changed"] = true;
     else

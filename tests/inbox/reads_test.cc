@@ -47,6 +47,7 @@ TEST_CASE("clear refuses a row whose job holds a live lease, and changes nothing
   REQUIRE(running[0].event.event_id == "first");
   Status refused = t->Clear("ep", "first", kT0 + 30s);
   CHECK(refused.code() == Status::Code::kConflict);
+  CHECK(refused.conflict() == Status::ConflictKind::kEventBusy);
   CHECK(refused.what() == "event is being processed");
   CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id = 'first'") == 1);
   CHECK(t.Count("SELECT count(*) FROM jobs") == 2);
@@ -65,7 +66,9 @@ TEST_CASE("clear refuses a row whose job holds a live lease, and changes nothing
   e.sync_owner = "request-1";
   e.sync_lease = 30s;
   REQUIRE(t->Accept(e).ok());
-  CHECK(t->Clear("ep", "sync-1", kT0 + 1s).code() == Status::Code::kConflict);
+  const Status leased = t->Clear("ep", "sync-1", kT0 + 1s);
+  CHECK(leased.code() == Status::Code::kConflict);
+  CHECK(leased.conflict() == Status::ConflictKind::kEventBusy);
   CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id = 'sync-1'") == 1);
 }
 

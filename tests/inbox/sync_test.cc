@@ -82,6 +82,7 @@ TEST_CASE("sync: RenewLeases extends the leases still held; a lost one renews no
   REQUIRE(takeover->jobs.size() == 1);
   Status lost = t->RenewLeases(std::span(r->claimed).subspan(2), kT0 + 61s, 100s);
   CHECK(lost.code() == Status::Code::kConflict);
+  CHECK(lost.conflict() == Status::ConflictKind::kLeaseLost);
   CHECK(lost.what() == "lease lost");
   const std::vector<ClaimedJob> mixed = {takeover->jobs[0], r->claimed[2]};
   CHECK(t->RenewLeases(mixed, kT0 + 61s, 100s).code() == Status::Code::kConflict);

@@ -56,7 +56,8 @@ TEST_CASE("storage health: contention is quiet, and neither counts nor breaks a 
 TEST_CASE(
     "storage health: the database's answers (a conflict, bad text) neither count nor end a run") {
   StorageHealth h;
-  const Status conflict = Status::Conflict("body differs", "strict_body");
+  const Status conflict =
+      Status::Conflict(Status::ConflictKind::kBodyDiffers, "body differs", "strict_body");
   const Status bad_text = Status::InvalidArgument("text the database cannot store");
   CHECK(IsStorageFault(kFault));
   CHECK(IsStorageFault(Status::Internal("storage error", "x")));
