@@ -12,7 +12,8 @@ namespace {
 uint64_t Errors(const std::string& op) { return Metrics().storage_errors.With({op}).Value(); }
 
 const Status kFault = Status::Unavailable("storage unavailable", "COMMIT: disk I/O error");
-const Status kBusy = Status::Unavailable("storage busy", "step: database is locked");
+const Status kBusy =
+    Status::Unavailable(Status::UnavailableKind::kBusy, "storage busy", "step: database is locked");
 
 }  // namespace
 
@@ -42,6 +43,8 @@ TEST_CASE("storage health: contention is quiet, and neither counts nor breaks a 
   CHECK(IsStorageBusy(kBusy));
   CHECK_FALSE(IsStorageBusy(kFault));
   CHECK_FALSE(IsStorageBusy(Status::Internal("storage error", "x")));
+  // The kind decides, not the message.
+  CHECK_FALSE(IsStorageBusy(Status::Unavailable("storage busy", "x")));
   const uint64_t before = Errors("claim");
   for (int i = 0; i < 2 * kStorageFailuresUnready; ++i) h.Record(kStorageClaim, kBusy);
   CHECK(h.Problem().empty());
