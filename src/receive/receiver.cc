@@ -130,21 +130,24 @@ Answer Receiver::RunSync(const ReceiverSetup& setup, const std::vector<ClaimedJo
       if (Status renewed =
               inbox_.RenewLeases(std::span(jobs).subspan(i), clock_.Now(), LeaseFor(handler));
           !renewed.ok()) {
-        // Lost (taken over: the new owner runs these jobs) or storage: run none of them.
+        // Lost (taken over: the new owner runs these jobs) or any other failure, which is
+        // storage's: run none of them.
         all_ok = false;
-        error = renewed.code() == Status::Code::kConflict ? "handler lost its lease"
-                                                          : "storage unavailable";
+        error = renewed.conflict() == Status::ConflictKind::kLeaseLost ? "handler lost its lease"
+                                                                       : "storage unavailable";
         break;
       }
     }
     auto outcome =
         RunAttempt(inbox_, job, *setup.config, *setup.handlers, clock_, AttemptMode::kSync);
     if (!outcome.ok()) {
+      // Nothing recorded: the lease was lost, the handler is not configured (the job is
+      // held), or storage failed.
       all_ok = false;
-      const Status::Code code = outcome.status().code();
-      error = code == Status::Code::kUnavailable ? "storage unavailable"
-              : code == Status::Code::kNotFound  ? outcome.status().what()
-                                                 : "handler lost its lease";
+      const Status& s = outcome.status();
+      error = s.conflict() == Status::ConflictKind::kLeaseLost ? "handler lost its lease"
+              : s.code() == Status::Code::kNotFound            ? s.what()
+                                                               : "storage unavailable";
     } else if (outcome->outcome != Outcome::kOk) {
       all_ok = false;
       error = std::string("handler ") + job.handler + " " + OutcomeName(outcome->outcome);
