@@ -99,7 +99,7 @@ std::string AgeText(int64_t seconds) {
 }
 
 // A whole non-negative number of at most 18 digits, else nullopt.
-std::optional<int64_t> Count(const std::string& text) {
+std::optional<int64_t> ParseDigits(const std::string& text) {
   if (text.empty() || text.size() > 18) return std::nullopt;
   int64_t n = 0;
   for (char c : text) {
@@ -378,7 +378,7 @@ Answer Console::ListPage(const Delivery& d) {
   f.event_id = Field(query, "id");
   f.limit = kPageRows + 1;  // one more: is there a next page?
   if (auto before = FormValue(query, "before_id")) {
-    auto id = Count(*before);
+    auto id = ParseDigits(*before);
     auto at = FormValue(query, "before_at");
     if (!id || !at || !ParseRfc3339Micros(*at)) {
       return Message(400, "Bad page", "The page's position (before_at, before_id) is not valid.");
@@ -471,7 +471,7 @@ Answer Console::EventPage(const Delivery& d) {
   view["can_retry"] = std::any_of(detail->jobs.begin(), detail->jobs.end(),
                                   [](const JobRow& j) { return j.status == "dead"; });
   AddBody(detail->row.body, view);
-  if (auto n = Count(Field(query, "retried"))) {
+  if (auto n = ParseDigits(Field(query, "retried"))) {
     view["notice"] = "Re-armed " + std::to_string(*n) +
                      " dead job(s): they run again with a fresh attempt budget.";
   }
@@ -482,7 +482,7 @@ Answer Console::DeadPage(const Delivery& d) {
   const FormFields query = ParseUrlEncoded(d.query);
   int64_t before = 0;
   if (auto text = FormValue(query, "before")) {
-    auto n = Count(*text);
+    auto n = ParseDigits(*text);
     if (!n) return Message(400, "Bad page", "The page's position (before) is not valid.");
     before = *n;
   }
@@ -666,7 +666,7 @@ Answer Console::BulkPage(const Delivery& d) {
                     {"where", where_text}};
   view["rate"] = Field(query, "rate");
   view["replay"] = Field(query, "verb") == "replay";
-  if (auto n = Count(Field(query, "done"))) {
+  if (auto n = ParseDigits(Field(query, "done"))) {
     view["notice"] = "Re-armed " + std::to_string(*n) + " job(s): they run in the worker pool.";
   }
   if (FormValue(query, "verb")) {

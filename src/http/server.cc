@@ -112,7 +112,7 @@ const char* Reason(int status) {
 
 // A header our own code set could still carry a line break; such a header is dropped
 // rather than let it split the response.
-bool Safe(const std::string& s) { return s.find_first_of("\r\n") == std::string::npos; }
+bool HasNoLineBreak(const std::string& s) { return s.find_first_of("\r\n") == std::string::npos; }
 
 Answer ErrorAnswer(int status, const std::string& message) {
   return Answer{status, nlohmann::json{{"error", message}}.dump(), {}};
@@ -193,7 +193,8 @@ std::string FormatAnswer(const Answer& a, bool keep_alive, int keep_alive_timeou
   out += "\r\n";
   bool typed = false;
   for (const auto& [name, value] : a.headers) {
-    if (!Safe(name) || !Safe(value) || strcasecmp(name.c_str(), "Content-Length") == 0 ||
+    if (!HasNoLineBreak(name) || !HasNoLineBreak(value) ||
+        strcasecmp(name.c_str(), "Content-Length") == 0 ||
         strcasecmp(name.c_str(), "Connection") == 0) {
       continue;
     }
