@@ -37,8 +37,8 @@ TEST_CASE("clear forgets the row, its jobs and attempts") {
 }
 
 TEST_CASE("clear refuses a row whose job holds a live lease, and changes nothing") {
-  // Issue 29, defect 8: the clear discarded a running attempt, and the next event of its
-  // resource then ran beside it.
+  // A clear under a running attempt would discard it, and the next event of its resource
+  // would then run beside it.
   TestInbox t;
   Accept(t, MakeEvent("first", {"h"}, "order-1", 1));
   Accept(t, MakeEvent("second", {"h"}, "order-1", 2));
