@@ -3,13 +3,13 @@
 // into an HttpRequest and its errors into the status a client is answered with.
 #include "http/request_parser.h"
 
-#include <strings.h>
-
 #include <algorithm>
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
 #include <cctype>
 #include <cstring>
+
+#include "base/ascii.h"
 
 namespace hookbox {
 namespace {
@@ -17,10 +17,6 @@ namespace {
 namespace http = boost::beast::http;
 using boost::beast::error_code;
 using boost::beast::string_view;
-
-bool IEquals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
-}
 
 // The rules hookbox adds to Beast's grammar, by the one a request broke (kNone: none); carried
 // through Beast's error_code as generic errors and mapped back to a refusal.
@@ -70,8 +66,7 @@ bool ValidHostPort(std::string_view host) {
 // or "" when the target is not in absolute form.
 std::string_view AbsoluteScheme(std::string_view target) {
   for (std::string_view scheme : {std::string_view("http://"), std::string_view("https://")}) {
-    if (target.size() >= scheme.size() &&
-        strncasecmp(target.data(), scheme.data(), scheme.size()) == 0) {
+    if (EqualsIgnoringAsciiCase(target.substr(0, scheme.size()), scheme)) {
       return target.substr(0, scheme.size());
     }
   }
@@ -94,7 +89,7 @@ bool ValidTarget(std::string_view method, std::string_view target) {
 // Whether a Connection header lists the `close` option.
 bool HasCloseOption(const std::vector<std::pair<std::string, std::string>>& headers) {
   for (const auto& [name, value] : headers) {
-    if (!IEquals(name, "Connection")) continue;
+    if (!EqualsIgnoringAsciiCase(name, "Connection")) continue;
     std::string_view rest = value;
     while (!rest.empty()) {
       const size_t comma = rest.find(',');
@@ -105,7 +100,7 @@ bool HasCloseOption(const std::vector<std::pair<std::string, std::string>>& head
       while (!option.empty() && (option.back() == ' ' || option.back() == '\t')) {
         option.remove_suffix(1);
       }
-      if (IEquals(option, "close")) return true;
+      if (EqualsIgnoringAsciiCase(option, "close")) return true;
       rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     }
   }
@@ -187,14 +182,15 @@ class RequestParser::Beast final : public http::basic_parser<true> {
     bool has_te = false, expect = false;
     size_t hosts = 0;
     for (const auto& [name, value] : request_.headers) {
-      if (IEquals(name, "Host")) {
+      if (EqualsIgnoringAsciiCase(name, "Host")) {
         if (++hosts > 1 || !ValidHostPort(value)) return Fail(OwnRule::kHost, ec);
-      } else if (IEquals(name, "Transfer-Encoding")) {
+      } else if (EqualsIgnoringAsciiCase(name, "Transfer-Encoding")) {
         has_te = true;
         // Beast marks the body chunked when `chunked` is the last coding; any other coding
         // (gzip, chunked twice, ...) is one hookbox cannot decode.
-        if (!IEquals(value, "chunked")) return Fail(OwnRule::kTransferCoding, ec);
-      } else if (IEquals(name, "Expect") && IEquals(value, "100-continue")) {
+        if (!EqualsIgnoringAsciiCase(value, "chunked")) return Fail(OwnRule::kTransferCoding, ec);
+      } else if (EqualsIgnoringAsciiCase(name, "Expect") &&
+                 EqualsIgnoringAsciiCase(value, "100-continue")) {
         expect = true;
       }
     }

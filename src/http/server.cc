@@ -30,7 +30,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -49,6 +48,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/ascii.h"
 #include "http/request_parser.h"
 #include "ops/log.h"
 
@@ -194,11 +194,11 @@ std::string FormatAnswer(const Answer& a, bool keep_alive, int keep_alive_timeou
   bool typed = false;
   for (const auto& [name, value] : a.headers) {
     if (!HasNoLineBreak(name) || !HasNoLineBreak(value) ||
-        strcasecmp(name.c_str(), "Content-Length") == 0 ||
-        strcasecmp(name.c_str(), "Connection") == 0) {
+        EqualsIgnoringAsciiCase(name, "Content-Length") ||
+        EqualsIgnoringAsciiCase(name, "Connection")) {
       continue;
     }
-    typed = typed || strcasecmp(name.c_str(), "Content-Type") == 0;
+    typed = typed || EqualsIgnoringAsciiCase(name, "Content-Type");
     out += name;
     out += ": ";
     out += value;

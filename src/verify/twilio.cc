@@ -15,11 +15,10 @@
 // of the body (a reordered or re-encoded form signs alike). I-Twilio-Idempotency-Token is
 // not the default id (its row has none): Twilio does not sign it, so a captured request resent
 // under a fresh token would be a new event and run its handlers again.
-#include <strings.h>
-
 #include <algorithm>
 #include <string>
 
+#include "base/ascii.h"
 #include "base/form.h"
 #include "base/status_macros.h"
 #include "verify/scheme.h"
@@ -36,10 +35,6 @@ std::string_view Trim(std::string_view text) {
   return text;
 }
 
-bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
-}
-
 // The MAC's algorithm: the settings header's `algorithm=`, HMAC_SHA1 when it names none.
 // The header is not signed, but it only picks between two MACs under the same key.
 std::optional<HashAlgorithm> Algorithm(const Headers& headers) {
@@ -54,8 +49,10 @@ std::optional<HashAlgorithm> Algorithm(const Headers& headers) {
       }
     }
   }
-  if (algorithm.empty() || EqualsIgnoringCase(algorithm, "HMAC_SHA1")) return HashAlgorithm::kSha1;
-  if (EqualsIgnoringCase(algorithm, "HMAC_SHA256")) return HashAlgorithm::kSha256;
+  if (algorithm.empty() || EqualsIgnoringAsciiCase(algorithm, "HMAC_SHA1")) {
+    return HashAlgorithm::kSha1;
+  }
+  if (EqualsIgnoringAsciiCase(algorithm, "HMAC_SHA256")) return HashAlgorithm::kSha256;
   return std::nullopt;
 }
 
