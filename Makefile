@@ -35,13 +35,11 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 
 # `make fuzz` stops each harness at FUZZ_RUNS executions (libFuzzer's -runs) or after
-# FUZZ_SECONDS, whichever comes first. The cap is set from the rates measured on 2 shared
-# cores on 2026-12-01 (20 s each, from the committed seeds): verify 20.7 k exec/s, identify
-# 39.7 k, config 3.5 k, receive 4.5 k, http 21 k. Rates fall as the corpus's inputs grow
-# toward -max_len: config falls below 1 k exec/s within the hour, so its 10^7 takes hours on
-# one core (docs/SECURITY.md); FUZZ_FORK=2 gives it both, in short jobs, whose inputs grow
-# little past the seeds' length (a long single run reaches -max_len). The summary line says
-# when the cap ended a harness before FUZZ_RUNS.
+# FUZZ_SECONDS, whichever comes first; the summary line says when the cap ended a harness
+# before FUZZ_RUNS. A harness's rate falls as its corpus's inputs grow toward -max_len, and
+# the slowest (config) takes hours for FUZZ_RUNS on one core (the measured rates are in
+# docs/SECURITY.md); FUZZ_FORK=2 gives it two cores, in short jobs, whose inputs grow little
+# past the seeds' length (a long single run reaches -max_len).
 FUZZ_RUNS ?= 10000000
 FUZZ_SECONDS ?= 3600
 FUZZ_FORK ?= 1

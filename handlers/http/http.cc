@@ -10,7 +10,6 @@
 #include "handlers/http/http.h"
 
 #include <netinet/in.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,6 +19,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "base/ascii.h"
 #include "config/config.h"
 #include "config/yaml_reader.h"
 #include "http/client.h"
@@ -62,7 +62,7 @@ std::string ContentTypeOf(const std::string& headers_json) {
   nlohmann::json headers = nlohmann::json::parse(headers_json, nullptr, false);
   if (!headers.is_object()) return kDefaultContentType;
   for (const auto& [name, value] : headers.items()) {
-    if (::strcasecmp(name.c_str(), "Content-Type") != 0 || !value.is_string()) continue;
+    if (!EqualsIgnoringAsciiCase(name, "Content-Type") || !value.is_string()) continue;
     const std::string& type = value.get_ref<const std::string&>();
     if (!type.empty() && IsHeaderValue(type)) return type;
   }
@@ -217,9 +217,8 @@ void SpecReader::ReadHeaders(const YAML::Node& node, const std::string& at, Head
     });
     bool reserved =
         std::any_of(std::begin(kReservedHeaders), std::end(kReservedHeaders),
-                    [&](const char* r) { return ::strcasecmp(r, name.c_str()) == 0; }) ||
-        (name.size() >= kOwnPrefix.size() &&
-         ::strncasecmp(name.c_str(), kOwnPrefix.data(), kOwnPrefix.size()) == 0);
+                    [&](const char* r) { return EqualsIgnoringAsciiCase(r, name); }) ||
+        EqualsIgnoringAsciiCase(std::string_view(name).substr(0, kOwnPrefix.size()), kOwnPrefix);
     auto error = [&](const std::string& what) { reader_.ErrorAt(entry.first, name_at, what); };
     if (!token) {
       error("not a valid header name");

@@ -8,13 +8,12 @@
 // accepts grouped with it, before the handler's other statements and its row's settling).
 #include "handlers/sql/sql.h"
 
-#include <strings.h>
-
 #include <algorithm>
 #include <cctype>
 #include <set>
 #include <string_view>
 
+#include "base/ascii.h"
 #include "config/yaml_reader.h"
 
 namespace hookbox {
@@ -95,7 +94,7 @@ bool IsTransactionControl(const std::string& word) {
   static constexpr const char* kWords[] = {"BEGIN",     "COMMIT",  "END",   "ROLLBACK",
                                            "SAVEPOINT", "RELEASE", "START", "ABORT"};
   return std::any_of(std::begin(kWords), std::end(kWords),
-                     [&](const char* k) { return strcasecmp(word.c_str(), k) == 0; });
+                     [&](const char* k) { return EqualsIgnoringAsciiCase(word, k); });
 }
 
 std::string KnownParameters() {

@@ -4,20 +4,23 @@
 #pragma once
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "base/ascii.h"
+
 namespace hookbox {
 
+// The order of header names: byte by byte, unsigned, with A-Z folded as EqualsIgnoringAsciiCase
+// folds them (base/ascii.h), so two names are equivalent exactly when that says they are equal.
 struct CaseInsensitiveLess {
   using is_transparent = void;
   bool operator()(std::string_view a, std::string_view b) const {
-    return std::lexicographical_compare(
-        a.begin(), a.end(), b.begin(), b.end(),
-        [](unsigned char x, unsigned char y) { return std::tolower(x) < std::tolower(y); });
+    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+      return static_cast<unsigned char>(AsciiLower(x)) < static_cast<unsigned char>(AsciiLower(y));
+    });
   }
 };
 

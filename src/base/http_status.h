@@ -10,8 +10,9 @@
 namespace hookbox {
 
 // kConflict is 422: on the receive path it is the one refusal "this id is already stored
-// with another body" (strict_body). The console's two actions that can meet a conflict of
-// another meaning (a retry with no dead job, a clear of a busy row) answer 409 themselves.
+// with another body" (strict_body, ConflictKind::kBodyDiffers). The console's actions that
+// meet a refusal of another meaning (a clear of a busy row, kEventBusy; a retry with no dead
+// job, an InvalidArgument) answer 409 themselves.
 inline int HttpStatusFor(const Status& s) {
   switch (s.code()) {
     case Status::Code::kOk:

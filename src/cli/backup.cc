@@ -17,6 +17,7 @@
 #include <iostream>
 #include <string>
 
+#include "base/status_macros.h"
 #include "cli/cli.h"
 #include "inbox/inbox.h"
 #include "ops/terminal.h"
@@ -101,16 +102,15 @@ StatusOr<int64_t> MakeBackup(const std::string& database, const std::string& fil
   if (fd < 0) return Fail("cannot create " + partial, std::strerror(errno));
   ::close(fd);
   auto rows = [&]() -> StatusOr<int64_t> {
-    if (Status s = CopyInto(database, partial); !s.ok()) return s;
-    auto n = CheckCopy(partial);
-    if (!n.ok()) return n.status();
-    if (Status s = SyncPath(partial); !s.ok()) return s;
+    RETURN_IF_ERROR(CopyInto(database, partial));
+    ASSIGN_OR_RETURN(const int64_t n, CheckCopy(partial));
+    RETURN_IF_ERROR(SyncPath(partial));
     if (std::rename(partial.c_str(), file.c_str()) != 0) {
       return Fail("cannot rename " + partial + " to " + file, std::strerror(errno));
     }
     const std::filesystem::path dir = std::filesystem::absolute(file).parent_path();
-    if (Status s = SyncPath(dir.string()); !s.ok()) return s;
-    return *n;
+    RETURN_IF_ERROR(SyncPath(dir.string()));
+    return n;
   }();
   if (!rows.ok()) std::filesystem::remove(partial, ec);
   return rows;

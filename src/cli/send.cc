@@ -12,7 +12,6 @@
 // The answer is printed with terminal controls escaped, as the inbox verbs print stored text:
 // --url may be any server.
 #include <arpa/inet.h>
-#include <strings.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +19,7 @@
 #include <iostream>
 #include <iterator>
 
+#include "base/ascii.h"
 #include "cli/cli.h"
 #include "http/client.h"
 #include "ops/terminal.h"
@@ -43,7 +43,7 @@ std::string DefaultUrl(const Config& config, const Endpoint& ep) {
 // 127.0.0.0/8, ::1 (or ::ffff:127.x.y.z) or `localhost`: a request that never leaves this
 // host. Other names are not resolved: what they resolve to can change.
 bool IsLoopback(const std::string& host) {
-  if (::strcasecmp(host.c_str(), "localhost") == 0) return true;
+  if (EqualsIgnoringAsciiCase(host, "localhost")) return true;
   in_addr v4{};
   if (::inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
   in6_addr v6{};

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "admin/routes.h"
+#include "base/status_macros.h"
 #include "cli/cli.h"
 #include "config/exposure.h"
 #include "console/console.h"
@@ -85,7 +86,7 @@ HttpLimits AdminLimits() {
 // process has (owner names start with a host name, never with '/') changes nothing, but a
 // stuck group commit or a dead disk makes it fail or hang.
 Status InboxAlive(Inbox& inbox) {
-  if (Status s = inbox.Ping(); !s.ok()) return s;
+  RETURN_IF_ERROR(inbox.Ping());
   return inbox.ExpireLeases("/hookbox-liveness-probe/", std::chrono::system_clock::now());
 }
 
@@ -294,9 +295,8 @@ StatusOr<std::string> ListenForWebhooks(HttpServer& hooks, const Config& c,
     return hooks.Adopt(activated.front());
   }
   auto listen = ParseHostPort(c.listen);
-  auto port = hooks.Bind(listen->host, listen->port);
-  if (!port.ok()) return port.status();
-  return listen->host + ":" + std::to_string(*port);
+  ASSIGN_OR_RETURN(auto port, hooks.Bind(listen->host, listen->port));
+  return listen->host + ":" + std::to_string(port);
 }
 
 // Logs a warning (and the daemon still starts) when others can read inline secrets in the

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "base/http_status.h"
+#include "base/status_macros.h"
 #include "console/render.h"
 #include "inbox/filter.h"
 #include "ops/clock.h"
@@ -98,7 +99,7 @@ std::string AgeText(int64_t seconds) {
 }
 
 // A whole non-negative number of at most 18 digits, else nullopt.
-std::optional<int64_t> Count(const std::string& text) {
+std::optional<int64_t> ParseDigits(const std::string& text) {
   if (text.empty() || text.size() > 18) return std::nullopt;
   int64_t n = 0;
   for (char c : text) {
@@ -256,9 +257,7 @@ struct BulkQuery {
 StatusOr<BulkQuery> ParseBulkQuery(const FormFields& fields) {
   BulkQuery q;
   const std::vector<FilterOption> options = FilterOptions(fields, &q.where);
-  auto filter = ParseFilter(options, std::chrono::system_clock::now());
-  if (!filter.ok()) return filter.status();
-  q.request.filter = *std::move(filter);
+  ASSIGN_OR_RETURN(q.request.filter, ParseFilter(options, std::chrono::system_clock::now()));
   q.request.verb = Field(fields, "verb") == "replay" ? BulkVerb::kReplay : BulkVerb::kRetryDead;
   q.rate_text = Field(fields, "rate");
   if (!q.rate_text.empty()) {
@@ -379,7 +378,7 @@ Answer Console::ListPage(const Delivery& d) {
   f.event_id = Field(query, "id");
   f.limit = kPageRows + 1;  // one more: is there a next page?
   if (auto before = FormValue(query, "before_id")) {
-    auto id = Count(*before);
+    auto id = ParseDigits(*before);
     auto at = FormValue(query, "before_at");
     if (!id || !at || !ParseRfc3339Micros(*at)) {
       return Message(400, "Bad page", "The page's position (before_at, before_id) is not valid.");
@@ -439,9 +438,8 @@ StatusOr<std::vector<InboxRow>> Console::Rows(const ListFilter& f) {
   for (const std::string& endpoint : options_.endpoints) {
     ListFilter one = f;
     one.filter.endpoint = endpoint;
-    auto found = inbox_.List(one);
-    if (!found.ok()) return found.status();
-    rows.insert(rows.end(), found->begin(), found->end());
+    ASSIGN_OR_RETURN(const std::vector<InboxRow> found, inbox_.List(one));
+    rows.insert(rows.end(), found.begin(), found.end());
   }
   std::sort(rows.begin(), rows.end(), [](const InboxRow& a, const InboxRow& b) {
     return std::tie(a.received_at, a.id) > std::tie(b.received_at, b.id);
@@ -473,7 +471,7 @@ Answer Console::EventPage(const Delivery& d) {
   view["can_retry"] = std::any_of(detail->jobs.begin(), detail->jobs.end(),
                                   [](const JobRow& j) { return j.status == "dead"; });
   AddBody(detail->row.body, view);
-  if (auto n = Count(Field(query, "retried"))) {
+  if (auto n = ParseDigits(Field(query, "retried"))) {
     view["notice"] = "Re-armed " + std::to_string(*n) +
                      " dead job(s): they run again with a fresh attempt budget.";
   }
@@ -484,7 +482,7 @@ Answer Console::DeadPage(const Delivery& d) {
   const FormFields query = ParseUrlEncoded(d.query);
   int64_t before = 0;
   if (auto text = FormValue(query, "before")) {
-    auto n = Count(*text);
+    auto n = ParseDigits(*text);
     if (!n) return Message(400, "Bad page", "The page's position (before) is not valid.");
     before = *n;
   }
@@ -545,9 +543,9 @@ Answer Console::EventAction(const Delivery& d) {
     return Redirect(EventHref(endpoint, id) + "&retried=" + std::to_string(*rearmed));
   }
   if (Status s = inbox_.Clear(endpoint, id, std::chrono::system_clock::now()); !s.ok()) {
-    // A busy row is Conflict, which on the receive path is a body conflict (422): here it
-    // is the row's state (409).
-    if (s.code() == Status::Code::kConflict) {
+    // A busy row is a conflict, which HttpStatusFor answers as the receive path's body
+    // conflict (422): here it is the row's state (409).
+    if (s.conflict() == Status::ConflictKind::kEventBusy) {
       return Message(409, "Not cleared",
                      "A job of this event is running. Clear it once the "
                      "attempt has ended.");
@@ -668,7 +666,7 @@ Answer Console::BulkPage(const Delivery& d) {
                     {"where", where_text}};
   view["rate"] = Field(query, "rate");
   view["replay"] = Field(query, "verb") == "replay";
-  if (auto n = Count(Field(query, "done"))) {
+  if (auto n = ParseDigits(Field(query, "done"))) {
     view["notice"] = "Re-armed " + std::to_string(*n) + " job(s): they run in the worker pool.";
   }
   if (FormValue(query, "verb")) {

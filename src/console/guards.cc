@@ -7,19 +7,13 @@
 
 #include <algorithm>
 
+#include "base/ascii.h"
 #include "base/crypto.h"
 
 namespace hookbox::console {
 namespace {
 
 constexpr const char* kSessionCookie = "hookbox_session";
-
-bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 // A port as Host carries it: a whole non-negative number of at most 18 digits.
 std::optional<int64_t> Port(std::string_view text) {
@@ -114,12 +108,12 @@ bool Guards::HostAllowed(const Delivery& d) const {
   }
   if (port != port_) return false;
   if (std::any_of(hosts_.begin(), hosts_.end(),
-                  [&](const std::string& h) { return EqualsIgnoringCase(h, name); })) {
+                  [&](const std::string& h) { return EqualsIgnoringAsciiCase(h, name); })) {
     return true;
   }
   // The listener's own address: the name admin_listen gives, or the bytes its IP stands for.
-  if (!listen_ip_ && EqualsIgnoringCase(name, listen_host_)) return true;
-  if (EqualsIgnoringCase(name, "localhost")) return bound_loopback_ || bound_wildcard_;
+  if (!listen_ip_ && EqualsIgnoringAsciiCase(name, listen_host_)) return true;
+  if (EqualsIgnoringAsciiCase(name, "localhost")) return bound_loopback_ || bound_wildcard_;
   const std::optional<std::string> ip = IpBytes(name);
   // A name not listed in admin_hosts, or 0.0.0.0 (which a browser may send to a local port).
   if (!ip || IsWildcard(*ip)) return false;
@@ -133,7 +127,7 @@ void Guards::SetListener(std::string host, int port) {
   listen_host_ = std::move(host);
   listen_ip_ = IpBytes(listen_host_);
   bound_loopback_ =
-      EqualsIgnoringCase(listen_host_, "localhost") || (listen_ip_ && IsLoopback(*listen_ip_));
+      EqualsIgnoringAsciiCase(listen_host_, "localhost") || (listen_ip_ && IsLoopback(*listen_ip_));
   bound_wildcard_ = listen_ip_ && IsWildcard(*listen_ip_);
   port_ = port;
 }
@@ -167,8 +161,8 @@ bool Guards::Authorized(const Delivery& d) const {
 std::optional<std::string> Guards::RefusedPost(const Delivery& d, const FormFields& form) const {
   const std::string host(HeaderValue(d.headers, "Host").value_or(""));
   if (auto origin = HeaderValue(d.headers, "Origin")) {
-    if (!EqualsIgnoringCase(*origin, "http://" + host) &&
-        !EqualsIgnoringCase(*origin, "https://" + host)) {
+    if (!EqualsIgnoringAsciiCase(*origin, "http://" + host) &&
+        !EqualsIgnoringAsciiCase(*origin, "https://" + host)) {
       return "This request came from another site.";
     }
   }

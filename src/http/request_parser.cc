@@ -3,13 +3,13 @@
 // into an HttpRequest and its errors into the status a client is answered with.
 #include "http/request_parser.h"
 
-#include <strings.h>
-
 #include <algorithm>
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
 #include <cctype>
 #include <cstring>
+
+#include "base/ascii.h"
 
 namespace hookbox {
 namespace {
@@ -18,12 +18,9 @@ namespace http = boost::beast::http;
 using boost::beast::error_code;
 using boost::beast::string_view;
 
-bool IEquals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
-}
-
-// Errors of our own, carried through Beast's error_code as generic ones and mapped back.
-enum class Ours {
+// The rules hookbox adds to Beast's grammar, by the one a request broke (kNone: none); carried
+// through Beast's error_code as generic errors and mapped back to a refusal.
+enum class OwnRule {
   kNone = 0,
   kTooManyHeaders,
   kTransferCoding,
@@ -69,8 +66,7 @@ bool ValidHostPort(std::string_view host) {
 // or "" when the target is not in absolute form.
 std::string_view AbsoluteScheme(std::string_view target) {
   for (std::string_view scheme : {std::string_view("http://"), std::string_view("https://")}) {
-    if (target.size() >= scheme.size() &&
-        strncasecmp(target.data(), scheme.data(), scheme.size()) == 0) {
+    if (EqualsIgnoringAsciiCase(target.substr(0, scheme.size()), scheme)) {
       return target.substr(0, scheme.size());
     }
   }
@@ -93,7 +89,7 @@ bool ValidTarget(std::string_view method, std::string_view target) {
 // Whether a Connection header lists the `close` option.
 bool HasCloseOption(const std::vector<std::pair<std::string, std::string>>& headers) {
   for (const auto& [name, value] : headers) {
-    if (!IEquals(name, "Connection")) continue;
+    if (!EqualsIgnoringAsciiCase(name, "Connection")) continue;
     std::string_view rest = value;
     while (!rest.empty()) {
       const size_t comma = rest.find(',');
@@ -104,7 +100,7 @@ bool HasCloseOption(const std::vector<std::pair<std::string, std::string>>& head
       while (!option.empty() && (option.back() == ' ' || option.back() == '\t')) {
         option.remove_suffix(1);
       }
-      if (IEquals(option, "close")) return true;
+      if (EqualsIgnoringAsciiCase(option, "close")) return true;
       rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     }
   }
@@ -152,19 +148,19 @@ class RequestParser::Beast final : public http::basic_parser<true> {
     eager(true);
   }
 
-  Ours ours = Ours::kNone;
+  OwnRule broken_rule = OwnRule::kNone;
 
  private:
-  void Fail(Ours why, error_code& ec) {
-    ours = why;
+  void Fail(OwnRule why, error_code& ec) {
+    broken_rule = why;
     ec = make_error_code(boost::system::errc::protocol_error);
   }
 
   void on_request_impl(http::verb, string_view method, string_view target, int version,
                        error_code& ec) override {
-    if (version != 10 && version != 11) return Fail(Ours::kVersion, ec);
+    if (version != 10 && version != 11) return Fail(OwnRule::kVersion, ec);
     if (!ValidTarget({method.data(), method.size()}, {target.data(), target.size()})) {
-      return Fail(Ours::kTarget, ec);
+      return Fail(OwnRule::kTarget, ec);
     }
     request_.method.assign(method.data(), method.size());
     request_.target.assign(target.data(), target.size());
@@ -177,7 +173,7 @@ class RequestParser::Beast final : public http::basic_parser<true> {
 
   void on_field_impl(http::field, string_view name, string_view value, error_code& ec) override {
     if (is_header_done()) return;  // a trailer: read and dropped
-    if (request_.headers.size() >= limits_.max_headers) return Fail(Ours::kTooManyHeaders, ec);
+    if (request_.headers.size() >= limits_.max_headers) return Fail(OwnRule::kTooManyHeaders, ec);
     request_.headers.emplace_back(std::string(name.data(), name.size()),
                                   std::string(value.data(), value.size()));
   }
@@ -186,21 +182,22 @@ class RequestParser::Beast final : public http::basic_parser<true> {
     bool has_te = false, expect = false;
     size_t hosts = 0;
     for (const auto& [name, value] : request_.headers) {
-      if (IEquals(name, "Host")) {
-        if (++hosts > 1 || !ValidHostPort(value)) return Fail(Ours::kHost, ec);
-      } else if (IEquals(name, "Transfer-Encoding")) {
+      if (EqualsIgnoringAsciiCase(name, "Host")) {
+        if (++hosts > 1 || !ValidHostPort(value)) return Fail(OwnRule::kHost, ec);
+      } else if (EqualsIgnoringAsciiCase(name, "Transfer-Encoding")) {
         has_te = true;
         // Beast marks the body chunked when `chunked` is the last coding; any other coding
         // (gzip, chunked twice, ...) is one hookbox cannot decode.
-        if (!IEquals(value, "chunked")) return Fail(Ours::kTransferCoding, ec);
-      } else if (IEquals(name, "Expect") && IEquals(value, "100-continue")) {
+        if (!EqualsIgnoringAsciiCase(value, "chunked")) return Fail(OwnRule::kTransferCoding, ec);
+      } else if (EqualsIgnoringAsciiCase(name, "Expect") &&
+                 EqualsIgnoringAsciiCase(value, "100-continue")) {
         expect = true;
       }
     }
     // RFC 9112 §3.2: an HTTP/1.1 request names its host.
-    if (hosts == 0 && request_.version == 11) return Fail(Ours::kHost, ec);
+    if (hosts == 0 && request_.version == 11) return Fail(OwnRule::kHost, ec);
     request_.chunked = chunked();
-    if (has_te && !request_.chunked) return Fail(Ours::kTransferCoding, ec);
+    if (has_te && !request_.chunked) return Fail(OwnRule::kTransferCoding, ec);
     // RFC 9112 §9.3: `close` among the Connection options wins (Beast's keep_alive() lets
     // `keep-alive` win in an HTTP/1.0 request that has both). And §6.1: an HTTP/1.0
     // request's Transfer-Encoding is framing an HTTP/1.0 intermediary may not have read the
@@ -212,7 +209,7 @@ class RequestParser::Beast final : public http::basic_parser<true> {
     request_.content_length = length ? static_cast<size_t>(*length) : 0;
     const std::string& m = request_.method;
     if (!request_.chunked && !length && (m == "POST" || m == "PUT" || m == "PATCH")) {
-      return Fail(Ours::kLengthRequired, ec);
+      return Fail(OwnRule::kLengthRequired, ec);
     }
   }
 
@@ -265,16 +262,16 @@ namespace {
 // - a bare LF: Beast refuses one inside a header line, but waits forever for the CRLF CRLF
 //   of a head whose lines all end in LF.
 // Looks at the line ends in head[from, end); `prev` is the byte before head[0] (0: none).
-Ours LineEndingError(std::string_view head, size_t from, size_t end, char prev) {
+OwnRule LineEndingError(std::string_view head, size_t from, size_t end, char prev) {
   head = head.substr(0, end);
   auto blank = [](char c) { return c == ' ' || c == '\t'; };
-  if (from == 0 && prev == '\n' && !head.empty() && blank(head[0])) return Ours::kObsFold;
+  if (from == 0 && prev == '\n' && !head.empty() && blank(head[0])) return OwnRule::kObsFold;
   for (size_t at = head.find('\n', from); at != std::string_view::npos;
        at = head.find('\n', at + 1)) {
-    if ((at == 0 ? prev : head[at - 1]) != '\r') return Ours::kBareLf;
-    if (at + 1 < head.size() && blank(head[at + 1])) return Ours::kObsFold;
+    if ((at == 0 ? prev : head[at - 1]) != '\r') return OwnRule::kBareLf;
+    if (at + 1 < head.size() && blank(head[at + 1])) return OwnRule::kObsFold;
   }
-  return Ours::kNone;
+  return OwnRule::kNone;
 }
 
 // Where the head ends in `rest` (just after its last line's CRLF; rest.size() when its end
@@ -293,25 +290,25 @@ size_t HeadEnd(std::string_view taken_tail, std::string_view rest, size_t from) 
   return at == std::string_view::npos ? rest.size() : at + 2;
 }
 
-HttpRefusal RefusalFor(const error_code& ec, int ours, const ParserLimits& limits) {
-  switch (static_cast<Ours>(ours)) {
-    case Ours::kTooManyHeaders:
+HttpRefusal RefusalFor(const error_code& ec, int broken_rule, const ParserLimits& limits) {
+  switch (static_cast<OwnRule>(broken_rule)) {
+    case OwnRule::kTooManyHeaders:
       return {431, "too many request headers (limit " + std::to_string(limits.max_headers) + ")"};
-    case Ours::kTransferCoding:
+    case OwnRule::kTransferCoding:
       return {501, "only Transfer-Encoding: chunked is supported"};
-    case Ours::kObsFold:
+    case OwnRule::kObsFold:
       return {400, "a header line folded onto the next (obs-fold)"};
-    case Ours::kBareLf:
+    case OwnRule::kBareLf:
       return {400, "a line of the head ends in LF without CR"};
-    case Ours::kLengthRequired:
+    case OwnRule::kLengthRequired:
       return {411, "Content-Length or Transfer-Encoding: chunked required"};
-    case Ours::kVersion:
+    case OwnRule::kVersion:
       return {505, "only HTTP/1.0 and HTTP/1.1 are served"};
-    case Ours::kTarget:
+    case OwnRule::kTarget:
       return {400, "request target is neither /path nor http(s)://host/path"};
-    case Ours::kHost:
+    case OwnRule::kHost:
       return {400, "one Host header with host[:port] required"};
-    case Ours::kNone:
+    case OwnRule::kNone:
       break;
   }
   if (ec == http::error::header_limit) {
@@ -347,7 +344,8 @@ size_t RequestParser::Feed(std::string_view bytes) {
       const std::string_view tail(tail_, tail_size_);
       const size_t end = HeadEnd(tail, rest, from);
       const char prev = tail.empty() ? '\0' : tail.back();
-      if (Ours why = LineEndingError(rest, std::min(from, end), end, prev); why != Ours::kNone) {
+      if (OwnRule why = LineEndingError(rest, std::min(from, end), end, prev);
+          why != OwnRule::kNone) {
         refusal_ = RefusalFor({}, static_cast<int>(why), limits_);
         return taken;
       }
@@ -381,7 +379,7 @@ size_t RequestParser::Feed(std::string_view bytes) {
       return taken;
     }
     if (ec) {
-      refusal_ = RefusalFor(ec, static_cast<int>(beast_->ours), limits_);
+      refusal_ = RefusalFor(ec, static_cast<int>(beast_->broken_rule), limits_);
       return taken;
     }
     if (n == 0) break;

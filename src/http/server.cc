@@ -30,7 +30,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -49,6 +48,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/ascii.h"
 #include "http/request_parser.h"
 #include "ops/log.h"
 
@@ -112,7 +112,7 @@ const char* Reason(int status) {
 
 // A header our own code set could still carry a line break; such a header is dropped
 // rather than let it split the response.
-bool Safe(const std::string& s) { return s.find_first_of("\r\n") == std::string::npos; }
+bool HasNoLineBreak(const std::string& s) { return s.find_first_of("\r\n") == std::string::npos; }
 
 Answer ErrorAnswer(int status, const std::string& message) {
   return Answer{status, nlohmann::json{{"error", message}}.dump(), {}};
@@ -193,11 +193,12 @@ std::string FormatAnswer(const Answer& a, bool keep_alive, int keep_alive_timeou
   out += "\r\n";
   bool typed = false;
   for (const auto& [name, value] : a.headers) {
-    if (!Safe(name) || !Safe(value) || strcasecmp(name.c_str(), "Content-Length") == 0 ||
-        strcasecmp(name.c_str(), "Connection") == 0) {
+    if (!HasNoLineBreak(name) || !HasNoLineBreak(value) ||
+        EqualsIgnoringAsciiCase(name, "Content-Length") ||
+        EqualsIgnoringAsciiCase(name, "Connection")) {
       continue;
     }
-    typed = typed || strcasecmp(name.c_str(), "Content-Type") == 0;
+    typed = typed || EqualsIgnoringAsciiCase(name, "Content-Type");
     out += name;
     out += ": ";
     out += value;

@@ -37,12 +37,13 @@ std::string NewLeaseToken() {
 }
 
 Status LeaseLost(const ClaimedJob& job) {
-  return Status::Conflict("lease lost", "job " + std::to_string(job.job_id));
+  return Status::Conflict(Status::ConflictKind::kLeaseLost, "lease lost",
+                          "job " + std::to_string(job.job_id));
 }
 
 Status ClearRefused(const std::string& endpoint, const std::string& event_id) {
   return Status::Conflict(
-      "event is being processed",
+      Status::ConflictKind::kEventBusy, "event is being processed",
       endpoint + " " + event_id + ": a job of it is running; clear it once the attempt has ended");
 }
 

@@ -29,12 +29,12 @@ Status CheckVersion(const std::string& where, int64_t version,
 // the token it holds is still the job's (the compare-and-swap that fences an old owner).
 std::string NewLeaseToken();
 
-// Conflict("lease lost") about `job`: its lease token no longer holds (FinishJob,
-// RenewLeases), so another worker or request owns the job now.
+// Conflict kLeaseLost ("lease lost") about `job`: its lease token no longer holds
+// (FinishJob, RenewLeases), so another worker or request owns the job now.
 Status LeaseLost(const ClaimedJob& job);
 
-// Conflict("event is being processed") about a row Clear() refuses: a job of it holds a
-// live lease.
+// Conflict kEventBusy ("event is being processed") about a row Clear() refuses: a job of it
+// holds a live lease.
 Status ClearRefused(const std::string& endpoint, const std::string& event_id);
 
 // The jobs.status a finish records for what comes next: done, pending (a retry) or dead.

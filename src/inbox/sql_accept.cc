@@ -98,7 +98,8 @@ Status SqlInbox::CountDuplicate(SqlTx& tx, const Event& e, const std::string& no
                                "the event was cleared while this delivery was accepted");
   }
   out->body_changed = true;
-  return Status::Conflict("event id already stored with another body", e.event_id);
+  return Status::Conflict(Status::ConflictKind::kBodyDiffers,
+                          "event id already stored with another body", e.event_id);
 }
 
 // dedupe: [id, body]. Under the body's lock (PostgreSQL: a concurrent accept of the same

@@ -6,9 +6,7 @@
 
 namespace hookbox {
 
-bool IsStorageBusy(const Status& s) {
-  return s.code() == Status::Code::kUnavailable && s.what() == "storage busy";
-}
+bool IsStorageBusy(const Status& s) { return s.unavailable() == Status::UnavailableKind::kBusy; }
 
 bool IsStorageFault(const Status& s) {
   const Status::Code code = s.code();

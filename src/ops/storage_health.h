@@ -39,7 +39,8 @@ inline constexpr std::string_view kStoragePurge = "purge";
 inline constexpr std::string_view kStorageClaim = "claim";
 inline constexpr std::string_view kStorageFinish = "finish";
 
-// True for the backends' lock-contention status ("storage busy"): quiet, retried.
+// True for the backends' lock-contention status (Unavailable of kind kBusy, "storage busy"):
+// quiet, retried.
 bool IsStorageBusy(const Status& s);
 // True for a failure that is the database's fault (Unavailable or Internal, not busy). An
 // answer the database gave (a strict_body conflict, a lost lease, text it cannot store, a

@@ -7,6 +7,7 @@
 
 #include "base/crypto.h"
 #include "base/form.h"
+#include "base/status_macros.h"
 #include "ops/clock.h"
 #include "verify/verify.h"
 
@@ -185,7 +186,7 @@ StatusOr<Identity> Identify(const Endpoint& endpoint, const Headers& headers, st
   for (auto [what, value] :
        {std::pair{"event id", &id.event_id}, std::pair{"event type", &id.event_type},
         std::pair{"resource id", &id.resource_id}, std::pair{"sequence", &id.sequence}}) {
-    if (Status s = CheckField(what, *value); !s.ok()) return s;
+    RETURN_IF_ERROR(CheckField(what, *value));
   }
   return id;
 }

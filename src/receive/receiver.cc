@@ -29,7 +29,8 @@ using nlohmann::json;
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-Answer Error(int status, const std::string& message) {
+// `status` {"error":...}
+Answer ErrorAnswer(int status, const std::string& message) {
   return Answer{status, Dump(json{{"error", message}}), {}};
 }
 
@@ -49,7 +50,6 @@ bool IsCredentialHeader(std::string_view name) {
   return kCredentials.count(name) > 0;
 }
 
-// 200 {"status":..., "event_id":...}
 // Appends `text` to `out` as a JSON string, exactly as nlohmann's dump() (with invalid UTF-8
 // replaced) writes it. Printable ASCII other than '"' and '\\' -- every header, id and verdict
 // a real producer sends -- is copied as it is, without building a JSON value; anything else
@@ -66,7 +66,8 @@ void AppendJsonString(std::string& out, std::string_view text) {
   out += '"';
 }
 
-Answer Ok(const char* status, const std::string& event_id) {
+// 200 {"status":..., "event_id":...}: the verdict on a stored event (accepted, duplicate, ...).
+Answer VerdictAnswer(const char* status, const std::string& event_id) {
   // "status" first, as producers' logs and docs/DESIGN.md ("Answers") show it.
   std::string body = "{\"status\":";
   AppendJsonString(body, status);
@@ -94,9 +95,9 @@ std::string RequestOwner(const Delivery& d) {
 // Step 1 of the pipeline, also run before a body is read (CheckHead): 404 for a path with
 // no endpoint, 405 for a method other than POST. The answer and its outcome label.
 std::optional<std::pair<Answer, const char*>> RouteRefusal(const Endpoint* ep, const Delivery& d) {
-  if (!ep) return std::make_pair(Error(404, "no endpoint at this path"), "not_found");
+  if (!ep) return std::make_pair(ErrorAnswer(404, "no endpoint at this path"), "not_found");
   if (d.method != "POST") {
-    Answer a = Error(405, "only POST is accepted here");
+    Answer a = ErrorAnswer(405, "only POST is accepted here");
     a.headers.emplace("Allow", "POST");
     return std::make_pair(std::move(a), "method_not_allowed");
   }
@@ -130,28 +131,31 @@ Answer Receiver::RunSync(const ReceiverSetup& setup, const std::vector<ClaimedJo
       if (Status renewed =
               inbox_.RenewLeases(std::span(jobs).subspan(i), clock_.Now(), LeaseFor(handler));
           !renewed.ok()) {
-        // Lost (taken over: the new owner runs these jobs) or storage: run none of them.
+        // Lost (taken over: the new owner runs these jobs) or any other failure, which is
+        // storage's: run none of them.
         all_ok = false;
-        error = renewed.code() == Status::Code::kConflict ? "handler lost its lease"
-                                                          : "storage unavailable";
+        error = renewed.conflict() == Status::ConflictKind::kLeaseLost ? "handler lost its lease"
+                                                                       : "storage unavailable";
         break;
       }
     }
     auto outcome =
         RunAttempt(inbox_, job, *setup.config, *setup.handlers, clock_, AttemptMode::kSync);
     if (!outcome.ok()) {
+      // Nothing recorded: the lease was lost, the handler is not configured (the job is
+      // held), or storage failed.
       all_ok = false;
-      const Status::Code code = outcome.status().code();
-      error = code == Status::Code::kUnavailable ? "storage unavailable"
-              : code == Status::Code::kNotFound  ? outcome.status().what()
-                                                 : "handler lost its lease";
+      const Status& s = outcome.status();
+      error = s.conflict() == Status::ConflictKind::kLeaseLost ? "handler lost its lease"
+              : s.code() == Status::Code::kNotFound            ? s.what()
+                                                               : "storage unavailable";
     } else if (outcome->outcome != Outcome::kOk) {
       all_ok = false;
       error = std::string("handler ") + job.handler + " " + OutcomeName(outcome->outcome);
     }
   }
-  if (!all_ok) return Error(500, error);
-  return Ok(status, event_id);
+  if (!all_ok) return ErrorAnswer(500, error);
+  return VerdictAnswer(status, event_id);
 }
 
 Answer Receiver::TakeOver(const ReceiverSetup& setup, const Endpoint& endpoint,
@@ -160,10 +164,10 @@ Answer Receiver::TakeOver(const ReceiverSetup& setup, const Endpoint& endpoint,
   for (;;) {
     auto claim =
         inbox_.ClaimEvent(endpoint.name, event_id, owner, clock_.Now(), LeaseFor(*setup.handlers));
-    if (!claim.ok()) return Error(HttpStatusFor(claim.status()), claim.status().what());
+    if (!claim.ok()) return ErrorAnswer(HttpStatusFor(claim.status()), claim.status().what());
     switch (claim->state) {
       case EventClaim::State::kSettled:
-        return Ok("duplicate", event_id);
+        return VerdictAnswer("duplicate", event_id);
       case EventClaim::State::kClaimed:
         return RunSync(setup, claim->jobs, "duplicate", event_id);
       case EventClaim::State::kBusy:
@@ -172,7 +176,7 @@ Answer Receiver::TakeOver(const ReceiverSetup& setup, const Endpoint& endpoint,
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) {
       auto secs = std::chrono::ceil<std::chrono::seconds>(endpoint.sync_wait).count();
-      Answer busy = Error(409, "this event is being processed by another delivery");
+      Answer busy = ErrorAnswer(409, "this event is being processed by another delivery");
       busy.headers.emplace("Retry-After", std::to_string(std::max<int64_t>(1, secs)));
       return busy;
     }
@@ -282,12 +286,13 @@ struct DeliveryRecord {
 
   // The inbox refused the event: another body under a stored id (strict_body), or storage.
   Answer Refused(const Status& s) {
-    const bool conflict = s.code() == Status::Code::kConflict;
+    const bool conflict = s.conflict() == Status::ConflictKind::kBodyDiffers;
     if (conflict)
       log["body_changed"] = true;
     else
       log["error"] = s.ToString();
-    return Finish(Error(HttpStatusFor(s), s.what()), conflict ? "body_conflict" : "storage_error");
+    return Finish(ErrorAnswer(HttpStatusFor(s), s.what()),
+                  conflict ? "body_conflict" : "storage_error");
   }
 
   const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
@@ -333,11 +338,11 @@ Event EventFor(const ReceiverSetup& setup, const Endpoint& ep, const Delivery& d
 std::optional<std::pair<Answer, const char*>> SizeRefusal(const Endpoint& ep, const Delivery& d,
                                                           size_t max_body) {
   if (d.body.size() > max_body) {
-    return std::make_pair(Error(413, "body larger than limits.max_body"), "too_large");
+    return std::make_pair(ErrorAnswer(413, "body larger than limits.max_body"), "too_large");
   }
   if (TooManyFormFields(ep, d.body, d.query)) {
     return std::make_pair(
-        Error(413, "form body has more than " + std::to_string(kMaxFormFields) + " fields"),
+        ErrorAnswer(413, "form body has more than " + std::to_string(kMaxFormFields) + " fields"),
         "too_large");
   }
   return std::nullopt;
@@ -370,11 +375,12 @@ Answer Receiver::Receive(const Delivery& d) const {
     const std::string& why = exam.refused.what();
     record.log["reason"] = why;
     Metrics().signature_failures.With({ep->name, FailureReason(why)}).Inc();
-    return record.Finish(Error(401, why), "unauthenticated");
+    return record.Finish(ErrorAnswer(401, why), "unauthenticated");
   }
   if (exam.answered) return record.Finish(std::move(*exam.answered), exam.outcome.data());
   if (!exam.refused.ok()) {
-    return record.Finish(Error(HttpStatusFor(exam.refused), exam.refused.what()), "bad_identity");
+    return record.Finish(ErrorAnswer(HttpStatusFor(exam.refused), exam.refused.what()),
+                         "bad_identity");
   }
   record.LogIdentity(exam.identity);
 
@@ -412,7 +418,7 @@ Answer Receiver::AnswerFor(const ReceiverSetup& setup, const Endpoint& ep, const
     return TakeOver(setup, ep, event_id, e.sync_owner);
   }
   if (result.verdict == Verdict::kAccepted && on_jobs_) on_jobs_();
-  return Ok(verdict, event_id);
+  return VerdictAnswer(verdict, event_id);
 }
 
 }  // namespace hookbox

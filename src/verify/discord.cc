@@ -7,6 +7,7 @@
 // answer, config/providers.h). Its events carry no id: the row has none, so the body's hash.
 #include <string>
 
+#include "base/status_macros.h"
 #include "verify/scheme.h"
 
 namespace hookbox::verify_internal {
@@ -14,17 +15,15 @@ namespace {
 
 StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::string_view body,
                       TimePoint now, std::string_view query) {
-  StatusOr<std::string_view> signature = RequiredHeader(endpoint, headers, "X-Signature-Ed25519");
-  if (!signature.ok()) return signature.status();
-  StatusOr<std::string_view> timestamp = RequiredHeader(endpoint, headers, "X-Signature-Timestamp");
-  if (!timestamp.ok()) return timestamp.status();
-  StatusOr<std::string> raw = DecodeSignature(endpoint, *signature, Encoding::kHex);
-  if (!raw.ok()) return raw.status();
-  StatusOr<int64_t> checked = CheckTimestamp(endpoint, *timestamp, now);
-  if (!checked.ok()) return checked.status();
+  ASSIGN_OR_RETURN(std::string_view signature,
+                   RequiredHeader(endpoint, headers, "X-Signature-Ed25519"));
+  ASSIGN_OR_RETURN(std::string_view timestamp,
+                   RequiredHeader(endpoint, headers, "X-Signature-Timestamp"));
+  ASSIGN_OR_RETURN(std::string raw, DecodeSignature(endpoint, signature, Encoding::kHex));
+  RETURN_IF_ERROR(CheckTimestamp(endpoint, timestamp, now));
   Claim claim;
-  claim.message = std::string(*timestamp) + std::string(body);
-  claim.signatures.push_back(std::move(*raw));
+  claim.message = std::string(timestamp) + std::string(body);
+  claim.signatures.push_back(std::move(raw));
   return claim;
 }
 

@@ -3,6 +3,7 @@
 // strings and the time taken says nothing about the secret's length or contents.
 #include <string>
 
+#include "base/status_macros.h"
 #include "verify/scheme.h"
 
 namespace hookbox::verify_internal {
@@ -12,10 +13,9 @@ constexpr std::string_view kHeader = "X-Gitlab-Token";
 
 StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::string_view body,
                       TimePoint now, std::string_view query) {
-  StatusOr<std::string_view> token = RequiredHeader(endpoint, headers, kHeader);
-  if (!token.ok()) return token.status();
+  ASSIGN_OR_RETURN(std::string_view token, RequiredHeader(endpoint, headers, kHeader));
   Claim claim;
-  claim.macs.push_back(Sha256(*token));
+  claim.macs.push_back(Sha256(token));
   return claim;
 }
 

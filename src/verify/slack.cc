@@ -3,6 +3,7 @@
 // endpoint's tolerance.
 #include <string>
 
+#include "base/status_macros.h"
 #include "verify/scheme.h"
 
 namespace hookbox::verify_internal {
@@ -17,13 +18,10 @@ std::string Message(std::string_view timestamp, std::string_view body) {
 
 StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::string_view body,
                       TimePoint now, std::string_view query) {
-  StatusOr<std::string_view> timestamp = RequiredHeader(endpoint, headers, kTimestampHeader);
-  if (!timestamp.ok()) return timestamp.status();
-  StatusOr<Claim> claim = SingleMacClaim(endpoint, headers, kHeader, "v0=", Encoding::kHex,
-                                         HashAlgorithm::kSha256, Message(*timestamp, body));
-  if (!claim.ok()) return claim;
-  StatusOr<int64_t> checked = CheckTimestamp(endpoint, *timestamp, now);
-  if (!checked.ok()) return checked.status();
+  ASSIGN_OR_RETURN(std::string_view timestamp, RequiredHeader(endpoint, headers, kTimestampHeader));
+  ASSIGN_OR_RETURN(Claim claim, SingleMacClaim(endpoint, headers, kHeader, "v0=", Encoding::kHex,
+                                               HashAlgorithm::kSha256, Message(timestamp, body)));
+  RETURN_IF_ERROR(CheckTimestamp(endpoint, timestamp, now));
   return claim;
 }
 

@@ -11,6 +11,7 @@
 #include <random>
 #include <string>
 
+#include "base/status_macros.h"
 #include "verify/scheme.h"
 
 namespace hookbox::verify_internal {
@@ -41,15 +42,14 @@ StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::str
                       TimePoint now, std::string_view query) {
   // The family is chosen by the signature header, and all three must come from it.
   const std::string prefix(StandardHeaderPrefix(headers));
-  StatusOr<std::string_view> signature = RequiredHeader(endpoint, headers, prefix + "signature");
-  if (!signature.ok()) return signature.status();
-  StatusOr<std::string_view> id = RequiredHeader(endpoint, headers, prefix + "id");
-  if (!id.ok()) return id.status();
-  StatusOr<std::string_view> timestamp = RequiredHeader(endpoint, headers, prefix + "timestamp");
-  if (!timestamp.ok()) return timestamp.status();
+  ASSIGN_OR_RETURN(std::string_view signature,
+                   RequiredHeader(endpoint, headers, prefix + "signature"));
+  ASSIGN_OR_RETURN(std::string_view id, RequiredHeader(endpoint, headers, prefix + "id"));
+  ASSIGN_OR_RETURN(std::string_view timestamp,
+                   RequiredHeader(endpoint, headers, prefix + "timestamp"));
 
   Claim claim;
-  for (std::string_view entry : Split(*signature, ' ')) {
+  for (std::string_view entry : Split(signature, ' ')) {
     size_t comma = entry.find(',');
     if (comma == std::string_view::npos) return Fail(endpoint, reason::kMalformed);
     const std::string_view version = entry.substr(0, comma);
@@ -58,21 +58,18 @@ StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::str
       return Fail(endpoint, reason::kMalformed);
     }
     if (version == "v1a") {
-      StatusOr<std::string> sig =
-          DecodeSignature(endpoint, entry.substr(comma + 1), Encoding::kBase64);
-      if (!sig.ok()) return sig.status();
-      claim.signatures.push_back(std::move(*sig));
+      ASSIGN_OR_RETURN(std::string sig,
+                       DecodeSignature(endpoint, entry.substr(comma + 1), Encoding::kBase64));
+      claim.signatures.push_back(std::move(sig));
       continue;
     }
-    StatusOr<std::string> mac =
-        DecodeMac(endpoint, entry.substr(comma + 1), Encoding::kBase64, claim.algorithm);
-    if (!mac.ok()) return mac.status();
-    claim.macs.push_back(std::move(*mac));
+    ASSIGN_OR_RETURN(std::string mac, DecodeMac(endpoint, entry.substr(comma + 1),
+                                                Encoding::kBase64, claim.algorithm));
+    claim.macs.push_back(std::move(mac));
   }
   if (claim.macs.empty() && claim.signatures.empty()) return Fail(endpoint, reason::kMalformed);
-  StatusOr<int64_t> checked = CheckTimestamp(endpoint, *timestamp, now);
-  if (!checked.ok()) return checked.status();
-  claim.message = std::string(*id) + "." + std::string(*timestamp) + "." + std::string(body);
+  RETURN_IF_ERROR(CheckTimestamp(endpoint, timestamp, now));
+  claim.message = std::string(id) + "." + std::string(timestamp) + "." + std::string(body);
   return claim;
 }
 

@@ -15,12 +15,12 @@
 // of the body (a reordered or re-encoded form signs alike). I-Twilio-Idempotency-Token is
 // not the default id (its row has none): Twilio does not sign it, so a captured request resent
 // under a fresh token would be a new event and run its handlers again.
-#include <strings.h>
-
 #include <algorithm>
 #include <string>
 
+#include "base/ascii.h"
 #include "base/form.h"
+#include "base/status_macros.h"
 #include "verify/scheme.h"
 
 namespace hookbox::verify_internal {
@@ -33,10 +33,6 @@ std::string_view Trim(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
   return text;
-}
-
-bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
 }
 
 // The MAC's algorithm: the settings header's `algorithm=`, HMAC_SHA1 when it names none.
@@ -53,8 +49,10 @@ std::optional<HashAlgorithm> Algorithm(const Headers& headers) {
       }
     }
   }
-  if (algorithm.empty() || EqualsIgnoringCase(algorithm, "HMAC_SHA1")) return HashAlgorithm::kSha1;
-  if (EqualsIgnoringCase(algorithm, "HMAC_SHA256")) return HashAlgorithm::kSha256;
+  if (algorithm.empty() || EqualsIgnoringAsciiCase(algorithm, "HMAC_SHA1")) {
+    return HashAlgorithm::kSha1;
+  }
+  if (EqualsIgnoringAsciiCase(algorithm, "HMAC_SHA256")) return HashAlgorithm::kSha256;
   return std::nullopt;
 }
 
@@ -90,17 +88,13 @@ std::pair<std::string, std::string> PortSpellings(const std::string& url) {
 StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::string_view body,
                       TimePoint now, std::string_view query) {
   // Missing before malformed: no signature at all is the more useful answer.
-  if (StatusOr<std::string_view> header = RequiredHeader(endpoint, headers, kHeader);
-      !header.ok()) {
-    return header.status();
-  }
+  RETURN_IF_ERROR(RequiredHeader(endpoint, headers, kHeader));
   std::optional<HashAlgorithm> algorithm = Algorithm(headers);
   if (!algorithm || HeaderCount(headers, kSettings) > 1) {
     return Fail(endpoint, reason::kMalformed);
   }
-  StatusOr<Claim> claim =
-      SingleMacClaim(endpoint, headers, kHeader, "", Encoding::kBase64, *algorithm, "");
-  if (!claim.ok()) return claim;
+  ASSIGN_OR_RETURN(Claim claim, SingleMacClaim(endpoint, headers, kHeader, "", Encoding::kBase64,
+                                               *algorithm, ""));
   std::string signed_after_url;
   if (std::optional<std::string> hash = FormValue(ParseUrlEncoded(query), "bodySHA256")) {
     // The body is bound to the URL by its hash; a body that does not match is not the one
@@ -110,8 +104,8 @@ StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::str
     signed_after_url = SortedFields(body);
   }
   auto [without_port, with_port] = PortSpellings(endpoint.public_url);
-  claim->message = SignedUrl(std::move(without_port), query) + signed_after_url;
-  claim->other_messages.push_back(SignedUrl(std::move(with_port), query) + signed_after_url);
+  claim.message = SignedUrl(std::move(without_port), query) + signed_after_url;
+  claim.other_messages.push_back(SignedUrl(std::move(with_port), query) + signed_after_url);
   return claim;
 }
 

@@ -10,6 +10,7 @@
 
 #include "base/crypto.h"
 #include "base/form.h"
+#include "base/status_macros.h"
 #include "verify/scheme.h"
 
 namespace hookbox {
@@ -74,26 +75,23 @@ std::string SignedUrl(std::string public_url, std::string_view query) {
 StatusOr<Claim> SingleMacClaim(const Endpoint& endpoint, const Headers& headers,
                                std::string_view name, std::string_view prefix, Encoding encoding,
                                HashAlgorithm algorithm, std::string message) {
-  StatusOr<std::string_view> header = RequiredHeader(endpoint, headers, name);
-  if (!header.ok()) return header.status();
-  if (!header->starts_with(prefix)) return Fail(endpoint, reason::kMalformed);
-  StatusOr<std::string> mac =
-      DecodeMac(endpoint, header->substr(prefix.size()), encoding, algorithm);
-  if (!mac.ok()) return mac.status();
+  ASSIGN_OR_RETURN(std::string_view header, RequiredHeader(endpoint, headers, name));
+  if (!header.starts_with(prefix)) return Fail(endpoint, reason::kMalformed);
+  ASSIGN_OR_RETURN(std::string mac,
+                   DecodeMac(endpoint, header.substr(prefix.size()), encoding, algorithm));
   Claim claim;
   claim.algorithm = algorithm;
   claim.message = std::move(message);
-  claim.macs.push_back(std::move(*mac));
+  claim.macs.push_back(std::move(mac));
   return claim;
 }
 
 StatusOr<Claim> ParameterClaim(const ParameterHeader& format, const Endpoint& endpoint,
                                const Headers& headers, std::string_view body, TimePoint now) {
-  StatusOr<std::string_view> header = RequiredHeader(endpoint, headers, format.name);
-  if (!header.ok()) return header.status();
+  ASSIGN_OR_RETURN(std::string_view header, RequiredHeader(endpoint, headers, format.name));
   std::optional<std::string_view> timestamp;
   Claim claim;
-  for (std::string_view element : Split(*header, format.separator)) {
+  for (std::string_view element : Split(header, format.separator)) {
     const size_t eq = element.find('=');
     if (eq == std::string_view::npos) return Fail(endpoint, reason::kMalformed);
     const std::string_view key = element.substr(0, eq);
@@ -106,14 +104,13 @@ StatusOr<Claim> ParameterClaim(const ParameterHeader& format, const Endpoint& en
       timestamp = value;
     } else if (key == format.mac_key) {
       if (claim.macs.size() == kMaxMacs) return Fail(endpoint, reason::kMalformed);
-      StatusOr<std::string> mac = DecodeMac(endpoint, value, Encoding::kHex, claim.algorithm);
-      if (!mac.ok()) return mac.status();
-      claim.macs.push_back(std::move(*mac));
+      ASSIGN_OR_RETURN(std::string mac,
+                       DecodeMac(endpoint, value, Encoding::kHex, claim.algorithm));
+      claim.macs.push_back(std::move(mac));
     }
   }
   if (!timestamp || claim.macs.empty()) return Fail(endpoint, reason::kMalformed);
-  StatusOr<int64_t> checked = CheckTimestamp(endpoint, *timestamp, now);
-  if (!checked.ok()) return checked.status();
+  RETURN_IF_ERROR(CheckTimestamp(endpoint, *timestamp, now));
   claim.message = std::string(*timestamp) + format.joiner + std::string(body);
   return claim;
 }
@@ -212,15 +209,15 @@ Status Verify(const Endpoint& endpoint, const Headers& headers, std::string_view
               TimePoint now, std::string_view query, std::string* signed_message) {
   const Scheme* scheme = SchemeFor(endpoint.provider);
   if (scheme == nullptr) return Status::Ok();
-  StatusOr<verify_internal::Claim> claim = scheme->parse(endpoint, headers, body, now, query);
-  if (!claim.ok()) return claim.status();
+  ASSIGN_OR_RETURN(verify_internal::Claim claim,
+                   scheme->parse(endpoint, headers, body, now, query));
   // The first message is the canonical one (public_url as configured); the others are
   // spellings of the same URL (twilio's port), so identity does not depend on which matched.
-  std::string canonical = scheme->signs_parsed_body ? claim->message : std::string();
-  bool matched = AnySecretMatches(*scheme, endpoint, *claim);
-  for (std::string& other : claim->other_messages) {
-    claim->message = std::move(other);
-    matched |= AnySecretMatches(*scheme, endpoint, *claim);
+  std::string canonical = scheme->signs_parsed_body ? claim.message : std::string();
+  bool matched = AnySecretMatches(*scheme, endpoint, claim);
+  for (std::string& other : claim.other_messages) {
+    claim.message = std::move(other);
+    matched |= AnySecretMatches(*scheme, endpoint, claim);
   }
   if (!matched) return verify_internal::Fail(endpoint, reason::kMismatch);
   if (signed_message != nullptr) *signed_message = std::move(canonical);

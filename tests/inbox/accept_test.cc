@@ -36,6 +36,7 @@ TEST_CASE("strict_body: same id, other body is a Conflict and changes nothing") 
   other.strict_body = true;
   auto r = t->Accept(other);
   CHECK(r.status().code() == Status::Code::kConflict);
+  CHECK(r.status().conflict() == Status::ConflictKind::kBodyDiffers);
   CHECK(t.Count("SELECT duplicates FROM inbox") == 0);
   CHECK(Accept(t, e) == Verdict::kDuplicate);  // the same body still is a duplicate
 }

@@ -37,10 +37,12 @@ TEST_CASE("sqlite errors: a write lock held elsewhere is storage busy, not a fau
   Status s = (*b)->Exec("BEGIN IMMEDIATE");
   CHECK(s.code() == Status::Code::kUnavailable);
   CHECK(s.what() == "storage busy");
+  CHECK(s.unavailable() == Status::UnavailableKind::kBusy);
   CHECK(IsStorageBusy(s));
   CHECK((*a)->Exec("COMMIT").ok());
   // A fault keeps its own name.
   CHECK((*a)->Error(SQLITE_IOERR_FSYNC, "COMMIT").what() == "storage unavailable");
+  CHECK((*a)->Error(SQLITE_IOERR_FSYNC, "COMMIT").unavailable() == Status::UnavailableKind::kFault);
   CHECK((*a)->Error(SQLITE_FULL, "COMMIT").what() == "storage unavailable");
 }
 

@@ -37,8 +37,8 @@ TEST_CASE("clear forgets the row, its jobs and attempts") {
 }
 
 TEST_CASE("clear refuses a row whose job holds a live lease, and changes nothing") {
-  // Issue 29, defect 8: the clear discarded a running attempt, and the next event of its
-  // resource then ran beside it.
+  // A clear under a running attempt would discard it, and the next event of its resource
+  // would then run beside it.
   TestInbox t;
   Accept(t, MakeEvent("first", {"h"}, "order-1", 1));
   Accept(t, MakeEvent("second", {"h"}, "order-1", 2));
@@ -47,6 +47,7 @@ TEST_CASE("clear refuses a row whose job holds a live lease, and changes nothing
   REQUIRE(running[0].event.event_id == "first");
   Status refused = t->Clear("ep", "first", kT0 + 30s);
   CHECK(refused.code() == Status::Code::kConflict);
+  CHECK(refused.conflict() == Status::ConflictKind::kEventBusy);
   CHECK(refused.what() == "event is being processed");
   CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id = 'first'") == 1);
   CHECK(t.Count("SELECT count(*) FROM jobs") == 2);
@@ -65,7 +66,9 @@ TEST_CASE("clear refuses a row whose job holds a live lease, and changes nothing
   e.sync_owner = "request-1";
   e.sync_lease = 30s;
   REQUIRE(t->Accept(e).ok());
-  CHECK(t->Clear("ep", "sync-1", kT0 + 1s).code() == Status::Code::kConflict);
+  const Status leased = t->Clear("ep", "sync-1", kT0 + 1s);
+  CHECK(leased.code() == Status::Code::kConflict);
+  CHECK(leased.conflict() == Status::ConflictKind::kEventBusy);
   CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id = 'sync-1'") == 1);
 }
 

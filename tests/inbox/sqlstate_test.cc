@@ -1,10 +1,14 @@
 // PostgreSQL's SQLSTATEs as the inbox groups them (inbox/postgres/pg.h, namespace sqlstate):
 // which codes mean a lost session, contention, a server that cannot serve now, text it
-// cannot store, and which mean none of these.
+// cannot store, and which mean none of these; and, on the PostgreSQL run, the Status a
+// lock timeout becomes.
 #include <catch2/catch.hpp>
 #include <string_view>
 
 #include "inbox/postgres/pg.h"
+#include "ops/storage_health.h"
+#include "tests/inbox/test_inbox.h"
+#include "tests/pg/pg_testing.h"
 
 namespace sqlstate = hookbox::pg::sqlstate;
 
@@ -30,4 +34,22 @@ TEST_CASE("each SQLSTATE is in the group Conn::Error maps it by, and in no other
     CHECK(sqlstate::IsServerUnavailable(code) == (group == kUnavailable));
     CHECK(sqlstate::IsUnstorableText(code) == (group == kText));
   }
+}
+
+TEST_CASE("Conn::Error: a lock lock_timeout gave up on is storage busy, of kind busy") {
+  if (!hookbox::OnPostgres()) return;  // the PostgreSQL run of this suite (inbox_postgres)
+  hookbox::pgtest::TestDatabase db;
+  auto holder = hookbox::pg::Conn::Connect(db.url(), {});
+  auto waiter = hookbox::pg::Conn::Connect(db.url(), {"SET lock_timeout = '20ms'"});
+  REQUIRE(holder.ok());
+  REQUIRE(waiter.ok());
+  REQUIRE((*holder)->Run("CREATE TABLE t (x int)").ok());
+  REQUIRE((*holder)->Run("BEGIN; LOCK TABLE t").ok());
+  const hookbox::Status s = (*waiter)->Run("BEGIN; LOCK TABLE t");
+  INFO(s.ToString());
+  CHECK(s.code() == hookbox::Status::Code::kUnavailable);
+  CHECK(s.unavailable() == hookbox::Status::UnavailableKind::kBusy);
+  CHECK(s.what() == "storage busy");
+  CHECK(hookbox::IsStorageBusy(s));
+  CHECK((*holder)->Run("ROLLBACK").ok());
 }

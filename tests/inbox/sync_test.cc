@@ -53,8 +53,9 @@ TEST_CASE("sync: accept claims the jobs for the request; the pool never takes th
 }
 
 TEST_CASE("sync: RenewLeases extends the leases still held; a lost one renews none") {
-  // Issue 29, defect 2: a request runs its jobs one after another, and the lease its accept
-  // took ran out under the last of them; a duplicate took that job over while it ran.
+  // A request runs its jobs one after another: without a renewal the lease its accept took
+  // would run out under the last of them, and a duplicate would take that job over while it
+  // ran.
   TestInbox t;
   Event e = MakeEvent("s", {"h1", "h2", "h3"});
   e.sync_owner = "request-1";
@@ -82,6 +83,7 @@ TEST_CASE("sync: RenewLeases extends the leases still held; a lost one renews no
   REQUIRE(takeover->jobs.size() == 1);
   Status lost = t->RenewLeases(std::span(r->claimed).subspan(2), kT0 + 61s, 100s);
   CHECK(lost.code() == Status::Code::kConflict);
+  CHECK(lost.conflict() == Status::ConflictKind::kLeaseLost);
   CHECK(lost.what() == "lease lost");
   const std::vector<ClaimedJob> mixed = {takeover->jobs[0], r->claimed[2]};
   CHECK(t->RenewLeases(mixed, kT0 + 61s, 100s).code() == Status::Code::kConflict);

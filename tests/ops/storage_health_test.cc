@@ -12,7 +12,8 @@ namespace {
 uint64_t Errors(const std::string& op) { return Metrics().storage_errors.With({op}).Value(); }
 
 const Status kFault = Status::Unavailable("storage unavailable", "COMMIT: disk I/O error");
-const Status kBusy = Status::Unavailable("storage busy", "step: database is locked");
+const Status kBusy =
+    Status::Unavailable(Status::UnavailableKind::kBusy, "storage busy", "step: database is locked");
 
 }  // namespace
 
@@ -42,6 +43,8 @@ TEST_CASE("storage health: contention is quiet, and neither counts nor breaks a 
   CHECK(IsStorageBusy(kBusy));
   CHECK_FALSE(IsStorageBusy(kFault));
   CHECK_FALSE(IsStorageBusy(Status::Internal("storage error", "x")));
+  // The kind decides, not the message.
+  CHECK_FALSE(IsStorageBusy(Status::Unavailable("storage busy", "x")));
   const uint64_t before = Errors("claim");
   for (int i = 0; i < 2 * kStorageFailuresUnready; ++i) h.Record(kStorageClaim, kBusy);
   CHECK(h.Problem().empty());
@@ -56,7 +59,8 @@ TEST_CASE("storage health: contention is quiet, and neither counts nor breaks a 
 TEST_CASE(
     "storage health: the database's answers (a conflict, bad text) neither count nor end a run") {
   StorageHealth h;
-  const Status conflict = Status::Conflict("body differs", "strict_body");
+  const Status conflict =
+      Status::Conflict(Status::ConflictKind::kBodyDiffers, "body differs", "strict_body");
   const Status bad_text = Status::InvalidArgument("text the database cannot store");
   CHECK(IsStorageFault(kFault));
   CHECK(IsStorageFault(Status::Internal("storage error", "x")));

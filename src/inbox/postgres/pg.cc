@@ -129,7 +129,9 @@ Status Conn::Error(const PGresult* r, std::string_view what) {
     return Status::Unavailable("storage unavailable", about);
   }
   // Contention is quiet in the storage log and counter (ops/storage_health.h).
-  if (sqlstate::IsContention(code)) return Status::Unavailable("storage busy", about);
+  if (sqlstate::IsContention(code)) {
+    return Status::Unavailable(Status::UnavailableKind::kBusy, "storage busy", about);
+  }
   if (sqlstate::IsServerUnavailable(code)) return Status::Unavailable("storage unavailable", about);
   if (sqlstate::IsUnstorableText(code)) {
     return Status::InvalidArgument("event fields are not valid text for the database", about);

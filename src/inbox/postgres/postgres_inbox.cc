@@ -325,7 +325,8 @@ class PostgresInbox final : public SqlInbox {
       if (static_cast<PgTx&>(tx).conn().last_sqlstate() != sqlstate::kLockNotAvailable)
         return locked.status();
       *busy = true;
-      return Status::Conflict("event busy", "its jobs are locked by the request running them");
+      return Status::Conflict(Status::ConflictKind::kEventBusy, "event busy",
+                              "its jobs are locked by the request running them");
     }
     for (size_t i = 0; i < locked->size(); ++i) *busy = *busy || locked->Bool(i, 0);
     return Status::Ok();

@@ -82,7 +82,7 @@ Status Db::Error(int rc, std::string_view what) const {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
       // Contention, not a fault: quiet in the storage log and counter (ops/storage_health.h).
-      return Status::Unavailable("storage busy", msg);
+      return Status::Unavailable(Status::UnavailableKind::kBusy, "storage busy", msg);
     case SQLITE_FULL:
     case SQLITE_IOERR:
     case SQLITE_CANTOPEN:

@@ -1,8 +1,9 @@
 // RAII around SQLite: a Db owns a connection and a cache of prepared statements (prepared
 // once, reused for every event), a Stmt resets itself when a use ends, and a Transaction
 // rolls back unless Commit() succeeded. Errors become Status: SQLITE_BUSY and SQLITE_LOCKED
-// are Unavailable "storage busy" (contention: quiet), SQLITE_FULL and I/O errors Unavailable
-// "storage unavailable" (the caller answers 503 either way), everything else Internal.
+// are Unavailable "storage busy" of kind kBusy (contention: quiet), SQLITE_FULL and I/O errors
+// Unavailable "storage unavailable" (the caller answers 503 either way), everything else
+// Internal.
 //
 // Not thread-safe: one Db belongs to one thread at a time (the inbox's leading write, or a
 // reader under the inbox's read mutex).

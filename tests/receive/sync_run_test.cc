@@ -1,0 +1,261 @@
+// A sync endpoint's run (receive/receiver.cc, Receiver::RunSync) when the lease renewal
+// before its second job, or the recording of its first job's result, fails: the 500 says
+// "handler lost its lease" only when the inbox refused it as a lost lease
+// (Status::ConflictKind::kLeaseLost); any other failure (Unavailable, Internal, a conflict of
+// another kind) is storage's and reads "storage unavailable". After a failed renewal no later
+// job runs. A real SQLite inbox, the failing call's answer chosen by the test.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "config/config.h"
+#include "handlers/handler.h"
+#include "inbox/inbox.h"
+#include "ops/clock.h"
+#include "receive/receiver.h"
+
+using namespace hookbox;
+using namespace std::chrono_literals;
+
+namespace {
+
+// The real inbox, except that RenewLeases answers `renewal_fails` and FinishJob
+// `finish_fails` when they are failures.
+class RenewalFails final : public Inbox {
+ public:
+  explicit RenewalFails(Inbox& inner) : in_(inner) {}
+
+  Status renewal_fails;
+  Status finish_fails;
+  int renewals = 0;
+
+  using Inbox::ClaimJobs;
+  StatusOr<std::vector<ClaimedJob>> ClaimJobs(const std::string& owner, int max, TimePoint now,
+                                              std::chrono::milliseconds lease,
+                                              const ClaimLimits& limits) override {
+    return in_.ClaimJobs(owner, max, now, lease, limits);
+  }
+  std::vector<StatusOr<Outcome>> FinishJobs(const std::vector<FinishRequest>& f) override {
+    return in_.FinishJobs(f);
+  }
+  StatusOr<Outcome> FinishJob(const ClaimedJob& job, const JobOutcome& outcome, const SqlWork* sql,
+                              const JobOutcome* sql_failed) override {
+    if (!finish_fails.ok()) return finish_fails;
+    return in_.FinishJob(job, outcome, sql, sql_failed);
+  }
+  StatusOr<AcceptResult> Accept(const Event& e) override { return in_.Accept(e); }
+  StatusOr<EventClaim> ClaimEvent(const std::string& endpoint, const std::string& id,
+                                  const std::string& owner, TimePoint now,
+                                  std::chrono::milliseconds lease) override {
+    return in_.ClaimEvent(endpoint, id, owner, now, lease);
+  }
+  StatusOr<int> Retry(const std::string& endpoint, const std::string& id, TimePoint now) override {
+    return in_.Retry(endpoint, id, now);
+  }
+  StatusOr<BulkPlan> PlanBulk(const BulkRequest& r) override { return in_.PlanBulk(r); }
+  StatusOr<int64_t> RetryDead(const BulkRequest& r) override { return in_.RetryDead(r); }
+  StatusOr<int64_t> Replay(const BulkRequest& r) override { return in_.Replay(r); }
+  Status HoldForHandler(const std::vector<ClaimedJob>& jobs, TimePoint now) override {
+    return in_.HoldForHandler(jobs, now);
+  }
+  StatusOr<int64_t> ReleaseHeld(const std::vector<HandlerRef>& h, TimePoint now) override {
+    return in_.ReleaseHeld(h, now);
+  }
+  StatusOr<int64_t> SetPaused(const std::vector<HandlerRef>& h, bool paused,
+                              const std::string& reason, TimePoint now) override {
+    return in_.SetPaused(h, paused, reason, now);
+  }
+  StatusOr<std::vector<HandlerStatus>> Handlers(TimePoint now, bool count_jobs) override {
+    return in_.Handlers(now, count_jobs);
+  }
+  StatusOr<std::optional<CircuitTransition>> RecordCircuit(const HandlerRef& h, Outcome o,
+                                                           const CircuitLimit& l,
+                                                           TimePoint now) override {
+    return in_.RecordCircuit(h, o, l, now);
+  }
+  StatusOr<std::vector<HandlerBacklog>> UnfinishedByHandler() override {
+    return in_.UnfinishedByHandler();
+  }
+  StatusOr<ReassignCounts> Reassign(const std::string& endpoint, const std::string& from,
+                                    const std::string& to, TimePoint now) override {
+    return in_.Reassign(endpoint, from, to, now);
+  }
+  StatusOr<int64_t> DropJobs(const std::string& endpoint, const std::string& handler,
+                             TimePoint now) override {
+    return in_.DropJobs(endpoint, handler, now);
+  }
+  StatusOr<std::vector<std::string>> LeaseOwners() override { return in_.LeaseOwners(); }
+  Status ExpireLeases(const std::string& prefix, TimePoint now) override {
+    return in_.ExpireLeases(prefix, now);
+  }
+  Status PrepareSql(const SqlWork& sql) override { return in_.PrepareSql(sql); }
+  StatusOr<std::vector<InboxRow>> List(const ListFilter& f) override { return in_.List(f); }
+  StatusOr<std::vector<DeadJob>> DeadJobs(int64_t before, int limit) override {
+    return in_.DeadJobs(before, limit);
+  }
+  StatusOr<InboxDetail> Show(const std::string& endpoint, const std::string& id) override {
+    return in_.Show(endpoint, id);
+  }
+  Status Clear(const std::string& endpoint, const std::string& id, TimePoint now) override {
+    return in_.Clear(endpoint, id, now);
+  }
+  Status RenewLeases(std::span<const ClaimedJob> jobs, TimePoint now,
+                     std::chrono::milliseconds lease) override {
+    ++renewals;
+    return renewal_fails.ok() ? in_.RenewLeases(jobs, now, lease) : renewal_fails;
+  }
+  StatusOr<InboxStats> Stats() override { return in_.Stats(); }
+  StatusOr<QueueStats> Queue(bool count_done) override { return in_.Queue(count_done); }
+  StatusOr<PurgeCounts> Purge(const PurgeRequest& r) override { return in_.Purge(r); }
+  Status Ping() override { return in_.Ping(); }
+
+ private:
+  Inbox& in_;
+};
+
+constexpr const char* kConfig = R"(
+listen: 127.0.0.1:0
+admin_listen: ""
+database: {DB}
+endpoints:
+  - name: sync
+    path: /hooks/sync
+    verify: none
+    event_id: body:/id
+    mode: sync
+    routes:
+      - events: ["*"]
+        handlers:
+          - name: first
+            exec: {command: [/bin/sh, -c, 'echo first >> {DIR}/ran']}
+          - name: second
+            exec: {command: [/bin/sh, -c, 'echo second >> {DIR}/ran']}
+)";
+
+std::string Replace(std::string text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at)) {
+    text.replace(at, from.size(), to);
+    at += to.size();
+  }
+  return text;
+}
+
+struct SyncSetup {
+  SyncSetup() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "hookbox-sync-XXXXXX").string();
+    dir = mkdtemp(tmpl.data());
+    const std::string text = Replace(Replace(kConfig, "{DB}", dir + "/inbox.db"), "{DIR}", dir);
+    LoadResult loaded =
+        LoadConfigText(text, "sync.yaml", {.host_checks = true, .kinds = &KindReaders()});
+    INFO((loaded.errors.empty() ? std::string() : loaded.errors.front()));
+    REQUIRE(loaded.config);
+    config = std::make_shared<const Config>(std::move(*loaded.config));
+    std::vector<std::string> errors;
+    handlers = std::make_shared<const HandlerSet>(BuildHandlers(*config, &errors));
+    REQUIRE(errors.empty());
+    auto opened = OpenInbox({config->database, /*durable=*/false, /*create=*/true});
+    INFO(opened.status().ToString());
+    REQUIRE(opened.ok());
+    real = std::move(*opened);
+    inbox = std::make_unique<RenewalFails>(*real);
+  }
+  ~SyncSetup() {
+    inbox.reset();
+    real.reset();
+    std::filesystem::remove_all(dir);
+  }
+
+  // One delivery of event `id`; the answer.
+  Answer Deliver(const std::string& id) {
+    Receiver receiver({config, handlers}, *inbox, clock);
+    Delivery d;
+    d.method = "POST";
+    d.path = "/hooks/sync";
+    d.remote = "127.0.0.1:1";
+    d.headers.emplace("Content-Type", "application/json");
+    d.body = nlohmann::json{{"id", id}}.dump();
+    return receiver.Receive(d);
+  }
+
+  // The handlers that ran, in order, one name a line.
+  std::string Ran() const {
+    std::string out;
+    if (FILE* f = std::fopen((dir + "/ran").c_str(), "r")) {
+      char buf[256];
+      while (size_t n = std::fread(buf, 1, sizeof buf, f)) out.append(buf, n);
+      std::fclose(f);
+    }
+    return out;
+  }
+
+  std::string dir;
+  std::shared_ptr<const Config> config;
+  std::shared_ptr<const HandlerSet> handlers;
+  std::unique_ptr<Inbox> real;
+  std::unique_ptr<RenewalFails> inbox;
+  SystemClock clock;
+};
+
+std::string ErrorOf(const Answer& a) {
+  auto j = nlohmann::json::parse(a.body, nullptr, false);
+  return j.is_object() ? j.value("error", "") : a.body;
+}
+
+}  // namespace
+
+TEST_CASE("sync run: both jobs run and the answer is 200 when the renewal holds") {
+  SyncSetup s;
+  const Answer a = s.Deliver("ok-1");
+  CHECK(a.status == 200);
+  CHECK(s.inbox->renewals == 1);
+  CHECK(s.Ran() == "first\nsecond\n");
+}
+
+TEST_CASE("sync run: a lost lease at the renewal is 500 'handler lost its lease'") {
+  SyncSetup s;
+  s.inbox->renewal_fails =
+      Status::Conflict(Status::ConflictKind::kLeaseLost, "lease lost", "job 2");
+  const Answer a = s.Deliver("lost-1");
+  CHECK(a.status == 500);
+  CHECK(ErrorOf(a) == "handler lost its lease");
+  CHECK(s.Ran() == "first\n");
+}
+
+TEST_CASE("sync run: a storage failure at the renewal is 500 'storage unavailable'") {
+  const Status failures[] = {
+      Status::Unavailable("storage unavailable", "COMMIT: disk I/O error"),
+      Status::Unavailable(Status::UnavailableKind::kBusy, "storage busy", "database is locked"),
+      Status::Internal("storage error", "no such table: jobs"),
+      Status::Conflict(Status::ConflictKind::kEventBusy, "event busy", "locked"),
+  };
+  for (const Status& failure : failures) {
+    INFO(failure.ToString());
+    SyncSetup s;
+    s.inbox->renewal_fails = failure;
+    const Answer a = s.Deliver("fault-1");
+    CHECK(a.status == 500);
+    CHECK(ErrorOf(a) == "storage unavailable");
+    CHECK(s.Ran() == "first\n");
+  }
+}
+
+TEST_CASE("sync run: a failed recording is 'handler lost its lease' only for a lost lease") {
+  const std::pair<Status, const char*> cases[] = {
+      {Status::Conflict(Status::ConflictKind::kLeaseLost, "lease lost", "job 1"),
+       "handler lost its lease"},
+      {Status::Unavailable("storage unavailable", "COMMIT: disk I/O error"), "storage unavailable"},
+      {Status::Internal("storage error", "no such table: jobs"), "storage unavailable"},
+  };
+  for (const auto& [failure, error] : cases) {
+    INFO(failure.ToString());
+    SyncSetup s;
+    s.inbox->finish_fails = failure;
+    const Answer a = s.Deliver("finish-1");
+    CHECK(a.status == 500);
+    CHECK(ErrorOf(a) == error);
+  }
+}
