@@ -340,16 +340,21 @@ Status SqlInbox::Clear(const std::string& endpoint, const std::string& event_id,
   return Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
     // Jobs rows first (the lock order), then the row; jobs and attempts go with it. Locked
     // (on SQLite, in the writer's transaction), the jobs show their latest leases, and none
-    // can be claimed before the delete.
-    ASSIGN_OR_RETURN(const SqlRows& jobs,
-                     tx.Query(std::string("SELECT j.status = 'processing' AND j.lease_until >= "
-                                          "$3::timestamptz FROM jobs j JOIN inbox i ON i.id ="
-                                          " j.inbox_id WHERE i.endpoint = $1 AND i.event_id = $2"
-                                          " ORDER BY j.id") +
-                                  d_.Lock(" FOR UPDATE OF j"),
-                              {endpoint, event_id, FormatTime(now)}));
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      if (jobs.Bool(i, 0)) return ClearRefused(endpoint, event_id);
+    // can be claimed before the delete. NOWAIT: on PostgreSQL a sync request holds its jobs'
+    // rows for its whole run (HoldJobs), and that is a running job too, refused at once
+    // rather than after the pool's lock_timeout as a 503.
+    auto jobs = tx.Query(std::string("SELECT j.status = 'processing' AND j.lease_until >= "
+                                     "$3::timestamptz FROM jobs j JOIN inbox i ON i.id ="
+                                     " j.inbox_id WHERE i.endpoint = $1 AND i.event_id = $2"
+                                     " ORDER BY j.id") +
+                             d_.Lock(" FOR UPDATE OF j NOWAIT"),
+                         {endpoint, event_id, FormatTime(now)});
+    if (!jobs.ok() && jobs.status().unavailable() == Status::UnavailableKind::kBusy) {
+      return ClearRefused(endpoint, event_id);
+    }
+    RETURN_IF_ERROR(jobs.status());
+    for (size_t i = 0; i < jobs->size(); ++i) {
+      if (jobs->Bool(i, 0)) return ClearRefused(endpoint, event_id);
     }
     ASSIGN_OR_RETURN(
         const SqlRows& del,

@@ -162,3 +162,29 @@ TEST_CASE("sync sql: a statement that ends the accept's savepoint and then fails
   CHECK(t.Count("SELECT count(*) FROM inbox") == 1);
   CHECK(t.Count("SELECT count(*) FROM credits") == 1);
 }
+
+TEST_CASE("sync: Clear of an event whose request holds its jobs is refused at once") {
+  // On PostgreSQL the request that runs an event holds its jobs' rows (HoldJobs) for the
+  // whole run; Clear must refuse it as a running event (409 in the console, exit 3 in the
+  // CLI), not wait out the pool's lock_timeout and answer that storage is busy.
+  TestInbox t;
+  Event e = MakeEvent("s", {"h1"});
+  e.sync_owner = "request-1";
+  e.sync_lease = 30s;
+  auto r = t->Accept(e);
+  REQUIRE(r.ok());
+  REQUIRE(r->claimed.size() == 1);
+  auto hold = t->HoldJobs(r->claimed);
+  if (OnPostgres()) REQUIRE(hold != nullptr);
+
+  const Status refused = t->Clear("ep", "s", kT0 + 1s);
+  CHECK(refused.code() == Status::Code::kConflict);
+  CHECK(refused.conflict() == Status::ConflictKind::kEventBusy);
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id = 's'") == 1);
+
+  // The run ends: its result recorded, its hold released. Now the row can go.
+  REQUIRE(t->FinishJob(r->claimed[0], Done(kT0 + 2s)).ok());
+  hold.reset();
+  CHECK(t->Clear("ep", "s", kT0 + 3s).ok());
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id = 's'") == 0);
+}
