@@ -1,6 +1,6 @@
 // Request headers as plain data: a multimap with case-insensitive names, so verification,
 // identification and storage can read headers without knowing the HTTP library. The HTTP
-// layer (src/http/) fills it; nothing else includes cpp-httplib.
+// layer (src/http/) fills it from the parsed request.
 #pragma once
 
 #include <algorithm>
