@@ -29,6 +29,10 @@ size_t CountFormFields(std::string_view text);
 
 // The first value of `name`, if present.
 std::optional<std::string> FormValue(const FormFields& fields, std::string_view name);
+// The same, "" when the field is absent.
+inline std::string FormText(const FormFields& fields, std::string_view name) {
+  return FormValue(fields, name).value_or("");
+}
 
 // `value` for a query string: letters, digits and -._~ as they are, every other byte %XX.
 std::string UrlEncode(std::string_view value);

@@ -11,6 +11,7 @@
 #include <tuple>
 #include <utility>
 
+#include "base/ascii.h"
 #include "base/http_status.h"
 #include "base/status_macros.h"
 #include "console/render.h"
@@ -96,21 +97,6 @@ std::string AgeText(int64_t seconds) {
              static_cast<long long>(seconds % 86400 / 3600));
   }
   return buf;
-}
-
-// A whole non-negative number of at most 18 digits, else nullopt.
-std::optional<int64_t> ParseDigits(const std::string& text) {
-  if (text.empty() || text.size() > 18) return std::nullopt;
-  int64_t n = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return std::nullopt;
-    n = n * 10 + (c - '0');
-  }
-  return n;
-}
-
-std::string Field(const FormFields& fields, std::string_view name) {
-  return FormValue(fields, name).value_or("");
 }
 
 // The list's filter as `hookbox inbox list` takes it (inbox/filter.h), for the same
@@ -258,8 +244,8 @@ StatusOr<BulkQuery> ParseBulkQuery(const FormFields& fields) {
   BulkQuery q;
   const std::vector<FilterOption> options = FilterOptions(fields, &q.where);
   ASSIGN_OR_RETURN(q.request.filter, ParseFilter(options, std::chrono::system_clock::now()));
-  q.request.verb = Field(fields, "verb") == "replay" ? BulkVerb::kReplay : BulkVerb::kRetryDead;
-  q.rate_text = Field(fields, "rate");
+  q.request.verb = FormText(fields, "verb") == "replay" ? BulkVerb::kReplay : BulkVerb::kRetryDead;
+  q.rate_text = FormText(fields, "rate");
   if (!q.rate_text.empty()) {
     auto rate = ParseBulkRate(q.rate_text);
     if (!rate) return Status::InvalidArgument("bad rate", "the rate is N/s or N/min");
@@ -360,7 +346,7 @@ Answer Console::Login(const Delivery& d) {
   if (d.method != "POST") return NotAllowedPage("GET, HEAD, POST");
   const FormFields form = ParseUrlEncoded(d.body);
   if (auto refused = guards_.RefusedPost(d, form)) return RefusedPage(*refused);
-  if (!guards_.IsToken(Field(form, "token"))) {
+  if (!guards_.IsToken(FormText(form, "token"))) {
     return Html(401, "login.html", {{"title", "Sign in"}, {"failed", true}});
   }
   Answer a = Redirect("/");
@@ -375,10 +361,10 @@ Answer Console::ListPage(const Delivery& d) {
   auto filter = ParseFilter(options, std::chrono::system_clock::now());
   if (!filter.ok()) return Message(400, "This filter cannot be used", filter.status().ToString());
   ListFilter f{.filter = *std::move(filter)};
-  f.event_id = Field(query, "id");
+  f.event_id = FormText(query, "id");
   f.limit = kPageRows + 1;  // one more: is there a next page?
   if (auto before = FormValue(query, "before_id")) {
-    auto id = ParseDigits(*before);
+    auto id = ParseAsciiDigits(*before);
     auto at = FormValue(query, "before_at");
     if (!id || !at || !ParseRfc3339Micros(*at)) {
       return Message(400, "Bad page", "The page's position (before_at, before_id) is not valid.");
@@ -398,8 +384,8 @@ Answer Console::ListPage(const Delivery& d) {
                {"id", f.event_id},
                {"type", ef.type_glob},
                {"handler", ef.handler},
-               {"since", Field(query, "since")},
-               {"until", Field(query, "until")},
+               {"since", FormText(query, "since")},
+               {"until", FormText(query, "until")},
                {"where", where_text},
                {"summary", SummaryView(*queue)}};
   view["filtered"] = !ef.Empty() || !f.event_id.empty();
@@ -422,8 +408,8 @@ Answer Console::ListPage(const Delivery& d) {
   }
   if (f.before_id != 0) view["first_href"] = filters;
   if (FormValue(query, "cleared")) {
-    view["notice"] = "Cleared " + Field(query, "cleared_endpoint") + " " +
-                     Field(query, "cleared_id") +
+    view["notice"] = "Cleared " + FormText(query, "cleared_endpoint") + " " +
+                     FormText(query, "cleared_id") +
                      ": the next delivery of this event will be processed as new.";
   }
   return Html(200, "list.html", view);
@@ -449,8 +435,8 @@ StatusOr<std::vector<InboxRow>> Console::Rows(const ListFilter& f) {
 
 Answer Console::EventPage(const Delivery& d) {
   const FormFields query = ParseUrlEncoded(d.query);
-  const std::string endpoint = Field(query, "endpoint");
-  const std::string id = Field(query, "id");
+  const std::string endpoint = FormText(query, "endpoint");
+  const std::string id = FormText(query, "id");
   if (endpoint.empty() || id.empty()) {
     return Message(400, "Which event?", "An event's page needs its endpoint and id.");
   }
@@ -471,7 +457,7 @@ Answer Console::EventPage(const Delivery& d) {
   view["can_retry"] = std::any_of(detail->jobs.begin(), detail->jobs.end(),
                                   [](const JobRow& j) { return j.status == "dead"; });
   AddBody(detail->row.body, view);
-  if (auto n = ParseDigits(Field(query, "retried"))) {
+  if (auto n = ParseAsciiDigits(FormText(query, "retried"))) {
     view["notice"] = "Re-armed " + std::to_string(*n) +
                      " dead job(s): they run again with a fresh attempt budget.";
   }
@@ -482,7 +468,7 @@ Answer Console::DeadPage(const Delivery& d) {
   const FormFields query = ParseUrlEncoded(d.query);
   int64_t before = 0;
   if (auto text = FormValue(query, "before")) {
-    auto n = ParseDigits(*text);
+    auto n = ParseAsciiDigits(*text);
     if (!n) return Message(400, "Bad page", "The page's position (before) is not valid.");
     before = *n;
   }
@@ -507,10 +493,10 @@ Answer Console::DeadPage(const Delivery& d) {
 // Origin and CSRF token (guards.h) before this runs, as for every action.
 Answer Console::EventAction(const Delivery& d) {
   const FormFields form = ParseUrlEncoded(d.body);
-  const std::string endpoint = Field(form, "endpoint");
-  const std::string id = Field(form, "id");
+  const std::string endpoint = FormText(form, "endpoint");
+  const std::string id = FormText(form, "id");
   const bool retry = d.path == "/event/retry";
-  if (Field(form, "confirm") != "yes") {
+  if (FormText(form, "confirm") != "yes") {
     return Html(
         200, "confirm.html",
         {{"title", retry ? "Retry?" : "Clear?"},
@@ -524,7 +510,7 @@ Answer Console::EventAction(const Delivery& d) {
          {"noun", "event"},
          {"endpoint", endpoint},
          {"id", id},
-         {"csrf", Field(form, "csrf")},
+         {"csrf", FormText(form, "csrf")},
          {"danger", !retry},
          {"back_href", EventHref(endpoint, id)}});
   }
@@ -587,9 +573,9 @@ Answer Console::HandlersPage(const Delivery& d) {
                                 {"pausable", !st.paused},
                                 {"csrf", guards_.HandlerToken(ph.endpoint, ph.handler)}});
   }
-  if (const std::string done = Field(query, "done"); done == "paused" || done == "resumed") {
-    view["notice"] = (done == "paused" ? "Paused " : "Resumed ") + Field(query, "endpoint") +
-                     " / " + Field(query, "handler") + ".";
+  if (const std::string done = FormText(query, "done"); done == "paused" || done == "resumed") {
+    view["notice"] = (done == "paused" ? "Paused " : "Resumed ") + FormText(query, "endpoint") +
+                     " / " + FormText(query, "handler") + ".";
   }
   return Html(200, "handlers.html", view);
 }
@@ -598,8 +584,8 @@ Answer Console::HandlersPage(const Delivery& d) {
 // confirm=yes, which acts (Inbox::SetPaused, as `hookbox handler pause` does).
 Answer Console::HandlerAction(const Delivery& d) {
   const FormFields form = ParseUrlEncoded(d.body);
-  const std::string endpoint = Field(form, "endpoint");
-  const std::string handler = Field(form, "id");
+  const std::string endpoint = FormText(form, "endpoint");
+  const std::string handler = FormText(form, "id");
   const bool pause = d.path == "/handler/pause";
   const bool known = std::any_of(options_.handlers.begin(), options_.handlers.end(),
                                  [&](const ConsoleOptions::PoolHandler& h) {
@@ -610,7 +596,7 @@ Answer Console::HandlerAction(const Delivery& d) {
         404, "No such handler",
         "The config has no worker-pool handler " + handler + " at endpoint " + endpoint + ".");
   }
-  if (Field(form, "confirm") != "yes") {
+  if (FormText(form, "confirm") != "yes") {
     return Html(200, "confirm.html",
                 {{"title", pause ? "Pause?" : "Resume?"},
                  {"label", pause ? "Pause" : "Resume"},
@@ -624,12 +610,12 @@ Answer Console::HandlerAction(const Delivery& d) {
                  {"noun", "handler"},
                  {"endpoint", endpoint},
                  {"id", handler},
-                 {"csrf", Field(form, "csrf")},
+                 {"csrf", FormText(form, "csrf")},
                  {"ask_reason", pause},
                  {"danger", pause},
                  {"back_href", "/handlers"}});
   }
-  std::string reason = Field(form, "reason");
+  std::string reason = FormText(form, "reason");
   if (reason.size() > 200) reason.resize(200);
   auto changed = inbox_.SetPaused({{endpoint, handler}}, pause, pause ? reason : "",
                                   std::chrono::system_clock::now());
@@ -646,11 +632,11 @@ Answer Console::BulkPage(const Delivery& d) {
   const FormFields query = ParseUrlEncoded(d.query);
   json view = {{"title", "Bulk retry and replay"}};
   view["endpoints"] = json::array();
-  const std::string endpoint = Field(query, "endpoint");
+  const std::string endpoint = FormText(query, "endpoint");
   for (const std::string& name : options_.endpoints) {
     view["endpoints"].push_back({{"name", name}, {"selected", name == endpoint}});
   }
-  const std::string status = Field(query, "status");
+  const std::string status = FormText(query, "status");
   view["statuses"] = json::array();
   for (const char* name : kRowStatuses) {
     view["statuses"].push_back({{"name", name}, {"selected", status == name}});
@@ -659,14 +645,14 @@ Answer Console::BulkPage(const Delivery& d) {
   FilterOptions(query, &where_lines);
   std::string where_text;
   for (const std::string& line : where_lines) where_text += (where_text.empty() ? "" : "\n") + line;
-  view["filter"] = {{"handler", Field(query, "handler")},
-                    {"type", Field(query, "type")},
-                    {"since", Field(query, "since")},
-                    {"until", Field(query, "until")},
+  view["filter"] = {{"handler", FormText(query, "handler")},
+                    {"type", FormText(query, "type")},
+                    {"since", FormText(query, "since")},
+                    {"until", FormText(query, "until")},
                     {"where", where_text}};
-  view["rate"] = Field(query, "rate");
-  view["replay"] = Field(query, "verb") == "replay";
-  if (auto n = ParseDigits(Field(query, "done"))) {
+  view["rate"] = FormText(query, "rate");
+  view["replay"] = FormText(query, "verb") == "replay";
+  if (auto n = ParseAsciiDigits(FormText(query, "done"))) {
     view["notice"] = "Re-armed " + std::to_string(*n) + " job(s): they run in the worker pool.";
   }
   if (FormValue(query, "verb")) {

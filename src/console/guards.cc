@@ -15,21 +15,6 @@ namespace {
 
 constexpr const char* kSessionCookie = "hookbox_session";
 
-// A port as Host carries it: a whole non-negative number of at most 18 digits.
-std::optional<int64_t> Port(std::string_view text) {
-  if (text.empty() || text.size() > 18) return std::nullopt;
-  int64_t n = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return std::nullopt;
-    n = n * 10 + (c - '0');
-  }
-  return n;
-}
-
-std::string Field(const FormFields& fields, std::string_view name) {
-  return FormValue(fields, name).value_or("");
-}
-
 // An IP address in one comparable form: v4 as its 4 bytes, v6 as its 16 (a v4-mapped v6
 // address as the v4 one). nullopt for anything that is not an IP literal.
 std::optional<std::string> IpBytes(const std::string& text) {
@@ -102,7 +87,7 @@ bool Guards::HostAllowed(const Delivery& d) const {
   }
   int64_t port = 80;
   if (!rest.empty()) {
-    auto n = rest.starts_with(':') ? Port(rest.substr(1)) : std::nullopt;
+    auto n = rest.starts_with(':') ? ParseAsciiDigits(rest.substr(1)) : std::nullopt;
     if (!n) return false;
     port = *n;
   }
@@ -175,9 +160,9 @@ std::optional<std::string> Guards::RefusedPost(const Delivery& d, const FormFiel
   // event's of the same name (HandlerToken). The bulk form's is tied to no event.
   const std::string expected = d.path == "/bulk" ? BulkCsrfToken()
                                : d.path.starts_with("/handler/")
-                                   ? HandlerToken(Field(form, "endpoint"), Field(form, "id"))
-                                   : CsrfToken(Field(form, "endpoint"), Field(form, "id"));
-  if (!ConstantTimeEqual(Field(form, "csrf"), expected)) {
+                                   ? HandlerToken(FormText(form, "endpoint"), FormText(form, "id"))
+                                   : CsrfToken(FormText(form, "endpoint"), FormText(form, "id"));
+  if (!ConstantTimeEqual(FormText(form, "csrf"), expected)) {
     return std::string(
         "The form's token is missing or out of date (the daemon may have "
         "restarted): open the event's page again and repeat.");

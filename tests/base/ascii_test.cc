@@ -60,3 +60,18 @@ TEST_CASE(
   CHECK(HeaderCount(h, "X-MULTI") == 2);
   CHECK_FALSE(HeaderValue(h, "Content-Typ"));
 }
+
+TEST_CASE("ParseAsciiDigits: 1 to 18 ASCII digits, nothing else") {
+  CHECK(ParseAsciiDigits("0") == 0);
+  CHECK(ParseAsciiDigits("8080") == 8080);
+  CHECK(ParseAsciiDigits("007") == 7);
+  CHECK(ParseAsciiDigits("999999999999999999") == 999999999999999999);  // 18 digits
+  CHECK_FALSE(ParseAsciiDigits("1000000000000000000"));                 // 19: could overflow
+  CHECK_FALSE(ParseAsciiDigits(""));
+  CHECK_FALSE(ParseAsciiDigits("-1"));
+  CHECK_FALSE(ParseAsciiDigits("+1"));
+  CHECK_FALSE(ParseAsciiDigits(" 1"));
+  CHECK_FALSE(ParseAsciiDigits("1 "));
+  CHECK_FALSE(ParseAsciiDigits("1e3"));
+  CHECK_FALSE(ParseAsciiDigits("\xd9\xa1"));  // ARABIC-INDIC DIGIT ONE: not ASCII
+}
