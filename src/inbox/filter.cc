@@ -11,6 +11,7 @@
 #include <charconv>
 #include <set>
 
+#include "base/status_macros.h"
 #include "base/utf8.h"
 
 namespace hookbox {
@@ -326,13 +327,11 @@ StatusOr<EventFilter> ParseFilter(std::span<const FilterOption> options, TimePoi
       f.handler = value;
     } else if (name == "since" || name == "until") {
       if (value.empty()) continue;
-      auto t = FilterTime(name, value, now);
-      if (!t.ok()) return t.status();
-      (name == "since" ? f.since : f.until) = *t;
+      ASSIGN_OR_RETURN(auto t, FilterTime(name, value, now));
+      (name == "since" ? f.since : f.until) = t;
     } else if (name == "where") {
-      auto m = ParseWhere(value);
-      if (!m.ok()) return m.status();
-      f.where.push_back(*std::move(m));
+      ASSIGN_OR_RETURN(auto m, ParseWhere(value));
+      f.where.push_back(std::move(m));
     } else {
       return Bad("--" + name,
                  "unknown option: the filter takes --endpoint, --status, --type, --handler, "

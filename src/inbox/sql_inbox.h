@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "inbox/backend.h"
 #include "inbox/inbox.h"
 
@@ -254,11 +255,10 @@ class SqlInbox : public Inbox {
 template <typename T, typename F>
 StatusOr<T> ReadInto(SqlInbox& inbox, SqlInbox::TxKind kind, F&& read) {
   T out{};
-  Status s = inbox.Transact(kind, [&](SqlTx& tx) {
+  RETURN_IF_ERROR(inbox.Transact(kind, [&](SqlTx& tx) {
     out = T{};
     return read(tx, out);
-  });
-  if (!s.ok()) return s;
+  }));
   return out;
 }
 

@@ -162,8 +162,8 @@ Status Conn::Prepare(const std::string& sql, bool text_params, int n_params) {
 }
 
 StatusOr<Result> Conn::Exec(const std::string& sql, const Params& p, bool text_params) {
-  auto name = PreparedName(sql, text_params, static_cast<int>(p.size()));
-  if (!name.ok()) return name.status();
+  ASSIGN_OR_RETURN(const std::string name,
+                   PreparedName(sql, text_params, static_cast<int>(p.size())));
   const size_t n = p.size();
   std::vector<const char*> values(n);
   std::vector<int> lengths(n), formats(n);
@@ -172,7 +172,7 @@ StatusOr<Result> Conn::Exec(const std::string& sql, const Params& p, bool text_p
     lengths[i] = static_cast<int>(p.values_[i].size());
     formats[i] = p.binary_[i] ? 1 : 0;
   }
-  PGresult* r = PQexecPrepared(conn_, name->c_str(), static_cast<int>(n), values.data(),
+  PGresult* r = PQexecPrepared(conn_, name.c_str(), static_cast<int>(n), values.data(),
                                lengths.data(), formats.data(), 0);
   ExecStatusType st = PQresultStatus(r);
   if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return Result(r);
