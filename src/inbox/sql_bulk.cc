@@ -16,9 +16,9 @@
 //   retry` beside the daemon, the act shares the write lock with the daemon's accepts: an
 //   accept waits at most one transaction (and our commit) behind it, and between two a
 //   daemon writer that waited gets the lock (it polls every millisecond). The time it holds
-//   the lock, not a count, bounds the wait, on any disk and any size of row. At 20 ms and
-//   2 ms the accepts' p99 during a 100,000-job retry was 67 ms, at 8 and 3 it was 19-29 ms,
-//   the retry 3.8-4.5 s instead of 3.4 (bench/RESULTS.md).
+//   the lock, not a count, bounds the wait, on any disk and any size of row. The two
+//   figures are measured against the accepts' p99 and the retry's time (bench/RESULTS.md,
+//   "After an outage").
 // - PostgreSQL (bulk_hold 0): one chunk of `batch` jobs per transaction, no gap: its row
 //   locks leave the other rows' accepts free.
 #include <algorithm>
