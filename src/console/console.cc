@@ -360,7 +360,8 @@ Answer Console::ListPage(const Delivery& d) {
   const std::vector<FilterOption> options = FilterOptions(query, &where_lines);
   auto filter = ParseFilter(options, std::chrono::system_clock::now());
   if (!filter.ok()) return Message(400, "This filter cannot be used", filter.status().ToString());
-  ListFilter f{.filter = *std::move(filter)};
+  ListFilter f;
+  f.filter = *std::move(filter);
   f.event_id = FormText(query, "id");
   f.limit = kPageRows + 1;  // one more: is there a next page?
   if (auto before = FormValue(query, "before_id")) {
