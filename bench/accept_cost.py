@@ -4,12 +4,12 @@ accept (HTTP parse, verify, identify, the inbox's accept transaction, the answer
 that does not depend on what else the machine is doing, so two builds can be compared on a
 busy machine, and a change of a few percent shows.
 
-Each build given runs `hookbox serve` (SQLite, `workers: 0`, one GitHub endpoint, the same
-config as bench/run.py's accept-only row) under callgrind twice: once sent SMALL deliveries,
-once SMALL + MANY, one after another on one keep-alive connection. The difference of the two
-runs' instruction totals divided by MANY is the cost of one accept, with the start-up, the
-shutdown and the first requests' warm-up cancelled out. Every delivery is a new event
-(~2 KB GitHub push, signed), so each is a real insert.
+Each build given runs `hookbox serve` (SQLite, `workers: 0`, one GitHub endpoint: the
+accept-only row's config from bench/harness/servers.py) under callgrind twice: once sent
+SMALL deliveries, once SMALL + MANY, one after another on one keep-alive connection. The
+difference of the two runs' instruction totals divided by MANY is the cost of one accept,
+with the start-up, the shutdown and the first requests' warm-up cancelled out. Every
+delivery is a new event (~2 KB GitHub push, signed), so each is a real insert.
 
   python3 bench/accept_cost.py --hookbox build/hookbox [--hookbox other/hookbox ...]
 
@@ -25,39 +25,15 @@ import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gen_deliveries import push_event  # noqa: E402
-
-SECRET = "bench-secret"
-CONFIG = """\
-listen: 127.0.0.1:{port}
-admin_listen: ""
-database: "{db}"
-durability: {durability}
-workers: 0
-limits: {{max_body: 1MiB, read_timeout: 60s, threads: 2}}
-endpoints:
-  - name: github
-    path: /hooks/github
-    provider: github
-    secrets: [{{value: "{secret}"}}]
-    routes:
-      - events: ["push"]
-        handlers: [{{file: {{dir: "{events}"}}}}]
-"""
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from harness.host import free_port, wait_port  # noqa: E402
+from harness.servers import HOOKBOX_CONFIG, SECRET  # noqa: E402
 
 
 def deliveries(n, seed):
@@ -68,19 +44,6 @@ def deliveries(n, seed):
         sig = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
         out.append((str(uuid.UUID(int=rng.getrandbits(128))), sig, body))
     return out
-
-
-def wait_listening(port, proc, seconds=120):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit("hookbox exited before listening (rc %d)" % proc.returncode)
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise SystemExit("hookbox did not listen within %d s" % seconds)
 
 
 def run_once(binary, durability, sends, workdir):
@@ -94,14 +57,16 @@ def run_once(binary, durability, sends, workdir):
     os.makedirs(events, exist_ok=True)
     config = os.path.join(workdir, "config.yaml")
     with open(config, "w") as f:
-        f.write(CONFIG.format(port=port, db=db, durability=durability, secret=SECRET,
-                              events=events))
+        f.write(HOOKBOX_CONFIG.format(
+            written_for=" (accept_cost.py)", port=port, db=db, durability=durability,
+            threads=2, top_level="workers: 0\n", secret=SECRET,
+            handler='{file: {dir: "%s"}}' % events))
     out = os.path.join(workdir, "callgrind.out")
     proc = subprocess.Popen(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out,
                              binary, "serve", "--config", config],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_listening(port, proc)
+        wait_port(port, proc, timeout=120)  # valgrind starts slowly
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         for delivery_id, sig, body in sends:
             conn.request("POST", "/hooks/github", body=body, headers={
