@@ -338,28 +338,21 @@ Status SqlInbox::ShowInto(SqlTx& tx, const std::string& endpoint, const std::str
 
 Status SqlInbox::Clear(const std::string& endpoint, const std::string& event_id, TimePoint now) {
   return Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
-    // Jobs rows first (the lock order), then the row; jobs and attempts go with it. Locked
-    // (on SQLite, in the writer's transaction), the jobs show their latest leases, and none
-    // can be claimed before the delete. NOWAIT: on PostgreSQL a sync request holds its jobs'
-    // rows for its whole run (HoldJobs), and that is a running job too, refused at once
-    // rather than after the pool's lock_timeout as a 503.
-    auto jobs = tx.Query(std::string("SELECT j.status = 'processing' AND j.lease_until >= "
-                                     "$3::timestamptz FROM jobs j JOIN inbox i ON i.id ="
-                                     " j.inbox_id WHERE i.endpoint = $1 AND i.event_id = $2"
-                                     " ORDER BY j.id") +
-                             d_.Lock(" FOR UPDATE OF j NOWAIT"),
-                         {endpoint, event_id, FormatTime(now)});
-    if (!jobs.ok() && jobs.status().unavailable() == Status::UnavailableKind::kBusy) {
-      return ClearRefused(endpoint, event_id);
-    }
-    RETURN_IF_ERROR(jobs.status());
-    for (size_t i = 0; i < jobs->size(); ++i) {
-      if (jobs->Bool(i, 0)) return ClearRefused(endpoint, event_id);
-    }
-    ASSIGN_OR_RETURN(
-        const SqlRows& del,
-        tx.Query("DELETE FROM inbox WHERE endpoint = $1 AND event_id = $2", {endpoint, event_id}));
-    return del.changed == 0 ? NoSuchEvent(endpoint, event_id) : Status::Ok();
+    ASSIGN_OR_RETURN(const SqlRows& row,
+                     tx.Query("SELECT id FROM inbox WHERE endpoint = $1 AND event_id = $2",
+                              {endpoint, event_id}));
+    if (row.empty()) return NoSuchEvent(endpoint, event_id);
+    // A sync claim's test (EventBusy): a live lease, or on PostgreSQL a job row locked by the
+    // request running it (HoldJobs), refused at once, not after the pool's lock_timeout. Its
+    // unfinished jobs stay locked (on SQLite, the writer's transaction), so none can be
+    // claimed before the delete; the row goes with its jobs and attempts.
+    bool busy = false;
+    const Status unfinished = EventBusy(tx, row.Int(0, 0), FormatTime(now), &busy);
+    if (busy) return ClearRefused(endpoint, event_id);
+    RETURN_IF_ERROR(unfinished);
+    ASSIGN_OR_RETURN(const SqlRows& del,
+                     tx.Query("DELETE FROM inbox WHERE id = $1", {row.Int(0, 0)}));
+    return del.changed == 0 ? NoSuchEvent(endpoint, event_id) : Status::Ok();  // cleared meanwhile
   });
 }
 
