@@ -156,6 +156,15 @@ TEST_CASE("sync sql: a statement that ends the accept's savepoint and then fails
   CHECK(t.Count("SELECT count(*) FROM credits") == 0);
   CHECK(t.Count("SELECT count(*) FROM jobs") == 0);
 
+  // The write succeeds but has ended its savepoint, so the group's own RELEASE fails: what
+  // the group holds is unknown, and nothing of it is committed (PostgreSQL: RELEASE w fails).
+  sql.statements = {"INSERT INTO credits VALUES (:event_id, :body)", "RELEASE w"};
+  auto released = t->Accept(e);
+  REQUIRE_FALSE(released.ok());
+  if (!OnPostgres()) CHECK(released.status().code() == Status::Code::kUnavailable);
+  CHECK(t.Count("SELECT count(*) FROM inbox") == 0);
+  CHECK(t.Count("SELECT count(*) FROM credits") == 0);
+
   // The writer goes on: the next accept commits as usual.
   sql.statements = {"INSERT INTO credits VALUES (:event_id, :body)"};
   REQUIRE(t->Accept(e).ok());
