@@ -50,6 +50,29 @@ Circuit CircuitFromText(const std::string& text) {
   return Circuit::kClosed;
 }
 
+// A job heads its resource: no earlier unfinished job of the resource, by (inbox id, job
+// id), and no live lease on another of its jobs. The arguments are SQL expressions.
+std::string HeadsItsResource(const std::string& endpoint, const std::string& resource,
+                             const std::string& row, const std::string& job,
+                             const std::string& now) {
+  return "NOT EXISTS (SELECT 1 FROM inbox i2 JOIN jobs j2 ON j2.inbox_id = i2.id"
+         " WHERE i2.endpoint = " +
+         endpoint + " AND i2.resource_id = " + resource + " AND j2.id <> " + job +
+         " AND j2.status IN ('pending', 'processing') AND ((i2.id, j2.id) < (" + row + ", " + job +
+         ") OR (j2.status = 'processing' AND j2.lease_until >= " + now + ")))";
+}
+
+// The finishes in the lock order, (inbox_id, job_id).
+std::vector<size_t> FinishOrder(const std::vector<FinishRequest>& finishes) {
+  std::vector<size_t> order(finishes.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::tie(finishes[a].job->inbox_id, finishes[a].job->job_id) <
+           std::tie(finishes[b].job->inbox_id, finishes[b].job->job_id);
+  });
+  return order;
+}
+
 }  // namespace
 
 StatusOr<std::vector<ClaimedJob>> SqlInbox::ClaimJobs(const std::string& owner, int max,
@@ -111,9 +134,40 @@ Status SqlInbox::ClaimInto(SqlTx& tx, const std::string& owner, int max, TimePoi
   return LeaseJobs(tx, *out, owner, now, lease);
 }
 
-Status SqlInbox::KeepHeads(SqlTx& /*tx*/, const std::string& /*now*/, std::vector<ClaimedJob>& due,
+Status SqlInbox::LockKey(SqlTx& tx, KeyLock which, const std::string& key) {
+  if (*d_.lock_key == '\0') return Status::Ok();
+  return tx.Run(std::string("SELECT ") + d_.lock_key, {key, static_cast<int>(which)});
+}
+
+StatusOr<bool> SqlInbox::TryLockKey(SqlTx& tx, KeyLock which, const std::string& key) {
+  if (*d_.try_lock_key == '\0') return true;
+  ASSIGN_OR_RETURN(const SqlRows& q, tx.Query(std::string("SELECT ") + d_.try_lock_key,
+                                              {key, static_cast<int>(which)}));
+  return q.Bool(0, 0);
+}
+
+// With row locks (PostgreSQL) a claim's snapshot may be behind another replica's commit (a
+// claim, or `inbox retry` re-arming an earlier job): each job with a resource is kept only
+// if, under the resource's claim lock taken without waiting (another claim of it deciding:
+// not kept) and with a fresh snapshot, it still heads it. SQLite's one writer has no such
+// race.
+Status SqlInbox::KeepHeads(SqlTx& tx, const std::string& now, std::vector<ClaimedJob>& due,
                            std::vector<ClaimedJob>* out) {
-  for (ClaimedJob& job : due) out->push_back(std::move(job));
+  static const std::string kHeads =
+      "SELECT " + HeadsItsResource("$1", "$2", "$4::bigint", "$3::bigint", "$5::timestamptz");
+  for (ClaimedJob& job : due) {
+    if (d_.row_locks && !job.event.resource_id.empty()) {
+      ASSIGN_OR_RETURN(
+          const bool locked,
+          TryLockKey(tx, KeyLock::kClaim, ResourceKey(job.event.endpoint, job.event.resource_id)));
+      if (!locked) continue;
+      ASSIGN_OR_RETURN(const SqlRows& heads,
+                       tx.Query(kHeads, {job.event.endpoint, job.event.resource_id, job.job_id,
+                                         job.inbox_id, now}));
+      if (!heads.Bool(0, 0)) continue;
+    }
+    out->push_back(std::move(job));
+  }
   return Status::Ok();
 }
 
@@ -151,15 +205,9 @@ Status SqlInbox::DueJobs(SqlTx& tx, const std::string& now, int max,
                              " FROM jobs j " + d_.jobs_inbox +
                              " inbox i ON i.id = j.inbox_id WHERE ";
   const std::string heads_its_resource =
-      which + " AND " + d_.not_sync +
-      " AND (i.resource_id = '' OR NOT EXISTS ("
-      "   SELECT 1 FROM inbox i2 JOIN jobs j2 ON j2.inbox_id = i2.id"
-      "   WHERE i2.endpoint = i.endpoint AND i2.resource_id = i.resource_id"
-      "   AND j2.id <> j.id AND j2.status IN ('pending', 'processing')"
-      "   AND ((i2.id, j2.id) < (i.id, j.id)"
-      "        OR (j2.status = 'processing' AND j2.lease_until >= $1::timestamptz))))"
-      " ORDER BY " +
-      d_.due_order + " LIMIT $2" + d_.skip_locked;
+      which + " AND " + d_.not_sync + " AND (i.resource_id = '' OR " +
+      HeadsItsResource("i.endpoint", "i.resource_id", "i.id", "j.id", "$1::timestamptz") +
+      ") ORDER BY " + d_.due_order + " LIMIT $2" + d_.skip_locked;
   std::vector<std::pair<std::string, ClaimedJob>> due;  // (next_attempt_at, job)
   for (const char* way : {"j.status = 'pending' AND j.next_attempt_at <= $1::timestamptz",
                           "j.status = 'processing' AND j.lease_until < $1::timestamptz"}) {
@@ -315,13 +363,25 @@ StatusOr<std::optional<CircuitTransition>> SqlInbox::RecordCircuit(const Handler
 
 // ---- A sync request's claim of one event ----
 
+// On PostgreSQL the event's unfinished jobs rows are locked first, so that two requests
+// taking over at once serialize: the second sees the first's leases. NOWAIT: rows locked by
+// another request (the hold of the one running them, HoldJobs) make the event busy at once
+// (Conflict, so the transaction rolls back); the caller waits for that lock within its own
+// sync_wait (AwaitEvent), not here within the pool's lock_timeout.
 Status SqlInbox::EventBusy(SqlTx& tx, int64_t inbox_id, const std::string& now, bool* busy) {
-  ASSIGN_OR_RETURN(
-      const SqlRows& q,
-      tx.Query("SELECT count(*) FROM jobs WHERE inbox_id = $1 AND status = 'processing'"
-               " AND lease_until >= $2::timestamptz",
-               {inbox_id, now}));
-  *busy = q.Int(0, 0) > 0;
+  auto leased = tx.Query(
+      std::string("SELECT status = 'processing' AND lease_until >= $2::timestamptz FROM jobs"
+                  " WHERE inbox_id = $1 AND status IN ('pending', 'processing') ORDER BY id") +
+          d_.Lock(" FOR UPDATE NOWAIT"),
+      {inbox_id, now});
+  if (!leased.ok() && leased.status().unavailable() == Status::UnavailableKind::kBusy &&
+      !tx.Lost()) {
+    *busy = true;
+    return Status::Conflict(Status::ConflictKind::kEventBusy, "event busy",
+                            "its jobs are locked by the request running them");
+  }
+  RETURN_IF_ERROR(leased.status());
+  for (size_t i = 0; i < leased->size(); ++i) *busy = *busy || leased->Bool(i, 0);
   return Status::Ok();
 }
 
@@ -370,16 +430,8 @@ StatusOr<Outcome> SqlInbox::FinishJob(const ClaimedJob& job, const JobOutcome& o
   });
 }
 
-std::vector<size_t> SqlInbox::FinishOrder(const std::vector<FinishRequest>& finishes) {
-  std::vector<size_t> order(finishes.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return std::tie(finishes[a].job->inbox_id, finishes[a].job->job_id) <
-           std::tie(finishes[b].job->inbox_id, finishes[b].job->job_id);
-  });
-  return order;
-}
-
+// One transaction for the batch, a savepoint per finish (FinishAlone). In (inbox_id, job_id)
+// order: each locks its job, then its inbox row, so two replicas' batches cannot deadlock.
 std::vector<StatusOr<Outcome>> SqlInbox::FinishJobs(const std::vector<FinishRequest>& finishes) {
   std::vector<StatusOr<Outcome>> results(finishes.size(), Status::Internal("not finished"));
   const std::vector<size_t> order = FinishOrder(finishes);

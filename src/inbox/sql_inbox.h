@@ -4,8 +4,7 @@
 // sql handler's savepoint, the row's settling), the operator's single-row verbs, the reads,
 // and the purge with its pacing. SqlInbox runs it through SqlTx, one transaction on one
 // connection; each backend supplies the transactions (its writer or its pool), the SQL
-// that truly differs (SqlSpelling), and its locks (the hooks below, no-ops on SQLite,
-// whose one writer serializes every write).
+// that truly differs (SqlSpelling, its locks among it), and one hook (InsertJobs).
 #pragma once
 
 #include <chrono>
@@ -100,6 +99,10 @@ struct SqlSpelling {
   const char* skip_locked;    // the claim's lock of the jobs it picks
   const char* json_elements;  // a JSON array's elements as rows with a column `value`
   const char* no_index;       // before a column SQLite's planner must not use an index for
+  // Take a key's lock until the transaction ends, with `$1` the key and `$2` its purpose
+  // (KeyLock): waiting for it, and without waiting (true when taken). "": no such locks.
+  const char* lock_key;
+  const char* try_lock_key;
   // A bulk verb's write transaction takes chunks until it has held the write lock this long
   // (SQLite, whose one write lock the daemon's accepts share); 0: one chunk of the request's
   // batch per transaction (PostgreSQL, whose row locks leave other rows' accepts free).
@@ -179,47 +182,47 @@ class SqlInbox : public Inbox {
   StatusOr<BulkPlan> PlanBulk(const BulkRequest& request) override;
   StatusOr<int64_t> RetryDead(const BulkRequest& request) override;
   StatusOr<int64_t> Replay(const BulkRequest& request) override;
+  Status Ping() override;
 
  protected:
-  // ---- The locks, no-ops on SQLite (its writer runs one write at a time).
-  // Which of a resource's (or body's) locks: accepts of one resource one at a time, claims
-  // of one resource one at a time, accepts of one body one at a time.
-  enum class KeyLock { kAccept, kClaim, kBody };
-  virtual Status LockKey(SqlTx& /*tx*/, KeyLock /*which*/, const std::string& /*key*/) {
-    return Status::Ok();
-  }
-  // The jobs of `due` that still head their resource, onto *out.
-  virtual Status KeepHeads(SqlTx& tx, const std::string& now, std::vector<ClaimedJob>& due,
-                           std::vector<ClaimedJob>* out);
-  // Whether a job of the event holds a live lease (the event is busy for a sync claim).
-  // A failure with *busy set: busy, and the transaction must roll back.
-  virtual Status EventBusy(SqlTx& tx, int64_t inbox_id, const std::string& now, bool* busy);
-  // The accepted row's jobs, in handler order.
+  // The accepted row's jobs, in handler order (a hook: PostgreSQL inserts them in one
+  // statement).
   virtual Status InsertJobs(SqlTx& tx, const Event& e, int64_t inbox_id, const std::string& now);
-
-  // ---- The algorithm's steps that a backend's own grouped statements also use.
-  Status AcceptInto(SqlTx& tx, const Event& e, AcceptResult* out);
+  // A duplicate's count on the stored row (also for PostgreSQL's grouped accepts).
   Status CountDuplicate(SqlTx& tx, const Event& e, const std::string& now, AcceptResult* out);
-  Status FinishInto(SqlTx& tx, const ClaimedJob& job, const JobOutcome& outcome, const SqlWork* sql,
-                    const JobOutcome* sql_failed, Outcome* recorded);
-  // One finish of a batch in a savepoint of its own: *result is its outcome, or its failure
-  // when only it failed; the return is a failure of the whole transaction.
-  Status FinishAlone(SqlTx& tx, const FinishRequest& f, StatusOr<Outcome>* result);
-  // The finishes in the lock order, (inbox_id, job_id).
-  static std::vector<size_t> FinishOrder(const std::vector<FinishRequest>& finishes);
-  Status SettleRow(SqlTx& tx, int64_t inbox_id, const std::string& now);
-  static std::string ResourceKey(const std::string& endpoint, const std::string& resource) {
-    return endpoint + '\x1f' + resource;
-  }
 
   const SqlSpelling& d_;
 
  private:
+  // ---- The locks, taken where the spelling has them (PostgreSQL); SQLite's one writer runs
+  // one write at a time. Which of a resource's (or body's) locks: accepts of one resource one
+  // at a time, claims of one resource one at a time, accepts of one body one at a time. The
+  // values are PostgreSQL's advisory lock seeds: replicas of two versions must agree on them.
+  enum class KeyLock { kAccept = 1, kClaim = 2, kBody = 3 };
+  Status LockKey(SqlTx& tx, KeyLock which, const std::string& key);
+  StatusOr<bool> TryLockKey(SqlTx& tx, KeyLock which, const std::string& key);
+  static std::string ResourceKey(const std::string& endpoint, const std::string& resource) {
+    return endpoint + '\x1f' + resource;
+  }
+  // The jobs of `due` that still head their resource, onto *out.
+  Status KeepHeads(SqlTx& tx, const std::string& now, std::vector<ClaimedJob>& due,
+                   std::vector<ClaimedJob>* out);
+  // Whether a job of the event holds a live lease (the event is busy for a sync claim).
+  // A failure with *busy set: busy, and the transaction must roll back.
+  Status EventBusy(SqlTx& tx, int64_t inbox_id, const std::string& now, bool* busy);
+
+  Status AcceptInto(SqlTx& tx, const Event& e, AcceptResult* out);
+  Status FinishInto(SqlTx& tx, const ClaimedJob& job, const JobOutcome& outcome, const SqlWork* sql,
+                    const JobOutcome* sql_failed, Outcome* recorded);
+  Status SettleRow(SqlTx& tx, int64_t inbox_id, const std::string& now);
   Status BodyDuplicate(SqlTx& tx, const Event& e, const std::string& now, AcceptResult* out,
                        bool* duplicate);
   Status AddJobs(SqlTx& tx, const Event& e, int64_t inbox_id, const std::string& now,
                  AcceptResult* out);
   Status RunSyncSql(SqlTx& tx, const Event& e, int64_t inbox_id, const std::string& now);
+  // One finish of a batch in a savepoint of its own: *result is its outcome, or its failure
+  // when only it failed; the return is a failure of the whole transaction.
+  Status FinishAlone(SqlTx& tx, const FinishRequest& f, StatusOr<Outcome>* result);
   Status ClaimInto(SqlTx& tx, const std::string& owner, int max, TimePoint now,
                    std::chrono::milliseconds lease, const ClaimLimits& limits,
                    std::vector<ClaimedJob>* out);
@@ -260,6 +263,18 @@ StatusOr<T> ReadInto(SqlInbox& inbox, SqlInbox::TxKind kind, F&& read) {
     return read(tx, out);
   }));
   return out;
+}
+
+// Runs one query in a read transaction and makes a T of each row it returns, `row(q, i)`.
+template <typename T, typename F>
+StatusOr<std::vector<T>> ReadRows(SqlInbox& inbox, const std::string& sql, const SqlArgs& args,
+                                  F&& row) {
+  return ReadInto<std::vector<T>>(inbox, SqlInbox::TxKind::kRead,
+                                  [&](SqlTx& tx, std::vector<T>& out) -> Status {
+                                    ASSIGN_OR_RETURN(const SqlRows& q, tx.Query(sql, args));
+                                    for (size_t i = 0; i < q.size(); ++i) out.push_back(row(q, i));
+                                    return Status::Ok();
+                                  });
 }
 
 // The number of rows a purge's next delete transaction takes (SqlInbox::PurgeRows), after

@@ -20,6 +20,8 @@ const SqlSpelling kSqliteSpelling = {
     .skip_locked = "",
     .json_elements = "json_each",
     .no_index = "+",
+    .lock_key = "",
+    .try_lock_key = "",
     .bulk_hold = std::chrono::milliseconds(8),
 };
 const SqlSpelling kPostgresSpelling = {
@@ -33,6 +35,8 @@ const SqlSpelling kPostgresSpelling = {
     .skip_locked = " FOR UPDATE OF j SKIP LOCKED",
     .json_elements = "jsonb_array_elements",
     .no_index = "",
+    .lock_key = "pg_advisory_xact_lock(hashtextextended($1::text, $2::bigint))",
+    .try_lock_key = "pg_try_advisory_xact_lock(hashtextextended($1::text, $2::bigint))",
     .bulk_hold = std::chrono::milliseconds(0),
 };
 
@@ -79,6 +83,15 @@ Status NoSuchEvent(const std::string& endpoint, const std::string& event_id) {
   return Status::NotFound("no such event", endpoint + " " + event_id);
 }
 
+// The jobs in id order: the order every transaction that changes several jobs locks them in.
+std::vector<const ClaimedJob*> InIdOrder(std::span<const ClaimedJob> jobs) {
+  std::vector<const ClaimedJob*> sorted;
+  for (const ClaimedJob& job : jobs) sorted.push_back(&job);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const ClaimedJob* a, const ClaimedJob* b) { return a->job_id < b->job_id; });
+  return sorted;
+}
+
 }  // namespace
 
 StatusOr<int> SqlInbox::Retry(const std::string& endpoint, const std::string& event_id,
@@ -110,12 +123,8 @@ StatusOr<int> SqlInbox::Retry(const std::string& endpoint, const std::string& ev
 }
 
 Status SqlInbox::HoldForHandler(const std::vector<ClaimedJob>& jobs, TimePoint /*now*/) {
-  std::vector<const ClaimedJob*> sorted;
-  for (const ClaimedJob& job : jobs) sorted.push_back(&job);
-  std::sort(sorted.begin(), sorted.end(),
-            [](const ClaimedJob* a, const ClaimedJob* b) { return a->job_id < b->job_id; });
   return Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
-    for (const ClaimedJob* job : sorted) {  // jobs rows in id order: the lock order
+    for (const ClaimedJob* job : InIdOrder(jobs)) {
       ASSIGN_OR_RETURN(
           const SqlRows& held,
           tx.Query(
@@ -149,20 +158,15 @@ StatusOr<int64_t> SqlInbox::ReleaseHeld(const std::vector<HandlerRef>& handlers,
 }
 
 StatusOr<std::vector<HandlerBacklog>> SqlInbox::UnfinishedByHandler() {
-  using Backlog = std::vector<HandlerBacklog>;
-  return ReadInto<Backlog>(*this, TxKind::kRead, [&](SqlTx& tx, Backlog& backlog) -> Status {
-    ASSIGN_OR_RETURN(const SqlRows& q,
-                     tx.Query("SELECT i.endpoint, j.handler, count(*),"
-                              " count(*) FILTER (WHERE j.next_attempt_at = $1::timestamptz)"
-                              " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
-                              " WHERE j.status IN ('pending', 'processing')"
-                              " GROUP BY i.endpoint, j.handler ORDER BY i.endpoint, j.handler",
-                              {std::string(kHeldUntil)}));
-    for (size_t i = 0; i < q.size(); ++i) {
-      backlog.push_back({q.Text(i, 0), q.Text(i, 1), q.Int(i, 2), q.Int(i, 3)});
-    }
-    return Status::Ok();
-  });
+  return ReadRows<HandlerBacklog>(
+      *this,
+      "SELECT i.endpoint, j.handler, count(*),"
+      " count(*) FILTER (WHERE j.next_attempt_at = $1::timestamptz)"
+      " FROM jobs j JOIN inbox i ON i.id = j.inbox_id WHERE j.status IN ('pending', 'processing')"
+      " GROUP BY i.endpoint, j.handler ORDER BY i.endpoint, j.handler",
+      {std::string(kHeldUntil)}, [](const SqlRows& q, size_t i) {
+        return HandlerBacklog{q.Text(i, 0), q.Text(i, 1), q.Int(i, 2), q.Int(i, 3)};
+      });
 }
 
 StatusOr<ReassignCounts> SqlInbox::Reassign(const std::string& endpoint, const std::string& from,
@@ -213,14 +217,10 @@ StatusOr<int64_t> SqlInbox::DropJobs(const std::string& endpoint, const std::str
 }
 
 StatusOr<std::vector<std::string>> SqlInbox::LeaseOwners() {
-  using Owners = std::vector<std::string>;
-  return ReadInto<Owners>(*this, TxKind::kRead, [&](SqlTx& tx, Owners& owners) -> Status {
-    ASSIGN_OR_RETURN(const SqlRows& q,
-                     tx.Query("SELECT DISTINCT lease_owner FROM jobs WHERE status = 'processing'"
-                              " AND lease_owner IS NOT NULL"));
-    for (size_t i = 0; i < q.size(); ++i) owners.push_back(q.Text(i, 0));
-    return Status::Ok();
-  });
+  return ReadRows<std::string>(*this,
+                               "SELECT DISTINCT lease_owner FROM jobs WHERE status = 'processing'"
+                               " AND lease_owner IS NOT NULL",
+                               {}, [](const SqlRows& q, size_t i) { return q.Text(i, 0); });
 }
 
 Status SqlInbox::ExpireLeases(const std::string& owner_prefix, TimePoint now) {
@@ -232,18 +232,13 @@ Status SqlInbox::ExpireLeases(const std::string& owner_prefix, TimePoint now) {
   });
 }
 
-// In id order, the lock order of every transaction that locks several jobs; a job whose
-// token no longer holds fails the transaction, so no lease changes.
+// A job whose token no longer holds fails the transaction, so no lease changes.
 Status SqlInbox::RenewLeases(std::span<const ClaimedJob> jobs, TimePoint now,
                              std::chrono::milliseconds lease) {
   if (jobs.empty()) return Status::Ok();
-  std::vector<const ClaimedJob*> sorted;
-  for (const ClaimedJob& job : jobs) sorted.push_back(&job);
-  std::sort(sorted.begin(), sorted.end(),
-            [](const ClaimedJob* a, const ClaimedJob* b) { return a->job_id < b->job_id; });
   const std::string until = FormatTime(now + lease);
   return Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
-    for (const ClaimedJob* job : sorted) {
+    for (const ClaimedJob* job : InIdOrder(jobs)) {
       ASSIGN_OR_RETURN(
           const SqlRows& up,
           tx.Query("UPDATE jobs SET lease_until = $1 WHERE id = $2 AND lease_token = $3"
@@ -257,34 +252,29 @@ Status SqlInbox::RenewLeases(std::span<const ClaimedJob> jobs, TimePoint now,
 
 // ---- Reads ----
 
+// A read of hookbox's own table: the database answers, and holds the inbox.
+Status SqlInbox::Ping() {
+  return Transact(TxKind::kRead,
+                  [](SqlTx& tx) { return tx.Run("SELECT count(*) FROM schema_migrations"); });
+}
+
 StatusOr<std::vector<InboxRow>> SqlInbox::List(const ListFilter& f) {
   std::vector<SqlValue> values;
   const std::string sql = "SELECT " + RowColumns(d_) + ListQueryTail(f, d_.dialect, &values);
-  const SqlArgs args = ArgsOf(values);
-  using Rows = std::vector<InboxRow>;
-  return ReadInto<Rows>(*this, TxKind::kRead, [&](SqlTx& tx, Rows& rows) -> Status {
-    ASSIGN_OR_RETURN(const SqlRows& q, tx.Query(sql, args));
-    for (size_t i = 0; i < q.size(); ++i) rows.push_back(ReadRow(q, i));
-    return Status::Ok();
-  });
+  return ReadRows<InboxRow>(*this, sql, ArgsOf(values), ReadRow);
 }
 
 StatusOr<std::vector<DeadJob>> SqlInbox::DeadJobs(int64_t before_job_id, int limit) {
-  using Dead = std::vector<DeadJob>;
-  return ReadInto<Dead>(*this, TxKind::kRead, [&](SqlTx& tx, Dead& dead) -> Status {
-    ASSIGN_OR_RETURN(
-        const SqlRows& q,
-        tx.Query("SELECT " + RowColumns(d_) +
-                     ", job_id, handler, coalesce(last_error, ''), attempts FROM inbox JOIN"
-                     " (SELECT id AS job_id, inbox_id, handler, last_error, attempts FROM jobs"
-                     " WHERE status = 'dead' AND ($1 = 0 OR id < $1)) j"
-                     " ON j.inbox_id = inbox.id ORDER BY job_id DESC LIMIT $2",
-                 {before_job_id, int64_t{limit}}));
-    for (size_t i = 0; i < q.size(); ++i) {
-      dead.push_back({ReadRow(q, i), q.Int(i, 14), q.Text(i, 15), q.Text(i, 16), q.Int(i, 17)});
-    }
-    return Status::Ok();
-  });
+  return ReadRows<DeadJob>(
+      *this,
+      "SELECT " + RowColumns(d_) +
+          ", job_id, handler, coalesce(last_error, ''), attempts FROM inbox JOIN"
+          " (SELECT id AS job_id, inbox_id, handler, last_error, attempts FROM jobs"
+          " WHERE status = 'dead' AND ($1 = 0 OR id < $1)) j"
+          " ON j.inbox_id = inbox.id ORDER BY job_id DESC LIMIT $2",
+      {before_job_id, int64_t{limit}}, [](const SqlRows& q, size_t i) {
+        return DeadJob{ReadRow(q, i), q.Int(i, 14), q.Text(i, 15), q.Text(i, 16), q.Int(i, 17)};
+      });
 }
 
 // One snapshot: the row, its jobs and their attempts as of one moment.

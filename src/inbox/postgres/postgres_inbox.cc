@@ -1,31 +1,13 @@
 // The PostgreSQL inbox (see postgres_inbox.h): the inbox's algorithm (SqlInbox, sql_*.cc)
-// on a connection pool, with this file's locks (the hooks LockKey, KeepHeads, EventBusy,
-// and the spelling's row locks), when the grouped statements of simple accepts and plain
-// finishes apply (grouped.{h,cc}), sync requests' job holds, and the `sql` handlers'
-// statements.
-// The schema and its migrations: schema.{h,cc}.
+// on a connection pool, with PostgreSQL's spelling (row locks, advisory locks), when the
+// grouped statements of simple accepts and plain finishes apply (grouped.{h,cc}), sync
+// requests' job holds, and the `sql` handlers' statements. The schema and its migrations:
+// schema.{h,cc}.
 //
-// Locks, in the one order every transaction takes them (so replicas never deadlock on each
-// other): a resource's advisory lock, then jobs rows, then inbox rows in ascending id order.
-// (A claim takes the advisory lock after its jobs rows, but only with a try-lock: it never
-// waits for it.)
-// - accept: the resource's accept lock (so inbox ids of one resource ascend in commit order,
-//   which is the order its jobs run in), with dedupe: [id, body] the body's lock (each
-//   transaction takes at most one resource lock and then at most one body lock, so the two
-//   never wait on each other in a cycle), the unique index on (endpoint, event_id) (a
-//   concurrent delivery of the same event waits for the first to commit or roll back), the
-//   sequences row (upsert with a conditional update: the gate only moves forward).
-// - claim: FOR UPDATE SKIP LOCKED on due jobs, then for a job with a resource a try-lock on
-//   the resource's claim lock and a re-check, under it, that the job still heads its
-//   resource with no live lease on another of its jobs (a fresh snapshot: a claim another
-//   replica committed a moment ago is seen).
-// - sync hold: FOR KEY SHARE on the jobs a sync request runs, in a transaction of its own
-//   for the whole run. It conflicts only with FOR UPDATE (a duplicate's takeover claim and
-//   its AwaitEvent, which so wait for the run to end) and deletes, not with the finish's
-//   updates (FOR NO KEY UPDATE), which run on another connection of the same request.
-// - finish: the job row (lease compare-and-swap), then the inbox row before its status is
-//   derived from its jobs (a fresh snapshot: two jobs of one row finishing at once settle it
-//   right).
+// Every transaction takes its locks in one order, so replicas never deadlock on each other:
+// a resource's advisory lock, then jobs rows, then inbox rows in ascending id order (a
+// claim takes its advisory lock after its jobs rows, but only with a try-lock: it never
+// waits for it). docs/DESIGN.md, "PostgreSQL locks", says which step takes which.
 #include "inbox/postgres/postgres_inbox.h"
 
 #include <algorithm>
@@ -64,14 +46,6 @@ constexpr int kPoolSize = 10;
 // accepts or finishes. Opened on first use (only sync endpoints use them); when all are busy
 // a request falls back to the lease poll.
 constexpr int kHoldPoolSize = 16;
-// Advisory lock keys (kMigrationLock: schema.h). Resources: a hash of "endpoint \x1f
-// resource" seeded per purpose, so accepts never wait for claims.
-constexpr int kAcceptSeed = 1;
-constexpr int kClaimSeed = 2;
-// dedupe: [id, body]: a hash of "endpoint \x1f body_sha256", so that accepts of one body
-// (under any ids, on any replica) look for a stored copy one at a time.
-constexpr int kBodySeed = 3;
-
 // A `sql` handler statement in positional form, and how its parameters are typed.
 struct UserStatement {
   std::string sql;
@@ -143,35 +117,31 @@ class PostgresInbox final : public SqlInbox {
     }
     return Status::Internal("unknown transaction kind");
   }
-  // One transaction for the batch. The finishes lock their jobs and then their inbox rows,
-  // rows in id order, so two replicas' batches cannot deadlock. A batch in which no finish
-  // runs sql statements (the common case) is three statements whatever its size
-  // (FinishMany); one with sql, or whose FinishMany the server refuses as a whole (text it
-  // cannot store), goes finish by finish in (inbox_id, job_id) order, a savepoint each, so
-  // that only the bad one fails.
+  // A batch in which no finish runs sql statements (the common case) is one transaction of
+  // three statements whatever its size (FinishMany). When the server refuses it as a whole
+  // (text it cannot store), the batch goes the shared way, finish by finish with a savepoint
+  // each (SqlInbox::FinishJobs), so that only the bad one fails; when its connection broke
+  // or its COMMIT went unanswered (it may have committed), the whole batch fails.
   std::vector<StatusOr<Outcome>> FinishJobs(const std::vector<FinishRequest>& finishes) override {
-    const std::vector<size_t> order = FinishOrder(finishes);
     const bool plain = std::none_of(finishes.begin(), finishes.end(), [](const FinishRequest& f) {
       return f.sql && f.outcome.outcome == Outcome::kOk;
     });
+    if (!plain || finishes.size() < 2) return SqlInbox::FinishJobs(finishes);
     std::vector<StatusOr<Outcome>> results(finishes.size(), Status::Internal("not finished"));
-    Status s = TransactOn(
-        [&](Conn& c) -> Status {
-          if (plain && finishes.size() > 1) {
-            Status many = FinishMany(c, finishes, &results);
-            if (many.ok() || c.broken()) return many;
-            RETURN_IF_ERROR(c.Run("ROLLBACK TO SAVEPOINT many"));
-          }
-          PgTx tx(c, *this);
-          for (size_t i : order) {
-            RETURN_IF_ERROR(FinishAlone(tx, finishes[i], &results[i]));
-          }
-          return Status::Ok();
-        },
-        "BEGIN; SAVEPOINT many");
+    bool refused = false;  // FinishMany failed on a live connection: rolled back, nothing kept
+    Status s = TransactOn([&](Conn& c) {
+      Status many = FinishMany(c, finishes, &results);
+      refused = !many.ok() && !c.broken();
+      return many;
+    });
+    if (refused) return SqlInbox::FinishJobs(finishes);
     if (!s.ok()) std::fill(results.begin(), results.end(), StatusOr<Outcome>(s));
     return results;
   }
+  // FOR KEY SHARE on the jobs a sync request runs, in a transaction of its own for the whole
+  // run. It conflicts only with FOR UPDATE (a duplicate's takeover claim, EventBusy, and its
+  // AwaitEvent, which so wait for the run to end) and deletes, not with the finish's updates
+  // (FOR NO KEY UPDATE), which run on another connection of the same request.
   std::unique_ptr<JobsHold> HoldJobs(const std::vector<ClaimedJob>& jobs) override {
     if (jobs.empty()) return nullptr;
     auto handle = holds_.TryAcquire();
@@ -242,10 +212,6 @@ class PostgresInbox final : public SqlInbox {
     });
   }
 
-  Status Ping() override {
-    return Read([](Conn& c) { return Exec(c, "SELECT 1"); });
-  }
-
  private:
   // One transaction of the algorithm (sql_inbox.h) on a pooled connection.
   class PgTx final : public SqlTx {
@@ -254,23 +220,11 @@ class PostgresInbox final : public SqlInbox {
     StatusOr<SqlRows> Query(const std::string& sql, const SqlArgs& args) override {
       Params p;
       for (const SqlArg& a : args) {
-        switch (a.kind()) {
-          case SqlArg::Kind::kNull:
-            p.AddNull();
-            break;
-          case SqlArg::Kind::kText:
-            p.Add(a.text());
-            break;
-          case SqlArg::Kind::kBytes:
-            p.AddBytes(a.text());
-            break;
-          case SqlArg::Kind::kInt:
-            p.Add(a.number());
-            break;
-          case SqlArg::Kind::kBool:
-            p.Add(a.number() != 0);
-            break;
-        }
+        if (a.kind() == SqlArg::Kind::kNull) p.AddNull();
+        if (a.kind() == SqlArg::Kind::kText) p.Add(a.text());
+        if (a.kind() == SqlArg::Kind::kBytes) p.AddBytes(a.text());
+        if (a.kind() == SqlArg::Kind::kInt) p.Add(a.number());
+        if (a.kind() == SqlArg::Kind::kBool) p.Add(a.number() != 0);
       }
       ASSIGN_OR_RETURN(pg::Result r, conn_.Exec(sql, p));
       SqlRows out;
@@ -293,44 +247,11 @@ class PostgresInbox final : public SqlInbox {
     Status RunUserSql(const std::string& statement, const HandlerEvent& e) override {
       return inbox_.RunUserStatement(conn_, statement, e);
     }
-    Conn& conn() { return conn_; }
 
    private:
     Conn& conn_;
     PostgresInbox& inbox_;
   };
-
-  // Advisory locks on a hash of the key, seeded per purpose, so accepts never wait for
-  // claims.
-  Status LockKey(SqlTx& tx, KeyLock which, const std::string& key) override {
-    const int seed = which == KeyLock::kAccept  ? kAcceptSeed
-                     : which == KeyLock::kClaim ? kClaimSeed
-                                                : kBodySeed;
-    return tx.Run("SELECT pg_advisory_xact_lock(hashtextextended($1::text, $2::bigint))",
-                  {key, seed});
-  }
-
-  // The jobs rows are locked first, so two requests taking over at once serialize: the
-  // second sees the first's leases. NOWAIT: rows locked by another request (the hold of
-  // the one running them, see HoldJobs) make the event busy at once (Conflict, so the
-  // transaction rolls back); the caller waits for that lock within its own sync_wait
-  // (AwaitEvent), not here within the pool's lock_timeout.
-  Status EventBusy(SqlTx& tx, int64_t inbox_id, const std::string& now, bool* busy) override {
-    auto locked = tx.Query(
-        "SELECT status = 'processing' AND lease_until >= $2::timestamptz FROM jobs"
-        " WHERE inbox_id = $1 AND status IN ('pending', 'processing') ORDER BY id"
-        " FOR UPDATE NOWAIT",
-        {inbox_id, now});
-    if (!locked.ok()) {
-      if (static_cast<PgTx&>(tx).conn().last_sqlstate() != sqlstate::kLockNotAvailable)
-        return locked.status();
-      *busy = true;
-      return Status::Conflict(Status::ConflictKind::kEventBusy, "event busy",
-                              "its jobs are locked by the request running them");
-    }
-    for (size_t i = 0; i < locked->size(); ++i) *busy = *busy || locked->Bool(i, 0);
-    return Status::Ok();
-  }
 
   Status InsertJobs(SqlTx& tx, const Event& e, int64_t inbox_id, const std::string& now) override {
     return tx.Run(
@@ -340,20 +261,6 @@ class PostgresInbox final : public SqlInbox {
         {inbox_id, TextArray(e.handlers), now, !e.sync_owner.empty()});
   }
 
-  // A claim's snapshot may be behind another replica's commit: each job with a resource is
-  // kept only if it still heads it (StillHeadsResource).
-  Status KeepHeads(SqlTx& tx, const std::string& now, std::vector<ClaimedJob>& due,
-                   std::vector<ClaimedJob>* out) override {
-    for (ClaimedJob& job : due) {
-      if (!job.event.resource_id.empty()) {
-        bool heads = false;
-        RETURN_IF_ERROR(StillHeadsResource(static_cast<PgTx&>(tx).conn(), job, now, &heads));
-        if (!heads) continue;
-      }
-      out->push_back(std::move(job));
-    }
-    return Status::Ok();
-  }
   // Runs fn in one transaction on a pooled connection and commits when it returns Ok. A
   // connection found dead at BEGIN (the server restarted since it was last used) is replaced
   // once: nothing ran on it yet. A COMMIT whose answer is lost is Unavailable: the
@@ -377,13 +284,6 @@ class PostgresInbox final : public SqlInbox {
       }
       return c.Run("COMMIT");
     }
-  }
-
-  // Runs fn on a pooled connection without BEGIN: each statement its own transaction.
-  template <typename F>
-  Status Autocommit(F&& fn) {
-    ASSIGN_OR_RETURN(pg::Pool::Handle handle, pool_.Acquire());
-    return fn(*handle);
   }
 
   // Runs fn (reads only) on a pooled connection, once more on a fresh connection if the
@@ -453,7 +353,10 @@ class PostgresInbox final : public SqlInbox {
   // connection (Unavailable: it may have committed) fails them all, and the producers' retries find
   // what was stored.
   void AcceptGroup(const std::vector<PendingAccept*>& group) {
-    Status s = Autocommit([&](Conn& c) { return AcceptMany(c, group); });
+    Status s = [&]() -> Status {  // without BEGIN: the statement is its own transaction
+      ASSIGN_OR_RETURN(pg::Pool::Handle handle, pool_.Acquire());
+      return AcceptMany(*handle, group);
+    }();
     if (s.ok()) return;
     for (PendingAccept* p : group) {
       if (s.code() == Status::Code::kUnavailable || group.size() == 1) {
@@ -462,37 +365,6 @@ class PostgresInbox final : public SqlInbox {
       }
       p->result = SqlInbox::Accept(*p->event);
     }
-  }
-
-  // Under the resource's claim lock, with a fresh snapshot: does the job still head its
-  // resource, with no live lease on another job of it? (Another replica may have committed a
-  // claim, or `inbox retry` re-armed an earlier job, since the claim's snapshot.) *heads is
-  // false too while another claim of this resource is deciding.
-  Status StillHeadsResource(Conn& c, const ClaimedJob& job, const std::string& now_text,
-                            bool* heads) {
-    ASSIGN_OR_RETURN(
-        pg::Result lock,
-        c.Exec(
-            "SELECT pg_try_advisory_xact_lock(hashtextextended($1::text,"
-            " $2::bigint))",
-            Params().Add(ResourceKey(job.event.endpoint, job.event.resource_id)).Add(kClaimSeed)));
-    if (!lock.Bool(0, 0)) return Status::Ok();
-    ASSIGN_OR_RETURN(pg::Result head,
-                     c.Exec("SELECT NOT EXISTS ("
-                            " SELECT 1 FROM inbox i2 JOIN jobs j2 ON j2.inbox_id = i2.id"
-                            " WHERE i2.endpoint = $1 AND i2.resource_id = $2"
-                            " AND j2.id <> $3 AND j2.status IN ('pending', 'processing')"
-                            " AND ((i2.id, j2.id) < ($4::bigint, $3::bigint)"
-                            "      OR (j2.status = 'processing'"
-                            "          AND j2.lease_until >= $5::timestamptz)))",
-                            Params()
-                                .Add(job.event.endpoint)
-                                .Add(job.event.resource_id)
-                                .Add(job.job_id)
-                                .Add(job.inbox_id)
-                                .Add(now_text)));
-    *heads = head.Bool(0, 0);
-    return Status::Ok();
   }
 
   // Finishes without sql statements, all at once: one statement moves every job whose lease

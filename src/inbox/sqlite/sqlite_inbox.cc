@@ -223,13 +223,6 @@ class SqliteInbox final : public SqlInbox {
     return static_cast<int64_t>(st.st_size);
   }
 
-  Status Ping() override {
-    std::lock_guard lock(read_mu_);
-    ASSIGN_OR_RETURN(const std::unique_ptr<sqlite::Stmt> q,
-                     reader_->Prepare("SELECT count(*) FROM schema_migrations"));
-    return q->Run();
-  }
-
  private:
   // A write waiting for its group's commit: on its caller's stack, no heap allocation.
   struct PendingWrite {
