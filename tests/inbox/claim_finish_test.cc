@@ -3,8 +3,12 @@
 // statements committed with the finish (one savepoint each in a batch), output that is not
 // UTF-8, and crash recovery (lease owners, ExpireLeases) with the queue's counts. Part of
 // the storage contract suite, on SQLite and PostgreSQL (tests/inbox/contract.h).
+#include <sqlite3.h>
+
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
+#include <string>
 
 #include "inbox/inbox.h"
 #include "tests/inbox/contract.h"
@@ -222,6 +226,64 @@ TEST_CASE("FinishJobs without sql: every outcome in one batch, a lost lease chan
   CHECK(t.Count("SELECT count(*) FROM attempts WHERE outcome = 'ok'") == 3);
 }
 
+namespace {
+
+// A trigger that refuses to record the attempt of a finish whose detail is "refused", run on
+// a connection of its own, as an operator's DDL.
+void RefuseDetail(TestInbox& t) {
+  if (t.pg) {
+    t.pg->Query(
+        "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+        " IF NEW.detail = 'refused' THEN RAISE EXCEPTION 'refused by the test'; END IF;"
+        " RETURN NEW; END $$;"
+        " CREATE TRIGGER refuse BEFORE UPDATE ON attempts FOR EACH ROW EXECUTE FUNCTION refuse()");
+    return;
+  }
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(t.database.c_str(), &db) == SQLITE_OK);
+  const int rc = sqlite3_exec(db,
+                              "CREATE TRIGGER refuse BEFORE UPDATE ON attempts"
+                              " WHEN NEW.detail = 'refused' BEGIN"
+                              " SELECT RAISE(ABORT, 'refused by the test'); END",
+                              nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  REQUIRE(rc == SQLITE_OK);
+}
+
+}  // namespace
+
+TEST_CASE("FinishJobs: a finish the database refuses fails alone; the rest of the batch lands") {
+  TestInbox t;
+  for (const char* id : {"a", "b", "c"}) Accept(t, MakeEvent(id));
+  auto jobs = Claim(t, kT0);
+  REQUIRE(jobs.size() == 3);
+  std::sort(jobs.begin(), jobs.end(), [](const ClaimedJob& x, const ClaimedJob& y) {
+    return x.event.event_id < y.event.event_id;
+  });
+  RefuseDetail(t);
+  JobOutcome refused = Done(kT0 + 1s);
+  refused.detail = "refused";
+  // No sql: on PostgreSQL the batch's one statement fails as a whole, and the batch is run
+  // again finish by finish, each in a savepoint of its own.
+  auto results = t->FinishJobs({{&jobs[0], Done(kT0 + 1s), nullptr, {}},
+                                {&jobs[1], refused, nullptr, {}},
+                                {&jobs[2], Done(kT0 + 1s), nullptr, {}}});
+  REQUIRE(results.size() == 3);
+  CHECK(results[0].ok());
+  CHECK_FALSE(results[1].ok());
+  CHECK(results[2].ok());
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == 2);
+  // The refused one changed nothing: still leased to its worker, its attempt open.
+  CHECK(t.Count("SELECT count(*) FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+                " WHERE i.event_id = 'b' AND j.status = 'processing'"
+                " AND j.lease_token IS NOT NULL") == 1);
+  CHECK(t.Count("SELECT count(*) FROM attempts WHERE finished_at IS NULL") == 1);
+  // Its worker may finish it again (the lease still holds), with a detail the trigger lets by.
+  auto again = t->FinishJob(jobs[1], Done(kT0 + 2s), nullptr, nullptr);
+  REQUIRE(again.ok());
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == 3);
+}
+
 TEST_CASE("finishes whose handler output is not UTF-8 are stored with U+FFFD, on both") {
   TestInbox t;
   for (const char* id : {"good", "bad", "alone"}) Accept(t, MakeEvent(id));
@@ -253,8 +315,8 @@ TEST_CASE("finishes whose handler output is not UTF-8 are stored with U+FFFD, on
     REQUIRE(shown.ok());
     REQUIRE(shown->jobs.size() == 1);
     REQUIRE(shown->jobs[0].attempt_rows.size() == 1);
-    // Both backends store the same (issue 29, defect 11): each bad byte, the NUL and each
-    // byte of the encoded surrogate become U+FFFD; é stays.
+    // Both backends store the same: each bad byte, the NUL and each byte of the encoded
+    // surrogate become U+FFFD; é stays.
     const std::string sanitised = "stderr: \uFFFD\uFFFD\uFFFD \u00e9 \uFFFD\uFFFD\uFFFD";
     CHECK(shown->jobs[0].attempt_rows[0].detail == sanitised);
     CHECK(shown->jobs[0].last_error == sanitised);
