@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark of a bulk retry under load (issue 25): `hookbox inbox retry --dead --yes` over
+"""Benchmark of a bulk retry under load: `hookbox inbox retry --dead --yes` over
 N dead jobs (100,000 by default) in a SQLite inbox, run from a second process beside the
 running daemon while signed deliveries keep arriving. It reports the retry's seconds and the
 accepts' latency (p50/p99/max, measured by the clients, and the daemon's own accept latency

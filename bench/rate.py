@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Rate-limit accuracy (issue 25): one `hookbox serve` (SQLite) whose exec handler has
+"""Rate-limit accuracy: one `hookbox serve` (SQLite) whose exec handler has
 `rate: 100/s` and a backlog far larger than a minute's worth; every attempt appends its
 time to a file, and the attempts of each whole second are counted after the first (the
 burst of one second's worth). Reports the mean rate, the worst second and the error

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The first page of `hookbox inbox list --where ...` over a large inbox (issue 25).
+"""The first page of `hookbox inbox list --where ...` over a large inbox.
 
 Fills a fresh SQLite inbox (created by `hookbox migrate`, so the schema and indexes are
 hookbox's own) with --rows events spread evenly over 30 days, across 4 endpoints, each a
@@ -13,7 +13,7 @@ the first page (--limit 100, the default) of:
   form:      --where form:From=+1555...           (a form field, full scan)
 
 Each time is the whole `hookbox inbox list` process: start, config, open, query, print.
-Target (issue 25): the narrow case within 1 s at 1 M rows.
+Target: the narrow case within 1 s at 1 M rows.
 
 Beside them, in the same run: the ceiling, `hookbox inbox list` over the same endpoint and
 day without --where (the process, the config and the window's index scan: what a search

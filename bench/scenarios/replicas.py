@@ -6,7 +6,7 @@ cpu.cfs_quota_us = 50000 of cpu.cfs_period_us = 100000, or cgroup v2's cpu.max),
 and wrk uncapped. The rows are the table's PostgreSQL rows (accept only, the same deliveries,
 wrk threads and connections, split across the replicas the same way) with the caps:
   1 replica capped at 0.5 core, 2 replicas each capped at 0.5 core
-and the ratio two / one (issue 12's target: >= 1.6). Each run also reports each replica's CPU
+and the ratio two / one (target: >= 1.6). Each run also reports each replica's CPU
 use over wrk's timed run (/proc/PID/stat, sampled every 50 ms), its cgroup's throttled
 periods (cpu.stat), the cluster's and the whole machine's CPU use, and checks that every
 thread of each replica is in its cgroup. The cgroups are removed after each run; where none

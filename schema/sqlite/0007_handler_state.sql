@@ -1,4 +1,4 @@
--- Handler state (issue 25): one row per (endpoint, handler) that an operator paused, whose
+-- Handler state: one row per (endpoint, handler) that an operator paused, whose
 -- circuit breaker counted a failure, or that has a rate limit. A handler without a row is
 -- running, its circuit closed, its bucket full. The claim reads it in its own transaction
 -- (DESIGN.md, "Handler state"), so a pause holds from the next claim on.

@@ -32,7 +32,7 @@ TEST_CASE("CountFormFields counts what ParseUrlEncoded returns, without parsing"
     INFO(text);
     CHECK(CountFormFields(text) == ParseUrlEncoded(text).size());
   }
-  // At the limit and one over it (issue 26: twilio refuses more before verifying).
+  // At the limit and one over it (twilio refuses more before verifying).
   std::string form = "f=1";
   for (size_t i = 1; i < kMaxFormFields; ++i) form += "&f=1";
   CHECK(CountFormFields(form) == kMaxFormFields);

@@ -766,9 +766,9 @@ endpoints:
   CHECK(loopback.warnings.empty());
 }
 
-// Issue 29, defect 1: a job names its handler, so the name must survive edits that do not
-// change what the handler does. Positional names ("r0.h0.exec") sent a waiting retry to
-// another route's handler after a route was added above it.
+// A job names its handler, so the name must survive edits that do not change what the
+// handler does. A positional name ("r0.h0.exec") would send a waiting retry to another
+// route's handler once a route is added above it.
 TEST_CASE("an unnamed handler's name comes from its kind and target, not its position") {
   const std::string first = R"(
 listen: 127.0.0.1:0

@@ -1,5 +1,5 @@
-// `rate:` and `circuit:` beside `concurrency:` in every handler kind (issue 25): what the
-// loader takes, what it refuses and says so, and that the kind's factory never sees them.
+// `rate:` and `circuit:` beside `concurrency:` in every handler kind: what the loader takes,
+// what it refuses and says so, and that the kind's factory never sees them.
 #include <catch2/catch.hpp>
 
 #include "config/config.h"

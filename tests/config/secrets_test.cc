@@ -194,7 +194,7 @@ TEST_CASE("public keys (standard whpk_, discord) are parsed at load; a bad one i
 }
 
 TEST_CASE("a whitespace-only secret is refused at load, naming its endpoint", "[config][secrets]") {
-  // Issue 13: such a secret loaded, and then no delivery ever verified.
+  // Loaded, such a secret would verify no delivery at all.
   ScopedEnv env("HOOKBOX_TEST_SECRET_BLANK", " \t ");
   TempFile file("  \n\n");  // one newline is stripped; what is left is still blank
   for (const char* provider : {"github", "stripe", "hmac", "standard"}) {
@@ -218,7 +218,7 @@ TEST_CASE("a whitespace-only secret is refused at load, naming its endpoint", "[
 
 TEST_CASE("a whsec_ secret that is not base64 is refused at load, naming its endpoint",
           "[config][secrets]") {
-  // Padding is optional; anything verification could not decode is refused (issue 13).
+  // Padding is optional; anything verification could not decode is refused.
   for (const char* bad : {"whsec_QR", "whsec_QR==", "whsec_QUJ", "whsec_c2VjcmV0C", "whsec_ ",
                           "whsec_c2VjcmV0Cg= "}) {
     INFO(bad);
@@ -239,9 +239,9 @@ TEST_CASE("a whsec_ secret that is not base64 is refused at load, naming its end
 
 TEST_CASE("a standard key without its whsec_ or whpk_ prefix is refused, naming the prefixes",
           "[config][secrets]") {
-  // A public key pasted without whpk_ used to load as an HMAC secret, and then anyone
-  // holding the public key could sign v1 (issue 26). Bare base64 is refused whatever its
-  // length: the 32 bytes of a public key, a svix-style 24-byte secret, a short one.
+  // A public key pasted without whpk_ must not load as an HMAC secret: anyone holding the
+  // public key could then sign v1. Bare base64 is refused whatever its length: the 32 bytes
+  // of a public key, a svix-style 24-byte secret, a short one.
   for (const char* bare :
        {"11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=",
         "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
@@ -324,7 +324,7 @@ TEST_CASE("IsStandardWebhooksSecret", "[config][secrets]") {
   CHECK(IsStandardWebhooksSecret("whsec_AAAA"));
   CHECK(IsStandardWebhooksSecret("whsec_AA=="));
   CHECK(IsStandardWebhooksSecret("whsec_AAA="));
-  CHECK_FALSE(IsStandardWebhooksSecret("AA=="));  // the prefix is required (issue 26)
+  CHECK_FALSE(IsStandardWebhooksSecret("AA=="));  // the prefix is required
   CHECK_FALSE(IsStandardWebhooksSecret("AAAA"));
   CHECK_FALSE(IsStandardWebhooksSecret("whsec_A"));
   CHECK_FALSE(IsStandardWebhooksSecret("whsec_AA="));

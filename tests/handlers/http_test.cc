@@ -342,7 +342,7 @@ TEST_CASE("http: a downstream slower than the timeout is failed, at the timeout"
 }
 
 TEST_CASE("http: an answer of 400,000 headers fails at 64 KiB of head, and memory stays down") {
-  // Issue 29, 9: such a downstream took the daemon from 18 to 206 MB, for good.
+  // Such a downstream must not grow the daemon's memory for good.
   RawDownstream downstream(RawAnswer("X-Flood: y", 400'000));
   auto handler = HttpHandlerFor(downstream.Url());
   const long before = ResidentKiB();
@@ -439,7 +439,7 @@ TEST_CASE("http: a replay's POST has its own Idempotency-Key and says X-Hookbox-
 }
 
 TEST_CASE("http: every POST names the event's type, id and endpoint in X-Hookbox-* headers") {
-  // Issue 29, 9: the type and id reached the downstream only inside the body.
+  // The type and id are in headers too: a downstream need not parse the body to route it.
   Downstream downstream(Reply(200));
   auto handler = HttpHandlerFor(downstream.Url(), "headers: {X-Token: abc}");
   HandlerEvent event = Event("evt_h", "not json at all");
@@ -515,8 +515,8 @@ TEST_CASE("http: Retry-After as seconds or an HTTP-date, at most an hour") {
 }
 
 TEST_CASE("http: a Retry-After date past 2262 is capped at an hour, not overflowed") {
-  // Issue 29, 9: such a date overflowed the nanosecond clock (undefined behaviour), and the
-  // wrapped value was taken as a past date: no delay at all.
+  // Such a date must not overflow the nanosecond clock (undefined behaviour): the wrapped
+  // value would be taken as a past date, and the retry would not wait at all.
   using std::chrono::seconds;
   const auto now = std::chrono::system_clock::from_time_t(1'800'000'000);  // 2027
   CHECK(ParseRetryAfter("Fri, 31 Dec 9999 23:59:59 GMT", now) == seconds(3600));

@@ -1,8 +1,8 @@
-// Handler state (issue 25): the operator's pause, the token bucket and the circuit breaker,
-// as every Inbox backend must keep them. Part of the storage contract suite: ctest runs this
-// binary on SQLite (`inbox`) and on the throwaway PostgreSQL cluster (`inbox_postgres`).
-// Times are passed in, so the bucket's refill and the circuit's cooldown are tested without
-// sleeping. The rules themselves (inbox/handler_gate.h) are tested alone at the end.
+// Handler state: the operator's pause, the token bucket and the circuit breaker, as every Inbox
+// backend must keep them. Part of the storage contract suite: ctest runs this binary on SQLite
+// (`inbox`) and on the throwaway PostgreSQL cluster (`inbox_postgres`). Times are passed in, so
+// the bucket's refill and the circuit's cooldown are tested without sleeping. The rules
+// themselves (inbox/handler_gate.h) are tested alone at the end.
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <future>

@@ -11,8 +11,8 @@
 using namespace hookbox;
 using namespace std::chrono_literals;
 
-// Issue 29, defect 1: a job whose handler the claiming process lacks is given back held,
-// never run by another handler nor made dead; its try is refunded and no attempt recorded.
+// A job whose handler the claiming process lacks is given back held, never run by another
+// handler nor made dead; its try is refunded and no attempt recorded.
 TEST_CASE("a held job is not claimable, keeps its resource's order, and is released by name") {
   TestInbox t;
   REQUIRE(Accept(t, MakeEvent("a", {"old"}, "cus_1", 1)) == Verdict::kAccepted);

@@ -47,7 +47,7 @@ TEST_CASE("opening without create only reads: no write lock, nothing migrated") 
   REQUIRE(Accept(t, MakeEvent("r1")) == Verdict::kAccepted);
   if (!OnPostgres()) {
     // Another process's write transaction holds the write lock for as long as it runs: the
-    // operator's verbs open and read meanwhile (issue 29: they waited 5 s, then failed).
+    // operator's verbs open and read meanwhile, rather than wait out the busy timeout and fail.
     sqlite3* other = nullptr;
     REQUIRE(sqlite3_open(t.database.c_str(), &other) == SQLITE_OK);
     REQUIRE(sqlite3_exec(other, "BEGIN IMMEDIATE; UPDATE inbox SET duplicates = 7", nullptr,

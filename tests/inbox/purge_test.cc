@@ -62,8 +62,8 @@ TEST_CASE("purge removes exactly the rows past retention, in batches; dry run co
 }
 
 TEST_CASE("purge keeps a dead row while another of its jobs waits or runs; dry run agrees") {
-  // Issue 29, defect 7: a row is dead as soon as one job is, and the purge deleted it with
-  // its other jobs still pending or running.
+  // A row is dead as soon as one job is, and the purge must not delete it while its other
+  // jobs are still pending or running.
   TestInbox t;
   const TimePoint old_time = kT0 - std::chrono::hours(24 * 40);
   Event mixed = MakeEvent("mixed", {"fails", "retries", "runs"});

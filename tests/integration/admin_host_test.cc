@@ -1,8 +1,7 @@
-// The admin listener's Host rule (issue 26, defects 5 and 6), through the real daemon: every
-// path — /metrics, /healthz, /readyz, the console, an unknown one — answers only to a Host
-// that names the listener (its own address with its port, `localhost` on loopback, or a name
-// in `admin_hosts`). Another IP literal or a DNS-rebinding name gets 403, and the body of
-// that 403 holds nothing of /metrics.
+// The admin listener's Host rule, through the real daemon: every path — /metrics, /healthz,
+// /readyz, the console, an unknown one — answers only to a Host that names the listener (its
+// own address with its port, `localhost` on loopback, or a name in `admin_hosts`). Another IP
+// literal or a DNS-rebinding name gets 403, and the body of that 403 holds nothing of /metrics.
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -75,7 +74,7 @@ TEST_CASE("admin Host: every path refuses another IP literal or a rebinding name
   const std::string port = ":" + std::to_string(d.admin_port());
   for (const char* path : kPaths) {
     INFO(path);
-    // Any IP literal that is not the listener's own: 200 before issue 26.
+    // Any IP literal that is not the listener's own.
     CHECK(StatusWithHost(d, path, "10.9.8.7" + port) == 403);
     CHECK(StatusWithHost(d, path, "192.168.1.1" + port) == 403);
     CHECK(StatusWithHost(d, path, "[2001:db8::1]" + port) == 403);
@@ -144,7 +143,7 @@ TEST_CASE("admin Host: an HTTP/1.0 request without Host passes; a foreign Host d
   // No browser sends a request without Host (HTTP/1.1 requires one, and fetch cannot drop
   // it), so a DNS-rebinding page cannot: an HTTP/1.0 probe without Host (an old load
   // balancer's health check, `printf 'GET /healthz HTTP/1.0\r\n\r\n' | nc`) is let
-  // through. It was 403 once the Host rule covered every admin path (issue 26).
+  // through.
   TempDir dir;
   Daemon d = Start(dir, "127.0.0.1:0");
   const std::string port = std::to_string(d.admin_port());

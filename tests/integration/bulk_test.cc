@@ -1,9 +1,9 @@
-// End-to-end tests of the bulk verbs (issue 25, parts 2 and 3) through the real daemon: rows
-// killed on purpose (a handler that fails permanently) are re-armed by `hookbox inbox retry
-// --dead` once the handler is fixed, and `hookbox inbox replay` runs 100 processed rows
-// again, the exec handler recording the idempotency key and generation it was given. The CLI
-// runs beside the daemon, as an operator would run it. On PostgreSQL ([postgres]), two
-// replicas, and two operators running the same bulk retry at once from both.
+// End-to-end tests of the bulk verbs through the real daemon: rows killed on purpose (a handler
+// that fails permanently) are re-armed by `hookbox inbox retry --dead` once the handler is
+// fixed, and `hookbox inbox replay` runs 100 processed rows again, the exec handler recording
+// the idempotency key and generation it was given. The CLI runs beside the daemon, as an
+// operator would run it. On PostgreSQL ([postgres]), two replicas, and two operators running
+// the same bulk retry at once from both.
 #include <catch2/catch.hpp>
 #include <map>
 #include <thread>

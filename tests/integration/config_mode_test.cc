@@ -1,6 +1,6 @@
-// End-to-end tests of the config file mode warning (issue 13): a config file others can read
-// while it holds inline `value:` secrets is warned about by `check-config` (stderr) and
-// `serve` (a warn log line), which still starts; a 0600 file, or secrets from files, are not.
+// End-to-end tests of the config file mode warning: a config file others can read while it
+// holds inline `value:` secrets is warned about by `check-config` (stderr) and `serve` (a warn
+// log line), which still starts; a 0600 file, or secrets from files, are not.
 #include <signal.h>
 #include <sys/stat.h>
 

@@ -1,5 +1,4 @@
-// What an `exec` handler can reach of the daemon, and what it leaves behind, with the real
-// daemon (issue 29, defects 5 and 6):
+// What an `exec` handler can reach of the daemon, and what it leaves behind, with the real daemon:
 //   - running as the daemon's own user (both as `nobody`, through setpriv), a handler reads
 //     neither /proc/$PPID/environ (which holds an env: secret) nor /proc/$PPID/fd, and it
 //     starts in / rather than in the daemon's working directory;

@@ -1,7 +1,7 @@
-// `hookbox inbox list` with the filter (issue 25, README "Finding events"), through the real
-// binary beside the real daemon: events posted over HTTP, found by their body's fields, their
-// type and their time; a filter that cannot be evaluated is exit 2 and names the bad part,
-// before the inbox is even opened.
+// `hookbox inbox list` with the filter (README "Finding events"), through the real binary
+// beside the real daemon: events posted over HTTP, found by their body's fields, their type and
+// their time; a filter that cannot be evaluated is exit 2 and names the bad part, before the
+// inbox is even opened.
 #include <catch2/catch.hpp>
 #include <set>
 #include <string>

@@ -1,7 +1,7 @@
-// Issue 29, defect 1, end to end: a job names its handler, and a config edit must never give
-// a waiting job to another handler nor make it dead. The real daemon, reloaded with SIGHUP
-// between a job's failed attempt and its retry; the side effects counted are the lines each
-// handler's script appends, and the CLI shows what an operator sees.
+// End to end: a job names its handler, and a config edit must never give a waiting job to
+// another handler nor make it dead. The real daemon, reloaded with SIGHUP between a job's
+// failed attempt and its retry; the side effects counted are the lines each handler's script
+// appends, and the CLI shows what an operator sees.
 #include <catch2/catch.hpp>
 #include <string>
 

@@ -1,8 +1,8 @@
-// Handler state through the real daemon (issue 25): an operator's pause from the CLI holds a
-// handler's jobs across a restart and resume runs each once; a circuit breaker opens after
-// N failed attempts and closes after a successful probe; on PostgreSQL, two replicas with
-// `rate: 20/s` together stay near 20 attempts a second. Real HTTP, real exec children, the
-// side effects counted as the lines a handler's script appended.
+// Handler state through the real daemon: an operator's pause from the CLI holds a handler's
+// jobs across a restart and resume runs each once; a circuit breaker opens after N failed
+// attempts and closes after a successful probe; on PostgreSQL, two replicas with `rate: 20/s`
+// together stay near 20 attempts a second. Real HTTP, real exec children, the side effects
+// counted as the lines a handler's script appended.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <string>

@@ -1,9 +1,9 @@
-// End-to-end tests of a row's lifecycle at its edges (issue 29): a sync endpoint's leases while
-// its jobs run one after another, `inbox clear` and the purge while a job runs, and what
-// `--json` shows of bytes that are not UTF-8. The real daemon runs real handler processes;
-// the tests read what the handlers appended and what the CLI prints. Where a test needs time
-// to have passed (a lease run out, a row past retention), it moves the stored time with
-// `sqlite3`, as service_test.cc's purge test does, instead of waiting.
+// End-to-end tests of a row's lifecycle at its edges: a sync endpoint's leases while its jobs
+// run one after another, `inbox clear` and the purge while a job runs, and what `--json` shows
+// of bytes that are not UTF-8. The real daemon runs real handler processes; the tests read what
+// the handlers appended and what the CLI prints. Where a test needs time to have passed (a
+// lease run out, a row past retention), it moves the stored time with `sqlite3`, as
+// service_test.cc's purge test does, instead of waiting.
 #include <catch2/catch.hpp>
 #include <thread>
 
@@ -51,10 +51,10 @@ json ShowJson(const Daemon& d, const std::string& endpoint, const std::string& i
 }  // namespace
 
 TEST_CASE("sync with three handlers: each job's lease covers its own run; a duplicate waits") {
-  // Issue 29, defect 2: all jobs were leased once, at accept, for the longest timeout + 30 s;
-  // the handlers ran one after another, and a redelivery once that lease had run out took
-  // the last job over while it ran: two runs at once, and 500 to the first request after
-  // every handler had succeeded.
+  // Each job is leased when it starts, for its own timeout. The handlers run one after
+  // another, so one lease taken at accept for all of them runs out while the last one runs,
+  // and a redelivery then takes that job over: two runs at once, and 500 to the first
+  // request after every handler succeeded.
   TempDir dir;
   Daemon d(dir, R"(
 listen: 127.0.0.1:0
@@ -102,8 +102,8 @@ endpoints:
 }
 
 TEST_CASE("inbox clear refuses a row whose job runs (exit 3); the resource's order holds") {
-  // Issue 29, defect 8: the clear deleted the row under its running attempt, and the next
-  // event of the same resource then ran beside it.
+  // The clear must not delete the row under its running attempt: the next event of the same
+  // resource would then run beside it.
   TempDir dir;
   Daemon d(dir, R"(
 listen: 127.0.0.1:0
@@ -148,8 +148,8 @@ endpoints:
 }
 
 TEST_CASE("purge: a dead row whose other job still runs stays; dry run and purge agree") {
-  // Issue 29, defect 7: a row is dead as soon as one job is, and the purge deleted it while
-  // another of its jobs still ran.
+  // A row is dead as soon as one job is, and the purge must not delete it while another of
+  // its jobs still runs.
   TempDir dir;
   Daemon d(dir, R"(
 listen: 127.0.0.1:0
@@ -198,7 +198,7 @@ endpoints:
 }
 
 TEST_CASE("--json is exact: a field that is not UTF-8 also comes as <field>_base64") {
-  // Issue 29, defect 11: the JSON replaced such a byte with U+FFFD, and nothing said which.
+  // The JSON must not replace such a byte with U+FFFD, which would lose it and not say which.
   TempDir dir;
   Daemon d(dir, hookbox::testing::kRawEndpointConfig);
   const std::string id = "id-\xff";

@@ -1,7 +1,7 @@
-// End-to-end tests of what the operator's CLI prints (issue 13): ids, types and bodies chosen
-// by whoever signed a delivery reach `inbox list` and `inbox show` escaped, so no ESC, C1
-// control or bidi override acts on the operator's terminal, while `--json` and
-// `inbox show --raw-body` stay exact.
+// End-to-end tests of what the operator's CLI prints: ids, types and bodies chosen by whoever
+// signed a delivery reach `inbox list` and `inbox show` escaped, so no ESC, C1 control or bidi
+// override acts on the operator's terminal, while `--json` and `inbox show --raw-body` stay
+// exact.
 #include <catch2/catch.hpp>
 #include <string>
 

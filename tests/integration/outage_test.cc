@@ -1,10 +1,10 @@
-// The day a downstream breaks (issue 25, README "After an outage"), end to end through real
-// HTTP: an `http` handler's target is down, the operator pauses the handler, 1,000 signed
-// GitHub deliveries arrive and are stored with nothing attempted; the target comes back, the
-// operator adds `rate: 100/s` (a reload) and resumes; every event reaches the downstream
-// exactly once, under its own idempotency key, and none is dead. Then rows killed on purpose
-// (the downstream refused them) are re-armed by one bulk retry, and 100 rows are replayed:
-// the downstream sees each replay under its new key, once.
+// The day a downstream breaks (README "After an outage"), end to end through real HTTP: an
+// `http` handler's target is down, the operator pauses the handler, 1,000 signed GitHub
+// deliveries arrive and are stored with nothing attempted; the target comes back, the operator
+// adds `rate: 100/s` (a reload) and resumes; every event reaches the downstream exactly once,
+// under its own idempotency key, and none is dead. Then rows killed on purpose (the downstream
+// refused them) are re-armed by one bulk retry, and 100 rows are replayed: the downstream sees
+// each replay under its new key, once.
 #include <catch2/catch.hpp>
 #include <map>
 #include <mutex>

@@ -289,7 +289,7 @@ TEST_CASE("the parser refuses before reading the body") {
   SECTION("a body larger than max_body with a lying small Content-Length is cut at it") {
     std::string r = d.Raw(head + "Content-Length: 2\r\n\r\n{}" + std::string(100000, 'x'));
     CHECK(status_of(r) == 200);
-    // What row 39 claims: the stored body is the 2 bytes, not one byte more (issue 26, 10).
+    // What row 39 claims: the stored body is the 2 bytes, not one byte more.
     json rows = d.Rows();
     REQUIRE(rows.size() == 1);
     auto shown = d.Cli({"inbox", "show", "open", rows[0]["event_id"].get<std::string>(), "--json"});

@@ -1,8 +1,7 @@
-// End-to-end tests of issue 13: replays (a captured, validly signed delivery sent again with
-// headers the signature does not cover changed or added, answered `duplicate` with nothing
-// new stored) and a Standard Webhooks secret written without its base64 padding. The real
-// daemon on loopback, real HTTP, the real SQLite inbox, checked through the real CLI
-// (daemon.h).
+// End-to-end tests of replays (a captured, validly signed delivery sent again with headers the
+// signature does not cover changed or added, answered `duplicate` with nothing new stored) and
+// a Standard Webhooks secret written without its base64 padding. The real daemon on loopback,
+// real HTTP, the real SQLite inbox, checked through the real CLI (daemon.h).
 #include <catch2/catch.hpp>
 
 #include "base/crypto.h"
@@ -150,8 +149,8 @@ endpoints:
 
 TEST_CASE("secrets: an unpadded whsec_ secret verifies, and hookbox send signs with it",
           "[replay]") {
-  // Issue 13: such a secret passed check-config, then every delivery got 401 and
-  // `hookbox send` posted unsigned. A 31-byte key: its base64 has two '=' to leave out.
+  // Such a secret must not pass check-config and then get every delivery a 401, nor leave
+  // `hookbox send` posting unsigned. A 31-byte key: its base64 has two '=' to leave out.
   TempDir dir;
   const std::string padded = "whsec_" + hookbox::Base64Encode(kStandardKey.substr(1));
   REQUIRE(padded.ends_with("=="));

@@ -1,11 +1,11 @@
-// What the operator's verbs do when they open the inbox (issue 29, defects 3 and 4): the real
-// `hookbox` binary against a real SQLite file held by a second real connection, and against
-// the throwaway PostgreSQL cluster with real roles and schemas. Read verbs (`inbox list`,
-// `show`, `stats`) read: they create nothing, migrate nothing, take no write lock and need no
-// CREATE privilege; only `serve` and `migrate` migrate. On PostgreSQL, hookbox resolves its
-// schema once at open and pins it, so a schema named after the role (PostgreSQL's own
-// recommended pattern) can never fork the inbox. The PostgreSQL cases are tagged
-// [.postgres]: run by `integration_postgres`, which requires the cluster fixture.
+// What the operator's verbs do when they open the inbox: the real `hookbox` binary against a
+// real SQLite file held by a second real connection, and against the throwaway PostgreSQL
+// cluster with real roles and schemas. Read verbs (`inbox list`, `show`, `stats`) read: they
+// create nothing, migrate nothing, take no write lock and need no CREATE privilege; only
+// `serve` and `migrate` migrate. On PostgreSQL, hookbox resolves its schema once at open and
+// pins it, so a schema named after the role (PostgreSQL's own recommended pattern) can never
+// fork the inbox. The PostgreSQL cases are tagged [.postgres]: run by `integration_postgres`,
+// which requires the cluster fixture.
 #include <sqlite3.h>
 #include <unistd.h>
 

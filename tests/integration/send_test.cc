@@ -1,6 +1,6 @@
-// Tests of `hookbox send` (issue 29, 10) against the real daemon or a real server on
-// loopback: what it refuses to send and where, what it says it sends, how it prints the
-// answer, and --type / --id naming the event where the endpoint reads them from a header.
+// Tests of `hookbox send` against the real daemon or a real server on loopback: what it refuses
+// to send and where, what it says it sends, how it prints the answer, and --type / --id naming
+// the event where the endpoint reads them from a header.
 // (Its signing for each provider is tried in handlers_test.cc and replay_test.cc.)
 #include <catch2/catch.hpp>
 #include <thread>

@@ -1,9 +1,9 @@
-// Replays in another spelling (issue 26, defect 1), through the real daemon with real
-// signatures: Twilio signs its URL and the form's *decoded, sorted* fields; Square signs
-// public_url, the query and the body run together. So a captured delivery can be re-sent
-// reordered, re-encoded, with an empty field, or with bytes moved across Square's `?`, and
-// still verify. Each such variant must be a `duplicate` under the provider's defaults (the
-// body-hash identity hashes the signed message, not the raw bytes), and the handler runs once.
+// Replays in another spelling, through the real daemon with real signatures: Twilio signs its
+// URL and the form's *decoded, sorted* fields; Square signs public_url, the query and the body
+// run together. So a captured delivery can be re-sent reordered, re-encoded, with an empty
+// field, or with bytes moved across Square's `?`, and still verify. Each such variant must be a
+// `duplicate` under the provider's defaults (the body-hash identity hashes the signed message,
+// not the raw bytes), and the handler runs once.
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <string>
@@ -160,9 +160,9 @@ std::vector<std::pair<std::string, std::string>> SquareMoves(const std::string& 
 }
 
 // Square's body is read where Square split its message, whatever the split of the request:
-// a move is the same event, answered `200 duplicate` (it was a new event before issue 26,
-// then 400 `square delivery without a body /event_id`; a duplicate is what a replay of a
-// stored event is, and the original's handler must not run again).
+// a move is the same event, answered `200 duplicate`, neither a new event nor 400
+// `square delivery without a body /event_id`: a duplicate is what a replay of a stored event
+// is, and the original's handler must not run again.
 void SquareMovesAreDuplicates(const std::string& dedupe) {
   TempDir dir;
   Daemon d = Start(dir, dedupe);
@@ -260,17 +260,17 @@ TEST_CASE("square: a signed message without /event_id is refused", "[replay]") {
 
 TEST_CASE("twilio: a replay with a fresh I-Twilio-Idempotency-Token is a duplicate (defaults)",
           "[replay]") {
-  // Twilio does not sign the token: as the default id (before issue 26's follow-up) a
-  // captured request resent with a new token was a new event, and its handler ran again.
-  // The default id is now the signed message's hash, so Twilio's own retries (the same
-  // signed request) and a replay under any token are one event.
+  // Twilio does not sign the token: as the default id, a captured request resent with a new
+  // token would be a new event, and its handler would run again. So the default id is the
+  // signed message's hash: Twilio's own retries (the same signed request) and a replay under
+  // any token are one event.
   TempDir dir;
   Daemon d = Start(dir, "");
   const std::string form = "MessageSid=SM7&MessageStatus=delivered&AccountSid=AC1";
   auto with_token = [&](const std::string& token) { return PostWithToken(d, form, token); };
   CHECK(with_token("idem-1") == "200 accepted");
   CHECK(with_token("idem-1") == "200 duplicate");  // Twilio's retry
-  CHECK(with_token("idem-2") == "200 duplicate");  // was "200 accepted"
+  CHECK(with_token("idem-2") == "200 duplicate");  // a replay under a new token
   CHECK(with_token("") == "200 duplicate");
   CHECK(RunsWhenIdle(d, dir.path().string() + "/twilio-runs") == 1);
   const auto rows = d.Rows();
@@ -313,7 +313,7 @@ TEST_CASE("twilio: a form body over 1,000 fields is refused before its signature
     CHECK(r->status == 413);
     CHECK(r->body.find("form body has more than 1000 fields") != std::string::npos);
   }
-  // Half a MiB of one-byte fields, unsigned (issue 26: a MiB cost 52 ms of CPU): 413 too.
+  // Half a MiB of one-byte fields, unsigned (a MiB of fields costs ~50 ms of CPU): 413 too.
   std::string flood;
   for (int i = 0; i < 256 * 1024; ++i) flood += "a&";
   auto r = d.Post("/hooks/twilio", {{"X-Twilio-Signature", "AAAA"}}, flood, form);

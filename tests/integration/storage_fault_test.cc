@@ -1,8 +1,8 @@
-// Storage faults against the real daemon (issue 26, defect 9): fsync and fdatasync fail with
-// EIO for one file, through an LD_PRELOAD library of the tests' own (tests/fault/
-// fsync_fault.c) switched on and off while the daemon runs: first on the WAL, where every
-// commit's sync fails, then on the database file, where only the background checkpoint's
-// does. Real HTTP on loopback, a real SQLite file. Throughout:
+// Storage faults against the real daemon: fsync and fdatasync fail with EIO for one file,
+// through an LD_PRELOAD library of the tests' own (tests/fault/fsync_fault.c) switched on and
+// off while the daemon runs: first on the WAL, where every commit's sync fails, then on the
+// database file, where only the background checkpoint's does. Real HTTP on loopback, a real
+// SQLite file. Throughout:
 //   - no delivery is answered 200 unless its commit's sync succeeded;
 //   - the daemon is honest about it: a run of failures makes /readyz answer 503 naming
 //     storage (ops/storage_health.h), and the first success makes it ready again;

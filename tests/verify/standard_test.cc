@@ -65,9 +65,9 @@ TEST_CASE("standard: svix-* header names", "[standard]") {
 
 TEST_CASE("standard: the signed family alone; the other family's headers change nothing",
           "[standard]") {
-  // Issue 13: a svix-signed delivery replayed with added webhook-id / webhook-timestamp
-  // is verified with the svix-* headers, and StandardHeaderPrefix says so, which is what
-  // Identify reads the event id from.
+  // A svix-signed delivery replayed with added webhook-id / webhook-timestamp is verified
+  // with the svix-* headers, and StandardHeaderPrefix says so, which is what Identify reads
+  // the event id from.
   Headers replay = Delivery(V1(), "svix-");
   replay.emplace("webhook-id", "anything");
   replay.emplace("webhook-timestamp", "1");
@@ -128,8 +128,8 @@ TEST_CASE("standard: padding is not part of the key (issue 13)", "[standard]") {
 }
 
 TEST_CASE("standard: the config accepts exactly the secrets verification can use", "[standard]") {
-  // Issue 13: a secret that passed check-config and could then never verify. Every short
-  // text over an alphabet with the corner cases (padding, bad bits, other characters).
+  // No secret may pass check-config and then never verify. Every short text over an alphabet
+  // with the corner cases (padding, bad bits, other characters).
   const std::string alphabet = "AQgw=+/-_ ";
   std::vector<std::string> texts = {""};
   for (int len = 1; len <= 5; ++len) {
@@ -252,7 +252,7 @@ TEST_CASE("standard v1a: one endpoint with whsec_ and whpk_ verifies v1 and v1a 
   CHECK(CheckWith({kPublic}, Delivery(V1())) == reason::kMismatch);
   // What row 75 claims: a v1 HMAC keyed with the public key's own bytes (what anyone holding
   // the public key could compute, had it been taken for an HMAC key), with its base64, or
-  // with the whpk_ text itself, does not verify against that whpk_ key (issue 26, 10).
+  // with the whpk_ text itself, does not verify against that whpk_ key.
   CHECK(CheckWith({kPublic}, Delivery(V1(testing::kEd25519Public))) == reason::kMismatch);
   CHECK(CheckWith({kPublic}, Delivery(V1(Base64Encode(testing::kEd25519Public)))) ==
         reason::kMismatch);
