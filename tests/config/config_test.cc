@@ -513,8 +513,7 @@ TEST_CASE(
   // empty). None of the mistakes hides another: a bad provider still has its secrets and its
   // handlers checked, a secret that cannot be read does not stop the next endpoint's checks,
   // and a handler kind's own settings (http's url, an unknown key under exec:) are read in the
-  // same pass as the rest, each at its key (they used to wait until the rest had no error, and
-  // came without a line).
+  // same pass as the rest, each at its key and line.
   LoadResult r = LoadConfigText(
       R"(
 endpoints:

@@ -109,7 +109,7 @@ void TwilioVariantsAreDuplicates(const std::string& dedupe) {
        }) {
     INFO(variant);
     auto r = d.Post("/hooks/twilio", signature, variant, form);
-    CHECK(AnswerLine(r) == "200 duplicate");  // each was "200 accepted" before the fix
+    CHECK(AnswerLine(r) == "200 duplicate");  // the same signed message, another spelling
   }
   // A different message is a new event.
   const std::string other = "MessageSid=SM2&MessageStatus=delivered&AccountSid=AC1";

@@ -12,7 +12,7 @@ import { daemonForTests } from './harness.mjs';
 const SECRET = 'whsec_' + Buffer.from('hookbox interop: standard webhooks key 01').toString('base64');
 const OLD_SECRET = 'whsec_' + Buffer.from('hookbox interop: the rotated-out key 002').toString('base64');
 const wh = new Webhook(SECRET);
-// A key whose base64 ends in '=', configured without it (issue 13): padding is not the key.
+// A key whose base64 ends in '=', configured without it: padding is not the key.
 const PADDED = 'whsec_' + Buffer.from('hookbox interop: std unpadded key, 31b').toString('base64');
 const UNPADDED = PADDED.replace(/=+$/, '');
 
@@ -126,7 +126,7 @@ test('another secret, an old timestamp or a changed body is refused with 401', a
   }
 });
 
-test('an unpadded whsec_ secret verifies what the library signs with either spelling (issue 13)', async () => {
+test('an unpadded whsec_ secret verifies what the library signs with either spelling', async () => {
   assert.ok(PADDED.endsWith('='));
   for (const [msgId, secret] of [['msg_std_padded', PADDED], ['msg_std_unpadded', UNPADDED]]) {
     const lib = new Webhook(secret);

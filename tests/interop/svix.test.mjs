@@ -10,7 +10,7 @@ import { daemonForTests } from './harness.mjs';
 
 const SECRET = 'whsec_' + Buffer.from('hookbox interop: svix endpoint key 000001').toString('base64');
 const wh = new Webhook(SECRET);
-// A key whose base64 ends in '=', configured without it (issue 13): padding is not the key.
+// A key whose base64 ends in '=', configured without it: padding is not the key.
 const PADDED = 'whsec_' + Buffer.from('hookbox interop: svix unpadded key, 31').toString('base64');
 const UNPADDED = PADDED.replace(/=+$/, '');
 
@@ -89,7 +89,7 @@ test('an svix signature made with another secret is refused with 401', async () 
   assert.ok(!d.rows('svix').some((x) => x.event_id === msgId));
 });
 
-test('a captured svix delivery replayed with an added webhook-id is a duplicate (issue 13)', async () => {
+test('a captured svix delivery replayed with an added webhook-id is a duplicate', async () => {
   const msgId = 'msg_replayed_with_webhook_id';
   const payload = JSON.stringify({ type: 'invoice.paid', data: { id: 'inv_replay' } });
   const date = new Date();
@@ -107,7 +107,7 @@ test('a captured svix delivery replayed with an added webhook-id is a duplicate 
   assert.ok(!d.rows('svix').some((x) => x.event_id.startsWith('msg_new') || x.event_id === 'anything'));
 });
 
-test('an unpadded whsec_ secret verifies what the SDK signs with either spelling (issue 13)', async () => {
+test('an unpadded whsec_ secret verifies what the SDK signs with either spelling', async () => {
   assert.ok(PADDED.endsWith('='));
   for (const [msgId, secret] of [['msg_signed_padded', PADDED], ['msg_signed_unpadded', UNPADDED]]) {
     const sdk = new Webhook(secret);

@@ -70,7 +70,7 @@ test('a form the SDK validates is accepted, identified by its signed message, st
   const body = formBody(params);
   const signature = sign(PUBLIC_URL, params);
   assert.equal(twilio.validateRequest(TOKEN, signature, PUBLIC_URL, params), true);
-  // The id is the hash of the signed message (issue 26): public_url and the fields sorted
+  // The id is the hash of the signed message: public_url and the fields sorted
   // by name, as the SDK signs them, so the same form spelled another way is the same event.
   const id = signedId(PUBLIC_URL, params);
   const r = await send('/hooks/twilio', body, signature, { 'I-Twilio-Idempotency-Token': 'idem-0001' });

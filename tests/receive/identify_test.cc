@@ -45,7 +45,7 @@ TEST_CASE("provider defaults for id and type") {
     CHECK(b->event_id == "msg_2");
     CHECK(b->id_source == "header:svix-id");
   }
-  SECTION("standard: the id of the signed header family only (issue 13)") {
+  SECTION("standard: the id of the signed header family only") {
     // svix-signed, with an added webhook-id the signature does not cover: the svix-id.
     Headers replay = {{"svix-id", "msg_signed"},
                       {"svix-timestamp", "1700000000"},

@@ -101,7 +101,7 @@ TEST_CASE("standard: secret forms", "[standard]") {
   CHECK(Outcome(Verify(endpoint, headers, kBody, At(kT))) == reason::kMissing);
 }
 
-TEST_CASE("standard: padding is not part of the key (issue 13)", "[standard]") {
+TEST_CASE("standard: padding is not part of the key", "[standard]") {
   // A 32-byte key: its base64 ends in one '='. Signed with either spelling, verified
   // against the other, and `hookbox send` (Sign) signs with the unpadded one.
   const std::string key = kKey;
