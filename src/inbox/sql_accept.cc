@@ -35,16 +35,14 @@ Status SqlInbox::AcceptInto(SqlTx& tx, const Event& e, AcceptResult* out) {
     RETURN_IF_ERROR(BodyDuplicate(tx, e, now, out, &duplicate));
     if (duplicate) return Status::Ok();
   }
-  ASSIGN_OR_RETURN(
-      const std::optional<int64_t> inserted,
-      tx.InsertRow(
-          "INSERT INTO inbox (endpoint, event_id, id_source, event_type, resource_id, sequence,"
-          " sequence_key, body_sha256, headers, body, status, received_at)"
-          " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
-          " ON CONFLICT (endpoint, event_id) DO NOTHING",
-          {e.endpoint, e.event_id, e.id_source, e.event_type, e.resource_id, e.sequence,
-           e.sequence_key, e.body_sha256, e.headers_json, SqlArg::Bytes(e.body),
-           e.handlers.empty() ? "ignored" : "pending", now}));
+  static const std::string kInsert = std::string("INSERT INTO inbox (") + kAcceptColumns +
+                                     ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,"
+                                     " $12) ON CONFLICT (endpoint, event_id) DO NOTHING";
+  ASSIGN_OR_RETURN(const std::optional<int64_t> inserted,
+                   tx.InsertRow(kInsert, {e.endpoint, e.event_id, e.id_source, e.event_type,
+                                          e.resource_id, e.sequence, e.sequence_key, e.body_sha256,
+                                          e.headers_json, SqlArg::Bytes(e.body),
+                                          e.handlers.empty() ? "ignored" : "pending", now}));
   if (!inserted) return CountDuplicate(tx, e, now, out);
   const int64_t inbox_id = *inserted;
   if (!e.resource_id.empty() && e.sequence_key.has_value()) {

@@ -116,6 +116,10 @@ struct SqlSpelling {
 extern const SqlSpelling kSqliteSpelling;
 extern const SqlSpelling kPostgresSpelling;
 
+// The columns an accept inserts into inbox, in the order of its 12 parameters.
+inline constexpr const char* kAcceptColumns =
+    "endpoint, event_id, id_source, event_type, resource_id, sequence, sequence_key,"
+    " body_sha256, headers, body, status, received_at";
 // The inbox row's columns, as ReadRow reads them (a 15th, when selected, follows).
 std::string RowColumns(const SqlSpelling& d);
 InboxRow ReadRow(const SqlRows& q, size_t row);

@@ -49,24 +49,22 @@ StatusOr<std::set<std::pair<std::string, std::string>>> InsertEvents(
     input += std::string(i ? "," : "") + "(" + at(1) + "::text, " + at(2) + "::text, " + at(12) +
              "::timestamptz, " + at(13) + "::text[])";
   }
-  ASSIGN_OR_RETURN(Result ins,
-                   c.Exec("WITH row AS (INSERT INTO inbox (endpoint, event_id, id_source,"
-                          " event_type, resource_id, sequence, sequence_key, body_sha256,"
-                          " headers, body, status, received_at) VALUES " +
-                              rows +
-                              " ON CONFLICT (endpoint, event_id) DO NOTHING"
-                              " RETURNING id, endpoint, event_id),"
-                              " input (endpoint, event_id, received_at, handlers) AS (VALUES " +
-                              input +
-                              "),"
-                              " jobs AS (INSERT INTO jobs (inbox_id, handler, status,"
-                              " next_attempt_at, sync) SELECT row.id, t.h, 'pending',"
-                              " input.received_at, false FROM row JOIN input"
-                              " USING (endpoint, event_id),"
-                              " unnest(input.handlers) WITH ORDINALITY AS t (h, n)"
-                              " ORDER BY row.id, t.n)"
-                              " SELECT endpoint, event_id FROM row",
-                          params));
+  ASSIGN_OR_RETURN(
+      Result ins,
+      c.Exec(std::string("WITH row AS (INSERT INTO inbox (") + kAcceptColumns + ") VALUES " + rows +
+                 " ON CONFLICT (endpoint, event_id) DO NOTHING"
+                 " RETURNING id, endpoint, event_id),"
+                 " input (endpoint, event_id, received_at, handlers) AS (VALUES " +
+                 input +
+                 "),"
+                 " jobs AS (INSERT INTO jobs (inbox_id, handler, status,"
+                 " next_attempt_at, sync) SELECT row.id, t.h, 'pending',"
+                 " input.received_at, false FROM row JOIN input"
+                 " USING (endpoint, event_id),"
+                 " unnest(input.handlers) WITH ORDINALITY AS t (h, n)"
+                 " ORDER BY row.id, t.n)"
+                 " SELECT endpoint, event_id FROM row",
+             params));
   std::set<std::pair<std::string, std::string>> stored;
   for (int i = 0; i < ins.rows(); ++i) stored.emplace(ins.Text(i, 0), ins.Text(i, 1));
   return stored;

@@ -146,15 +146,12 @@ class PostgresInbox final : public SqlInbox {
     if (jobs.empty()) return nullptr;
     auto handle = holds_.TryAcquire();
     if (!handle.ok()) return nullptr;
-    std::string ids = "{";
-    for (const ClaimedJob& job : jobs) {
-      if (ids.size() > 1) ids += ',';
-      ids += std::to_string(job.job_id);
-    }
-    ids += '}';
+    std::vector<std::string> ids;
+    for (const ClaimedJob& job : jobs) ids.push_back(std::to_string(job.job_id));
     Conn& c = **handle;
     if (!c.Run("BEGIN").ok() ||
-        !c.Exec("SELECT 1 FROM jobs WHERE id = ANY($1::bigint[]) FOR KEY SHARE", Params().Add(ids))
+        !c.Exec("SELECT 1 FROM jobs WHERE id = ANY($1::bigint[]) FOR KEY SHARE",
+                Params().Add(TextArray(ids)))
              .ok()) {
       return nullptr;  // the handle rolls back whatever began
     }
