@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "base/ascii.h"
+
 namespace hookbox {
 
 std::string FormatTime(TimePoint t) {
@@ -29,19 +31,16 @@ namespace {
 // Reads exactly n digits at text[pos...] into *out.
 bool Digits(std::string_view text, size_t& pos, size_t n, int* out) {
   if (pos + n > text.size()) return false;
-  int v = 0;
-  for (size_t i = 0; i < n; ++i) {
-    char c = text[pos + i];
-    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
-    v = v * 10 + (c - '0');
-  }
+  const std::optional<int64_t> v = ParseAsciiDigits(text.substr(pos, n));
+  if (!v) return false;
   pos += n;
-  *out = v;
+  *out = static_cast<int>(*v);
   return true;
 }
 
+// Takes `c` at text[pos], in either case.
 bool Expect(std::string_view text, size_t& pos, char c) {
-  if (pos >= text.size() || std::toupper(static_cast<unsigned char>(text[pos])) != c) return false;
+  if (pos >= text.size() || AsciiLower(text[pos]) != AsciiLower(c)) return false;
   ++pos;
   return true;
 }
