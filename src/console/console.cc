@@ -359,7 +359,10 @@ Answer Console::ListPage(const Delivery& d) {
   std::vector<std::string> where_lines;
   const std::vector<FilterOption> options = FilterOptions(query, &where_lines);
   auto filter = ParseFilter(options, std::chrono::system_clock::now());
-  if (!filter.ok()) return Message(400, "This filter cannot be used", filter.status().ToString());
+  if (!filter.ok()) {
+    return Message(HttpStatusFor(filter.status()), "This filter cannot be used",
+                   filter.status().ToString());
+  }
   ListFilter f;
   f.filter = *std::move(filter);
   f.event_id = FormText(query, "id");
@@ -659,7 +662,10 @@ Answer Console::BulkPage(const Delivery& d) {
   if (FormValue(query, "verb")) {
     auto q = ParseBulkQuery(query);
     // The list's 400 page (ListPage), word for word.
-    if (!q.ok()) return Message(400, "This filter cannot be used", q.status().ToString());
+    if (!q.ok()) {
+      return Message(HttpStatusFor(q.status()), "This filter cannot be used",
+                     q.status().ToString());
+    }
     const bool replay = q->request.verb == BulkVerb::kReplay;
     if (replay && q->request.filter.handler.empty()) {
       view["error"] = "A replay runs one handler again: name it.";
@@ -679,7 +685,9 @@ Answer Console::BulkPage(const Delivery& d) {
 Answer Console::BulkAction(const Delivery& d) {
   const FormFields form = ParseUrlEncoded(d.body);
   auto q = ParseBulkQuery(form);
-  if (!q.ok()) return Message(400, "This filter cannot be used", q.status().ToString());
+  if (!q.ok()) {
+    return Message(HttpStatusFor(q.status()), "This filter cannot be used", q.status().ToString());
+  }
   if (q->request.verb == BulkVerb::kReplay && q->request.filter.handler.empty()) {
     return Message(400, "Which handler?", "A replay runs one handler again: name it.");
   }

@@ -375,7 +375,7 @@ Answer Receiver::Receive(const Delivery& d) const {
     const std::string& why = exam.refused.what();
     record.log["reason"] = why;
     Metrics().signature_failures.With({ep->name, FailureReason(why)}).Inc();
-    return record.Finish(ErrorAnswer(401, why), "unauthenticated");
+    return record.Finish(ErrorAnswer(HttpStatusFor(exam.refused), why), "unauthenticated");
   }
   if (exam.answered) return record.Finish(std::move(*exam.answered), exam.outcome.data());
   if (!exam.refused.ok()) {
