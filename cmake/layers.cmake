@@ -50,3 +50,20 @@ function(hookbox_library name folder)
   add_library(${name} STATIC ${sources})
   target_include_directories(${name} PUBLIC ${include})
 endfunction()
+
+# hookbox_header_view(NAME LIBRARY FOLDER HEADER...): an interface library that shows only
+# HEADERs of LIBRARY (under FOLDER, relative to src/) and links LIBRARY's code without its
+# include directory ($<LINK_ONLY:...>), for a layer allowed one header of a library and not
+# the rest: an #include of any other header of it is "No such file or directory".
+function(hookbox_header_view name library folder)
+  set(include ${CMAKE_CURRENT_BINARY_DIR}/${name}-include)
+  file(REMOVE_RECURSE ${include})
+  foreach(header ${ARGN})
+    file(MAKE_DIRECTORY ${include}/${folder})
+    file(CREATE_LINK ${CMAKE_SOURCE_DIR}/src/${folder}/${header} ${include}/${folder}/${header}
+         SYMBOLIC)
+  endforeach()
+  add_library(${name} INTERFACE)
+  target_include_directories(${name} INTERFACE ${include})
+  target_link_libraries(${name} INTERFACE $<LINK_ONLY:${library}>)
+endfunction()
