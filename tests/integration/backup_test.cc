@@ -1,7 +1,7 @@
 // `hookbox backup FILE` beside a daemon under load (README, "Upgrade and back up"): the copy
 // passes SQLite's integrity_check and holds every event acknowledged before the backup
-// began; and each way it refuses (the file exists, PostgreSQL, a directory it cannot write)
-// leaves nothing behind. The real daemon, the real CLI, the Debian sqlite3 CLI.
+// began. The real daemon, the real CLI, the Debian sqlite3 CLI. Its exit codes and refusals
+// are cli/backup_test.cc's.
 #include <sys/stat.h>
 
 #include <atomic>
@@ -84,34 +84,4 @@ TEST_CASE("backup beside a daemon under load: a whole copy with every acknowledg
     INFO(id);
     CHECK(in_copy.count(id) == 1);
   }
-}
-
-TEST_CASE("backup refuses an existing file, PostgreSQL and a directory it cannot write") {
-  TempDir dir;
-  Daemon d(dir, kRawEndpointConfig);
-  const std::string base = dir.path().string();
-
-  SECTION("the file exists: never overwritten") {
-    WriteFile(base + "/taken.db", "keep me");
-    CliResult r = d.Cli({"backup", base + "/taken.db"});
-    CHECK(r.exit_code == 1);
-    CHECK(r.err.find("exists; a backup never overwrites") != std::string::npos);
-    CHECK(ReadFile(base + "/taken.db") == "keep me");
-  }
-  SECTION("PostgreSQL: pointed to pg_dump, no connection tried") {
-    std::string config = ReadFile(d.config_path());
-    config.replace(config.find(d.db()), d.db().size(), "postgresql://hookbox@127.0.0.1:1/hookbox");
-    WriteFile(base + "/pg.yaml", config);
-    CliResult r = RunHookbox({"backup", base + "/pg.db", "-c", base + "/pg.yaml"}, base);
-    CHECK(r.exit_code == 1);
-    CHECK(r.err.find("for PostgreSQL use pg_dump") != std::string::npos);
-    CHECK_FALSE(std::filesystem::exists(base + "/pg.db"));
-  }
-  SECTION("a directory that does not exist: exit 2, nothing left") {
-    CliResult r = d.Cli({"backup", base + "/no/such/dir/b.db"});
-    CHECK(r.exit_code == 2);
-    CHECK(r.err.find("cannot create") != std::string::npos);
-    CHECK_FALSE(std::filesystem::exists(base + "/no"));
-  }
-  SECTION("no FILE: usage") { CHECK(d.Cli({"backup"}).exit_code == 1); }
 }
