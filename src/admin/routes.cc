@@ -89,7 +89,7 @@ Answer RouteTable::Dispatch(const Delivery& d) const {
   if (NeedsToken(row.auth) && !guards_.Authorized(d)) return Unauthorized(row.auth, d);
   if (taker == rows.end()) return NotAllowed(rows);
   if (row.auth == Auth::kConsoleForm) {
-    if (auto refused = guards_.RefusedPost(d, ParseUrlEncoded(d.body))) {
+    if (auto refused = guards_.RefusedPost(d, ParseUrlEncoded(d.body), row.form)) {
       return console::RefusedPage(*refused);
     }
   }
@@ -103,7 +103,14 @@ std::vector<Route> AdminRoutes(std::function<std::string()> ready_problem,
   auto page = [&console](Answer (console::Console::*handler)(const Delivery&)) {
     return [&console, handler](const Delivery& d) { return (console.*handler)(d); };
   };
+  auto event = [&console](bool retry) {
+    return [&console, retry](const Delivery& d) { return console.EventAction(d, retry); };
+  };
+  auto handler = [&console](bool pause) {
+    return [&console, pause](const Delivery& d) { return console.HandlerAction(d, pause); };
+  };
   using console::Console;
+  using console::FormToken;
   return {
       // The probes and the metrics take every method, as they always have.
       {"/healthz", {}, Auth::kOpen, Healthy},
@@ -124,11 +131,11 @@ std::vector<Route> AdminRoutes(std::function<std::string()> ready_problem,
       {"/dead", get, Auth::kConsole, page(&Console::DeadPage)},
       {"/handlers", get, Auth::kConsole, page(&Console::HandlersPage)},
       {"/bulk", get, Auth::kConsole, page(&Console::BulkPage)},
-      {"/bulk", post, Auth::kConsoleForm, page(&Console::BulkAction)},
-      {"/event/retry", post, Auth::kConsoleForm, page(&Console::EventAction)},
-      {"/event/clear", post, Auth::kConsoleForm, page(&Console::EventAction)},
-      {"/handler/pause", post, Auth::kConsoleForm, page(&Console::HandlerAction)},
-      {"/handler/resume", post, Auth::kConsoleForm, page(&Console::HandlerAction)},
+      {"/bulk", post, Auth::kConsoleForm, page(&Console::BulkAction), FormToken::kBulk},
+      {"/event/retry", post, Auth::kConsoleForm, event(true), FormToken::kEvent},
+      {"/event/clear", post, Auth::kConsoleForm, event(false), FormToken::kEvent},
+      {"/handler/pause", post, Auth::kConsoleForm, handler(true), FormToken::kHandler},
+      {"/handler/resume", post, Auth::kConsoleForm, handler(false), FormToken::kHandler},
   };
 }
 

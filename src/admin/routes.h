@@ -40,6 +40,7 @@ struct Route {
   std::vector<std::string> methods;  // empty: every method, and the handler decides
   Auth auth = Auth::kConsole;
   std::function<Answer(const Delivery&)> answer;
+  console::FormToken form = console::FormToken::kNone;  // kConsoleForm: its CSRF token's kind
 };
 
 // Thread-safe: the table does not change after construction, and the guards and handlers are

@@ -345,7 +345,7 @@ Answer Console::Login(const Delivery& d) {
   }
   if (d.method != "POST") return NotAllowedPage("GET, HEAD, POST");
   const FormFields form = ParseUrlEncoded(d.body);
-  if (auto refused = guards_.RefusedPost(d, form)) return RefusedPage(*refused);
+  if (auto refused = guards_.RefusedPost(d, form, FormToken::kNone)) return RefusedPage(*refused);
   if (!guards_.IsToken(FormText(form, "token"))) {
     return Html(401, "login.html", {{"title", "Sign in"}, {"failed", true}});
   }
@@ -495,11 +495,10 @@ Answer Console::DeadPage(const Delivery& d) {
 // Retry or Clear: the first POST answers a confirmation page that says what will happen;
 // its button posts again with confirm=yes, which acts. The route table has checked the form's
 // Origin and CSRF token (guards.h) before this runs, as for every action.
-Answer Console::EventAction(const Delivery& d) {
+Answer Console::EventAction(const Delivery& d, bool retry) {
   const FormFields form = ParseUrlEncoded(d.body);
   const std::string endpoint = FormText(form, "endpoint");
   const std::string id = FormText(form, "id");
-  const bool retry = d.path == "/event/retry";
   if (FormText(form, "confirm") != "yes") {
     return Html(
         200, "confirm.html",
@@ -586,11 +585,10 @@ Answer Console::HandlersPage(const Delivery& d) {
 
 // Pause or Resume: the first POST answers a confirmation; its button posts again with
 // confirm=yes, which acts (Inbox::SetPaused, as `hookbox handler pause` does).
-Answer Console::HandlerAction(const Delivery& d) {
+Answer Console::HandlerAction(const Delivery& d, bool pause) {
   const FormFields form = ParseUrlEncoded(d.body);
   const std::string endpoint = FormText(form, "endpoint");
   const std::string handler = FormText(form, "id");
-  const bool pause = d.path == "/handler/pause";
   const bool known = std::any_of(options_.handlers.begin(), options_.handlers.end(),
                                  [&](const ConsoleOptions::PoolHandler& h) {
                                    return h.endpoint == endpoint && h.handler == handler;

@@ -67,9 +67,9 @@ class Console {
   Answer HandlersPage(const Delivery& d);  // /handlers
   Answer BulkPage(const Delivery& d);      // /bulk
   // POST actions; each reads its form.
-  Answer EventAction(const Delivery& d);    // /event/retry, /event/clear
-  Answer HandlerAction(const Delivery& d);  // /handler/pause, /handler/resume
-  Answer BulkAction(const Delivery& d);     // /bulk
+  Answer EventAction(const Delivery& d, bool retry);    // /event/retry, /event/clear
+  Answer HandlerAction(const Delivery& d, bool pause);  // /handler/pause, /handler/resume
+  Answer BulkAction(const Delivery& d);                 // /bulk
 
  private:
   StatusOr<std::vector<InboxRow>> Rows(const ListFilter& f);

@@ -143,7 +143,8 @@ bool Guards::Authorized(const Delivery& d) const {
 
 // A POST from another site: an Origin (or Sec-Fetch-Site) that is not this listener's, or,
 // for the actions, a missing or wrong CSRF token. nullopt when the request may go on.
-std::optional<std::string> Guards::RefusedPost(const Delivery& d, const FormFields& form) const {
+std::optional<std::string> Guards::RefusedPost(const Delivery& d, const FormFields& form,
+                                               FormToken token) const {
   const std::string host(HeaderValue(d.headers, "Host").value_or(""));
   if (auto origin = HeaderValue(d.headers, "Origin")) {
     if (!EqualsIgnoringAsciiCase(*origin, "http://" + host) &&
@@ -155,11 +156,10 @@ std::optional<std::string> Guards::RefusedPost(const Delivery& d, const FormFiel
       site && *site != "same-origin" && *site != "none") {
     return "This request came from another site.";
   }
-  if (d.path == "/login") return std::nullopt;
-  // A handler's forms carry its name as `id`; their tokens are bound apart from an
-  // event's of the same name (HandlerToken). The bulk form's is tied to no event.
-  const std::string expected = d.path == "/bulk" ? BulkCsrfToken()
-                               : d.path.starts_with("/handler/")
+  if (token == FormToken::kNone) return std::nullopt;
+  // A handler's forms carry its name as `id`, as an event's carry the event's id.
+  const std::string expected = token == FormToken::kBulk ? BulkCsrfToken()
+                               : token == FormToken::kHandler
                                    ? HandlerToken(FormText(form, "endpoint"), FormText(form, "id"))
                                    : CsrfToken(FormText(form, "endpoint"), FormText(form, "id"));
   if (!ConstantTimeEqual(FormText(form, "csrf"), expected)) {

@@ -27,6 +27,14 @@
 
 namespace hookbox::console {
 
+// What a form's CSRF token is tied to: the route table names it per row (admin/routes.h).
+enum class FormToken {
+  kNone,     // none: the login's form, which has no session to forge a request in
+  kEvent,    // the event the form acts on (its endpoint and id)
+  kHandler,  // the handler it acts on, bound apart from an event's token of the same name
+  kBulk,     // the bulk form's, tied to no event
+};
+
 class Guards {
  public:
   // `hosts`: admin_hosts; `token`: admin_token's value ("" = none); `csrf_key`: random
@@ -50,10 +58,10 @@ class Guards {
   // True when no token is set, or d carries it (Bearer) or the login cookie.
   bool Authorized(const Delivery& d) const;
 
-  // Why a POST is refused: an Origin (or Sec-Fetch-Site) that is not this listener's, or,
-  // except on /login, a missing or wrong CSRF token for the form's path (/bulk: the bulk
-  // token; /handler/…: the handler's; else the event's). nullopt when it may go on.
-  std::optional<std::string> RefusedPost(const Delivery& d, const FormFields& form) const;
+  // Why a POST is refused: an Origin (or Sec-Fetch-Site) that is not this listener's, or a
+  // missing or wrong CSRF token of the kind its route names. nullopt when it may go on.
+  std::optional<std::string> RefusedPost(const Delivery& d, const FormFields& form,
+                                         FormToken token) const;
 
   // The tokens the pages put in their forms.
   std::string CsrfToken(const std::string& endpoint, const std::string& id) const;

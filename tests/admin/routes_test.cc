@@ -127,6 +127,22 @@ TEST_CASE("admin routes: the table has exactly these paths, methods and guards")
     CHECK(allow.at(r.path) == r.allow);
     CHECK(auth.at(r.path) == r.auth);
   }
+  // Each form row names the kind of CSRF token its form carries; no other row has one.
+  const std::map<std::string, console::FormToken> tokens = {
+      {"/bulk", console::FormToken::kBulk},
+      {"/event/retry", console::FormToken::kEvent},
+      {"/event/clear", console::FormToken::kEvent},
+      {"/handler/pause", console::FormToken::kHandler},
+      {"/handler/resume", console::FormToken::kHandler}};
+  for (const admin::Route& r : admin.table.routes()) {
+    INFO(r.path + " " + (r.methods.empty() ? std::string("*") : r.methods.front()));
+    if (r.auth == Auth::kConsoleForm) {
+      REQUIRE(tokens.contains(r.path));
+      CHECK(r.form == tokens.at(r.path));
+    } else {
+      CHECK(r.form == console::FormToken::kNone);
+    }
+  }
 }
 
 TEST_CASE("admin routes: an unknown path is 404 in JSON, and 403 to a foreign Host") {
