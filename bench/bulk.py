@@ -39,7 +39,7 @@ import tempfile
 import threading
 import time
 
-from harness.host import free_port, wait_port
+from harness.servers import HookboxServe, remove_sqlite
 
 SECRET = "bench-bulk-secret"
 
@@ -189,44 +189,35 @@ def main():
     ap.add_argument("--out", default="", help="work directory (default: a temporary one)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     args = ap.parse_args()
-    binary = os.path.abspath(args.hookbox)
     work = args.out or tempfile.mkdtemp(prefix="hookbox-bench-bulk-")
     os.makedirs(work, exist_ok=True)
-    db = os.path.join(work, "inbox.db")
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(db + suffix):
-            os.remove(db + suffix)
-    port = free_port()
-    config = os.path.join(work, "config.yaml")
-    with open(config, "w") as f:
-        f.write(CONFIG.format(port=port, db=db, secret=SECRET))
+    db = os.path.join(os.path.abspath(work), "inbox.db")  # serve runs in work, the verbs here
+    remove_sqlite(db)
+    hb = HookboxServe(work, args.hookbox, CONFIG, db=db, secret=SECRET)
+    hb.write_config()
 
-    subprocess.run([binary, "migrate", "-c", config], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(hb.command("migrate"), check=True, stdout=subprocess.DEVNULL)
     t = time.time()
     subprocess.run(["sqlite3", db], input=FILL_SQL.format(jobs=args.jobs), text=True, check=True,
                    stdout=subprocess.DEVNULL)
     log("filled %d dead jobs in %.1f s" % (args.jobs, time.time() - t))
 
-    daemon_log = open(os.path.join(work, "hookbox.log"), "w")
-    daemon = subprocess.Popen([binary, "serve", "-c", config], stdout=daemon_log,
-                              stderr=subprocess.STDOUT)
+    hb.start()
     try:
-        wait_port(port, daemon)
-        load = Load(port, args.clients, args.accept_rate)
+        load = Load(hb.port, args.clients, args.accept_rate)
         load.start()
         time.sleep(1)  # warm-up, not measured
         b0 = time.time()
         time.sleep(args.baseline)
         b1 = r0 = time.time()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        retry = subprocess.run([binary, "inbox", "retry", "--dead", "--yes", "--json", "-c",
-                                config], capture_output=True, text=True)
+        retry = subprocess.run(hb.command("inbox", "retry", "--dead", "--yes", "--json"),
+                               capture_output=True, text=True)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         r1 = time.time()
         load.finish()
     finally:
-        daemon.terminate()
-        daemon.wait(timeout=30)
+        hb.stop()
     if retry.returncode != 0:
         raise SystemExit("inbox retry failed (%d): %s" % (retry.returncode, retry.stderr))
     result = json.loads(retry.stdout)
