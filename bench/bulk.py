@@ -25,8 +25,6 @@ the kernel) and how long each of its write transactions held the lock (its "bulk
 line). Standard library only.
 """
 import argparse
-import hashlib
-import hmac
 import http.client
 import json
 import os
@@ -40,6 +38,7 @@ import threading
 import time
 
 from harness.servers import HookboxServe, remove_sqlite
+from harness.signing import post_push, signature
 
 SECRET = "bench-bulk-secret"
 
@@ -112,14 +111,9 @@ class Load:
     def send(self, conn):
         delivery = self.next_id()
         body = json.dumps({"ref": "refs/heads/main", "id": delivery, "pad": "x" * 1500}).encode()
-        sig = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-        headers = {"Content-Type": "application/json", "X-GitHub-Event": "push",
-                   "X-GitHub-Delivery": delivery, "X-Hub-Signature-256": sig}
+        sig = signature(SECRET, body)
         try:
-            conn.request("POST", "/hooks/github", body, headers)
-            r = conn.getresponse()
-            r.read()
-            return conn, r.status == 200
+            return conn, post_push(conn, delivery, sig, body) == 200
         except (OSError, http.client.HTTPException):
             conn.close()
             return http.client.HTTPConnection("127.0.0.1", self.port, timeout=10), False
