@@ -37,6 +37,7 @@ import tempfile
 import threading
 import time
 
+from harness.report import percentile
 from harness.servers import HookboxServe, remove_sqlite
 from harness.signing import post_push, signature
 
@@ -165,10 +166,9 @@ def summary(samples, start, end):
     lat = sorted(s[1] * 1000 for s in samples if start <= s[0] <= end)
     errors = sum(1 for s in samples if start <= s[0] <= end and not s[2])
     n = len(lat)
-    pick = lambda q: lat[min(n - 1, int(n * q))] if n else 0.0
     secs = max(end - start, 1e-9)
-    return {"requests": n, "rps": n / secs, "p50_ms": pick(0.5), "p99_ms": pick(0.99),
-            "max_ms": lat[-1] if n else 0.0, "errors": errors}
+    return {"requests": n, "rps": n / secs, "p50_ms": percentile(lat, 0.5),
+            "p99_ms": percentile(lat, 0.99), "max_ms": lat[-1] if n else 0.0, "errors": errors}
 
 
 def main():
@@ -225,9 +225,9 @@ def main():
             continue
         if isinstance(j, dict) and j.get("msg") == "bulk writes":
             writes = j
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     out = {"jobs": args.jobs, "rearmed": result["rearmed"], "retry_seconds": r1 - r0,
-           "retry_cpu_seconds": (after.ru_utime - before.ru_utime)
-                                + (after.ru_stime - before.ru_stime),
+           "retry_cpu_seconds": cpu,
            "transactions": writes.get("transactions"),
            "longest_hold_ms": writes.get("longest_hold_ms"),
            "mean_hold_ms": (writes["held_ms"] / writes["transactions"]
