@@ -16,24 +16,31 @@ delivery is a new event (~2 KB GitHub push, signed), so each is a real insert.
 Only the Python standard library and valgrind (Debian's `valgrind`).
 """
 import argparse
-import hashlib
-import hmac
 import http.client
 import json
 import os
 import random
 import re
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 import uuid
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gen_deliveries import push_event  # noqa: E402
-from harness.host import free_port, wait_port  # noqa: E402
-from harness.servers import HOOKBOX_CONFIG, SECRET  # noqa: E402
+from gen_deliveries import push_event
+from harness.servers import SECRET, Hookbox
+from harness.signing import post_push, signature
+
+
+class CallgrindHookbox(Hookbox):
+    """The accept-only row's hookbox (`workers: 0`, 2 threads) under callgrind."""
+    written_for = " (accept_cost.py)"
+    start_timeout = stop_timeout = 120  # valgrind starts slowly
+
+    def __init__(self, workdir, binary, durability):
+        super().__init__(workdir, binary, durability, 0, 2)
+        self.out = os.path.join(self.workdir, "callgrind.out")
+
+    def argv(self):
+        return ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + self.out] + super().argv()
 
 
 def deliveries(n, seed):
@@ -41,51 +48,30 @@ def deliveries(n, seed):
     out = []
     for i in range(n):
         body = json.dumps(push_event(rng, i), separators=(",", ":")).encode()
-        sig = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-        out.append((str(uuid.UUID(int=rng.getrandbits(128))), sig, body))
+        out.append((str(uuid.UUID(int=rng.getrandbits(128))), signature(SECRET, body), body))
     return out
 
 
 def run_once(binary, durability, sends, workdir):
     """Total instructions of one daemon lifetime that accepted `sends` deliveries."""
-    port = free_port()
-    db = os.path.join(workdir, "inbox.db")
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(db + suffix):
-            os.remove(db + suffix)
-    events = os.path.join(workdir, "events")
-    os.makedirs(events, exist_ok=True)
-    config = os.path.join(workdir, "config.yaml")
-    with open(config, "w") as f:
-        f.write(HOOKBOX_CONFIG.format(
-            written_for=" (accept_cost.py)", port=port, db=db, durability=durability,
-            threads=2, top_level="workers: 0\n", secret=SECRET,
-            handler='{file: {dir: "%s"}}' % events))
-    out = os.path.join(workdir, "callgrind.out")
-    proc = subprocess.Popen(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out,
-                             binary, "serve", "--config", config],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    hb = CallgrindHookbox(workdir, binary, durability)
+    hb.fresh()
+    hb.start()
     try:
-        wait_port(port, proc, timeout=120)  # valgrind starts slowly
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        conn = http.client.HTTPConnection("127.0.0.1", hb.port, timeout=60)
         for delivery_id, sig, body in sends:
-            conn.request("POST", "/hooks/github", body=body, headers={
-                "Content-Type": "application/json", "X-GitHub-Event": "push",
-                "X-GitHub-Delivery": delivery_id, "X-Hub-Signature-256": sig})
-            answer = conn.getresponse()
-            answer.read()
-            if answer.status != 200:
-                raise SystemExit("delivery answered %d" % answer.status)
+            status = post_push(conn, delivery_id, sig, body)
+            if status != 200:
+                raise SystemExit("delivery answered %d" % status)
         conn.close()
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=120)
-    with open(out) as f:
+        hb.stop()
+    with open(hb.out) as f:
         for line in f:
             m = re.match(r"(?:summary|totals): (\d+)", line)
             if m:
                 return int(m.group(1))
-    raise SystemExit("no totals in " + out)
+    raise SystemExit("no totals in " + hb.out)
 
 
 def main():

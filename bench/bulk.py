@@ -25,8 +25,6 @@ the kernel) and how long each of its write transactions held the lock (its "bulk
 line). Standard library only.
 """
 import argparse
-import hashlib
-import hmac
 import http.client
 import json
 import os
@@ -39,7 +37,9 @@ import tempfile
 import threading
 import time
 
-from harness.host import free_port, wait_port
+from harness.report import percentile
+from harness.servers import HookboxServe, remove_sqlite
+from harness.signing import post_push, signature
 
 SECRET = "bench-bulk-secret"
 
@@ -112,14 +112,9 @@ class Load:
     def send(self, conn):
         delivery = self.next_id()
         body = json.dumps({"ref": "refs/heads/main", "id": delivery, "pad": "x" * 1500}).encode()
-        sig = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-        headers = {"Content-Type": "application/json", "X-GitHub-Event": "push",
-                   "X-GitHub-Delivery": delivery, "X-Hub-Signature-256": sig}
+        sig = signature(SECRET, body)
         try:
-            conn.request("POST", "/hooks/github", body, headers)
-            r = conn.getresponse()
-            r.read()
-            return conn, r.status == 200
+            return conn, post_push(conn, delivery, sig, body) == 200
         except (OSError, http.client.HTTPException):
             conn.close()
             return http.client.HTTPConnection("127.0.0.1", self.port, timeout=10), False
@@ -171,10 +166,9 @@ def summary(samples, start, end):
     lat = sorted(s[1] * 1000 for s in samples if start <= s[0] <= end)
     errors = sum(1 for s in samples if start <= s[0] <= end and not s[2])
     n = len(lat)
-    pick = lambda q: lat[min(n - 1, int(n * q))] if n else 0.0
     secs = max(end - start, 1e-9)
-    return {"requests": n, "rps": n / secs, "p50_ms": pick(0.5), "p99_ms": pick(0.99),
-            "max_ms": lat[-1] if n else 0.0, "errors": errors}
+    return {"requests": n, "rps": n / secs, "p50_ms": percentile(lat, 0.5),
+            "p99_ms": percentile(lat, 0.99), "max_ms": lat[-1] if n else 0.0, "errors": errors}
 
 
 def main():
@@ -189,44 +183,35 @@ def main():
     ap.add_argument("--out", default="", help="work directory (default: a temporary one)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     args = ap.parse_args()
-    binary = os.path.abspath(args.hookbox)
     work = args.out or tempfile.mkdtemp(prefix="hookbox-bench-bulk-")
     os.makedirs(work, exist_ok=True)
-    db = os.path.join(work, "inbox.db")
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(db + suffix):
-            os.remove(db + suffix)
-    port = free_port()
-    config = os.path.join(work, "config.yaml")
-    with open(config, "w") as f:
-        f.write(CONFIG.format(port=port, db=db, secret=SECRET))
+    db = os.path.join(os.path.abspath(work), "inbox.db")  # serve runs in work, the verbs here
+    remove_sqlite(db)
+    hb = HookboxServe(work, args.hookbox, CONFIG, db=db, secret=SECRET)
+    hb.write_config()
 
-    subprocess.run([binary, "migrate", "-c", config], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(hb.command("migrate"), check=True, stdout=subprocess.DEVNULL)
     t = time.time()
     subprocess.run(["sqlite3", db], input=FILL_SQL.format(jobs=args.jobs), text=True, check=True,
                    stdout=subprocess.DEVNULL)
     log("filled %d dead jobs in %.1f s" % (args.jobs, time.time() - t))
 
-    daemon_log = open(os.path.join(work, "hookbox.log"), "w")
-    daemon = subprocess.Popen([binary, "serve", "-c", config], stdout=daemon_log,
-                              stderr=subprocess.STDOUT)
+    hb.start()
     try:
-        wait_port(port, daemon)
-        load = Load(port, args.clients, args.accept_rate)
+        load = Load(hb.port, args.clients, args.accept_rate)
         load.start()
         time.sleep(1)  # warm-up, not measured
         b0 = time.time()
         time.sleep(args.baseline)
         b1 = r0 = time.time()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        retry = subprocess.run([binary, "inbox", "retry", "--dead", "--yes", "--json", "-c",
-                                config], capture_output=True, text=True)
+        retry = subprocess.run(hb.command("inbox", "retry", "--dead", "--yes", "--json"),
+                               capture_output=True, text=True)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         r1 = time.time()
         load.finish()
     finally:
-        daemon.terminate()
-        daemon.wait(timeout=30)
+        hb.stop()
     if retry.returncode != 0:
         raise SystemExit("inbox retry failed (%d): %s" % (retry.returncode, retry.stderr))
     result = json.loads(retry.stdout)
@@ -240,9 +225,9 @@ def main():
             continue
         if isinstance(j, dict) and j.get("msg") == "bulk writes":
             writes = j
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     out = {"jobs": args.jobs, "rearmed": result["rearmed"], "retry_seconds": r1 - r0,
-           "retry_cpu_seconds": (after.ru_utime - before.ru_utime)
-                                + (after.ru_stime - before.ru_stime),
+           "retry_cpu_seconds": cpu,
            "transactions": writes.get("transactions"),
            "longest_hold_ms": writes.get("longest_hold_ms"),
            "mean_hold_ms": (writes["held_ms"] / writes["transactions"]

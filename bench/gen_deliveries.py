@@ -12,11 +12,11 @@ bench/deliveries.lua reads this file; every server of a run is sent the same lin
 Only the Python standard library: it runs on a fresh Debian 12.
 """
 import argparse
-import hashlib
-import hmac
 import json
 import random
 import uuid
+
+from harness.signing import signature
 
 
 def push_event(rng: random.Random, n: int) -> dict:
@@ -68,7 +68,6 @@ def main() -> None:
     args = ap.parse_args()
 
     rng = random.Random(args.seed)
-    key = args.secret.encode()
     recent = []
     distinct = sizes = 0
     with open(args.out, "w", encoding="ascii", newline="\n") as out:
@@ -77,7 +76,7 @@ def main() -> None:
                 line = rng.choice(recent)
             else:
                 body = json.dumps(push_event(rng, distinct), separators=(",", ":"))
-                sig = "sha256=" + hmac.new(key, body.encode(), hashlib.sha256).hexdigest()
+                sig = signature(args.secret, body.encode())
                 delivery = str(uuid.UUID(int=rng.getrandbits(128), version=4))
                 line = "%s\tpush\t%s\t%s\n" % (delivery, sig, body)
                 distinct += 1

@@ -13,10 +13,27 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
+
+from harness.servers import HookboxServe
+
+CONFIG = """\
+listen: 127.0.0.1:{port}
+admin_listen: ""
+database: {work}/inbox.db
+endpoints:
+  - name: b
+    path: /b
+    verify: none
+    event_id: body:/id
+    routes:
+      - events: ["*"]
+        handlers:
+          - name: limited
+            exec: {{command: [/bin/sh, "{script}"], concurrency: 32, rate: {rate}/s}}
+"""
 
 
 def main():
@@ -30,49 +47,25 @@ def main():
     script = os.path.join(work, "h.sh")
     with open(script, "w") as f:
         f.write('date +%%s.%%N >> "%s"\n' % ran)
-    config = os.path.join(work, "config.yaml")
-    with open(config, "w") as f:
-        f.write(
-            "listen: 127.0.0.1:0\nadmin_listen: \"\"\ndatabase: %s/inbox.db\n"
-            "endpoints:\n  - name: b\n    path: /b\n    verify: none\n    event_id: body:/id\n"
-            "    routes:\n      - events: [\"*\"]\n        handlers:\n"
-            "          - name: limited\n"
-            "            exec: {command: [/bin/sh, \"%s\"], concurrency: 32, rate: %d/s}\n"
-            % (work, script, args.rate))
-    log = open(os.path.join(work, "serve.log"), "w+")
+    hb = HookboxServe(work, args.hookbox, CONFIG, work=work, script=script, rate=args.rate)
+    hb.write_config()
     # Paused first, so the whole backlog is stored before the clock starts.
-    subprocess.run([args.hookbox, "migrate", "-c", config], check=True, stdout=subprocess.DEVNULL)
-    subprocess.run([args.hookbox, "handler", "pause", "b/limited", "-c", config], check=True,
+    subprocess.run(hb.command("migrate"), check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(hb.command("handler", "pause", "b/limited"), check=True,
                    stdout=subprocess.DEVNULL)
-    serve = subprocess.Popen([args.hookbox, "serve", "-c", config], stderr=log)
+    hb.start()
     try:
-        port = None
-        for _ in range(200):
-            log.seek(0)
-            for line in log:
-                try:
-                    j = json.loads(line)
-                except ValueError:
-                    continue
-                if j.get("msg") == "listening":
-                    port = int(j["listen"].rsplit(":", 1)[1])
-            if port:
-                break
-            time.sleep(0.05)
-        if not port:
-            sys.exit("hookbox did not start: see " + log.name)
         backlog = args.rate * (args.seconds + 3)
         for i in range(backlog):
-            req = urllib.request.Request("http://127.0.0.1:%d/b" % port,
+            req = urllib.request.Request(hb.url() + "/b",
                                          data=json.dumps({"id": "e%d" % i}).encode(),
                                          headers={"Content-Type": "application/json"})
             urllib.request.urlopen(req, timeout=10).read()
-        subprocess.run([args.hookbox, "handler", "resume", "b/limited", "-c", config], check=True,
+        subprocess.run(hb.command("handler", "resume", "b/limited"), check=True,
                        stdout=subprocess.DEVNULL)
         time.sleep(args.seconds + 2)
     finally:
-        serve.terminate()
-        serve.wait(timeout=30)
+        hb.stop()
     with open(ran) as f:
         times = sorted(float(line) for line in f if line.strip())
     start = times[0] + 1  # after the burst

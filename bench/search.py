@@ -41,11 +41,21 @@ import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 
+from harness.servers import HookboxServe
+
 ENDPOINTS = ["stripe", "github", "shopify", "twilio"]
 TYPES = ["invoice.paid", "invoice.created", "charge.succeeded", "customer.updated",
          "payment_intent.succeeded", "invoice.payment_failed"]
 DAYS = 30
 CUSTOMERS = 5000
+# Never served: only the inbox verbs read it (migrate, inbox list).
+CONFIG = """\
+listen: 127.0.0.1:0
+admin_listen: ""
+database: {db}
+endpoints:
+{endpoints}"""
+ENDPOINT = "  - name: {0}\n    path: /hooks/{0}\n    verify: none\n    event_id: body:/id\n"
 
 
 def fmt(t):
@@ -147,13 +157,10 @@ def main():
     db_path = os.path.join(workdir, "inbox.db")
     if os.path.exists(db_path):
         os.remove(db_path)
-    config = os.path.join(workdir, "config.yaml")
-    with open(config, "w") as f:
-        f.write("listen: 127.0.0.1:0\nadmin_listen: \"\"\ndatabase: %s\nendpoints:\n" % db_path)
-        for e in ENDPOINTS:
-            f.write("  - name: %s\n    path: /hooks/%s\n    verify: none\n    event_id: body:/id\n"
-                    % (e, e))
-    subprocess.run([args.binary, "migrate", "-c", config], check=True, capture_output=True)
+    hb = HookboxServe(workdir, args.binary, CONFIG, db=db_path,
+                      endpoints="".join(ENDPOINT.format(e) for e in ENDPOINTS))
+    hb.write_config()
+    subprocess.run(hb.command("migrate"), check=True, capture_output=True)
     fill_s, start, end = fill(db_path, args.rows, seed=25)
     size_mb = os.path.getsize(db_path) / 1e6
     print("filled %d rows (%.0f MB) in %.1f s: %s" % (args.rows, size_mb, fill_s, db_path))
@@ -171,7 +178,7 @@ def main():
     sender = form_row[0].decode().split("&")[0].split("=", 1)[1].replace("%2B", "+")
     db.close()
 
-    base = [args.binary, "inbox", "list", "-c", config, "--json"]
+    base = hb.command("inbox", "list") + ["--json"]
     window = "endpoint = 'stripe' AND received_at >= '%s' AND received_at < '%s'" % (since, until)
     # The body is a BLOB, which SQLite's JSON functions refuse; json_valid() first, as a form
     # body would make json_extract() fail the whole query.

@@ -1,13 +1,14 @@
 """The servers under test: the Server base (started, measured, stopped), the ceiling
-(bench/ceiling.cc), hookbox on SQLite, and adnanh/webhook, each with its config written
-into its own working directory."""
+(bench/ceiling.cc), hookbox (HookboxServe: any config, for the standalone benchmarks;
+Hookbox: the scenarios' one-handler config on SQLite), and adnanh/webhook, each with its
+config written into its own working directory."""
 import os
 import shutil
 import signal
 import subprocess
 import time
 
-from harness.host import cpu_seconds, free_port, memory_kb, raise_nofile, wait_port
+from harness.host import cpu_seconds, free_port, memory_kb, raise_nofile, wait_port, write_file
 
 SECRET = "bench-github-secret"
 
@@ -16,6 +17,8 @@ class Server:
     """A server under test: started, measured, stopped."""
     name = "?"
     children_cpu = False  # count the CPU of its child processes too (webhook's /bin/true)
+    start_timeout = 20  # s for it to listen once started
+    stop_timeout = 60  # s for it to exit after SIGTERM, then SIGKILL
 
     def __init__(self, workdir):
         self.workdir = workdir
@@ -42,7 +45,7 @@ class Server:
         except BaseException:
             self.stop()
             raise
-        wait_port(self.port, self.proc)
+        wait_port(self.port, self.proc, timeout=self.start_timeout)
 
     def started(self):
         """Called right after the process is started, before it listens (CpuCap.join)."""
@@ -51,7 +54,7 @@ class Server:
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(timeout=60)
+                self.proc.wait(timeout=self.stop_timeout)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
@@ -112,17 +115,56 @@ limits: {{max_body: 1MiB, read_timeout: 10s, threads: {threads}}}
 """
 
 
-class Hookbox(Server):
-    def __init__(self, workdir, binary, durability, workers, threads, db=None):
-        super().__init__(workdir)
-        self.binary, self.durability, self.workers, self.threads = (
-            binary, durability, workers, threads)
-        self.db = db or os.path.join(workdir, "inbox.db")
-        what = "accept only, workers: 0" if workers == 0 else "file handler, workers: %d" % workers
-        self.name = "hookbox %s (%s)" % (durability, what)
+class HookboxServe(Server):
+    """hookbox with its config written into its working directory: config_text() (here the
+    caller's template, formatted with the listener's free {port} and the given fields), the
+    command line of any verb with that config (command(): migrate, handler pause, inbox
+    retry...) and `hookbox serve` started, measured and stopped as any Server. The
+    standalone benchmarks (bench/rate.py, bench/search.py, bench/bulk.py) give their own
+    template; Hookbox below is the scenarios' config."""
+    name = "hookbox"
+
+    def __init__(self, workdir, binary, template=None, **fields):
+        super().__init__(os.path.abspath(workdir))
+        self.binary = os.path.abspath(binary)
+        self.template, self.fields = template, fields
 
     def config_path(self):
         return os.path.join(self.workdir, "config.yaml")
+
+    def config_text(self):
+        return self.template.format(port=self.port, **self.fields)
+
+    def write_config(self):
+        """Picks the listener's port (once) and writes the config; its path. start() writes
+        it too: this is for the verbs run before serve."""
+        os.makedirs(self.workdir, exist_ok=True)
+        self.port = self.port or free_port()
+        write_file(self.config_path(), self.config_text())
+        return self.config_path()
+
+    def prepare(self):
+        super().prepare()
+        self.write_config()
+
+    def command(self, *verb):
+        """`hookbox VERB... -c CONFIG`, to run."""
+        return [self.binary, *verb, "-c", self.config_path()]
+
+    def argv(self):
+        return self.command("serve")
+
+
+class Hookbox(HookboxServe):
+    """hookbox on SQLite (or on the PostgreSQL URL given as db) with HOOKBOX_CONFIG: the
+    scenarios' config, one route with one handler."""
+
+    def __init__(self, workdir, binary, durability, workers, threads, db=None):
+        super().__init__(workdir, binary)
+        self.durability, self.workers, self.threads = durability, workers, threads
+        self.db = db or os.path.join(self.workdir, "inbox.db")
+        what = "accept only, workers: 0" if workers == 0 else "file handler, workers: %d" % workers
+        self.name = "hookbox %s (%s)" % (durability, what)
 
     written_for = ""  # after "Written by bench/run.py" in the config's first line
 
@@ -137,15 +179,6 @@ class Hookbox(Server):
                                      durability=self.durability, threads=self.threads,
                                      top_level=self.top_level(), secret=SECRET,
                                      handler=self.handler_yaml())
-
-    def prepare(self):
-        super().prepare()
-        self.port = self.port or free_port()
-        with open(self.config_path(), "w") as f:
-            f.write(self.config_text())
-
-    def argv(self):
-        return [self.binary, "serve", "-c", self.config_path()]
 
     def fresh(self):
         """Removes the database and handler output of an earlier run."""
