@@ -2,8 +2,8 @@
 """Benchmark of a bulk retry under load: `hookbox inbox retry --dead --yes` over
 N dead jobs (100,000 by default) in a SQLite inbox, run from a second process beside the
 running daemon while signed deliveries keep arriving. It reports the retry's seconds and the
-accepts' latency (p50/p99/max, measured by the clients, and the daemon's own accept latency
-from its delivery log lines) during the retry, against a window of the same load without it.
+accepts' latency (p50/p99/max, measured by the clients) during the retry, against a window of
+the same load without it.
 
   build/hookbox must exist (cmake --build build --target hookbox).
   python3 bench/bulk.py                 # 100,000 dead jobs: the lead runs it alone
