@@ -26,6 +26,7 @@ constexpr const char* kSecret = "gh-secret-for-listener-tests";
 
 const std::string kConfig = R"(
 listen: 127.0.0.1:0
+admin_listen: ""
 database: {DB}
 workers: 0
 limits: {max_body: 4KiB, read_timeout: 2s, threads: 4}

@@ -31,6 +31,7 @@ namespace {
 // One endpoint at /hooks/e whose exec handler appends the event id to {DIR}/ran.
 constexpr const char* kConfig = R"(
 listen: 127.0.0.1:0
+admin_listen: ""
 database: "{DB}"
 endpoints:
   - name: e
