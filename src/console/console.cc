@@ -63,6 +63,11 @@ Answer Message(int status, const std::string& heading, const std::string& messag
               {{"title", heading}, {"heading", heading}, {"message", message}});
 }
 
+// A filter (the list's, or a bulk form's) that cannot be used, the same page for each.
+Answer BadFilter(const Status& s) {
+  return Message(HttpStatusFor(s), "This filter cannot be used", s.ToString());
+}
+
 Answer Redirect(const std::string& location) {
   Answer a{303, "", SecurityHeaders("text/plain; charset=utf-8")};
   a.headers.emplace("Location", location);
@@ -359,10 +364,7 @@ Answer Console::ListPage(const Delivery& d) {
   std::vector<std::string> where_lines;
   const std::vector<FilterOption> options = FilterOptions(query, &where_lines);
   auto filter = ParseFilter(options, std::chrono::system_clock::now());
-  if (!filter.ok()) {
-    return Message(HttpStatusFor(filter.status()), "This filter cannot be used",
-                   filter.status().ToString());
-  }
+  if (!filter.ok()) return BadFilter(filter.status());
   ListFilter f;
   f.filter = *std::move(filter);
   f.event_id = FormText(query, "id");
@@ -659,11 +661,7 @@ Answer Console::BulkPage(const Delivery& d) {
   }
   if (FormValue(query, "verb")) {
     auto q = ParseBulkQuery(query);
-    // The list's 400 page (ListPage), word for word.
-    if (!q.ok()) {
-      return Message(HttpStatusFor(q.status()), "This filter cannot be used",
-                     q.status().ToString());
-    }
+    if (!q.ok()) return BadFilter(q.status());
     const bool replay = q->request.verb == BulkVerb::kReplay;
     if (replay && q->request.filter.handler.empty()) {
       view["error"] = "A replay runs one handler again: name it.";
@@ -683,9 +681,7 @@ Answer Console::BulkPage(const Delivery& d) {
 Answer Console::BulkAction(const Delivery& d) {
   const FormFields form = ParseUrlEncoded(d.body);
   auto q = ParseBulkQuery(form);
-  if (!q.ok()) {
-    return Message(HttpStatusFor(q.status()), "This filter cannot be used", q.status().ToString());
-  }
+  if (!q.ok()) return BadFilter(q.status());
   if (q->request.verb == BulkVerb::kReplay && q->request.filter.handler.empty()) {
     return Message(400, "Which handler?", "A replay runs one handler again: name it.");
   }
