@@ -62,7 +62,7 @@ Handler* HandlerSet::Find(const std::string& endpoint, const std::string& handle
 YamlField ConcurrencyField(YamlReader& reader, int* concurrency) {
   return {"concurrency", [&reader, concurrency](const YAML::Node& node, const std::string& where) {
             Set(*concurrency, reader.Int(node, where, 1, Handler::kMaxConcurrency,
-                                         "expected a whole number of attempts at once, 1 to " +
+                                         "a whole number of attempts at once, 1 to " +
                                              std::to_string(Handler::kMaxConcurrency)));
           }};
 }

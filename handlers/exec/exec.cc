@@ -233,6 +233,8 @@ bool IsExecutableFile(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
 }
 
+bool IsAbsolutePath(std::string_view path) { return !path.empty() && path[0] == '/'; }
+
 bool IsEnvName(std::string_view name) {
   if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
@@ -264,20 +266,18 @@ void SpecReader::Read(const YAML::Node& config, ExecSpec& spec) {
 }
 
 void SpecReader::ReadCommand(const YAML::Node& node, const std::string& at, ExecSpec& spec) {
-  if (!node.IsSequence() || node.size() == 0) {
-    return Error(at, "expected a non-empty list: the program, then its arguments");
-  }
-  for (size_t i = 0; i < node.size(); ++i) {
-    const std::string item_at = Item(at, i);
-    if (!node[i].IsScalar()) {
-      reader_.ErrorAt(node[i], item_at, "expected text");
-    } else if (node[i].Scalar().find('\0') != std::string::npos) {
-      reader_.ErrorAt(node[i], item_at, "contains a NUL byte");
-    } else {
-      spec.argv.push_back(node[i].Scalar());
-    }
-  }
-  if (spec.argv.size() != node.size()) return;
+  const bool is_list = reader_.ReadList(node, at, /*non_empty=*/true,
+                                        "a non-empty list: the program, then its arguments",
+                                        [&](auto& item, auto& item_at, size_t) {
+                                          auto text = reader_.Scalar(item, item_at, "text");
+                                          if (!text) return;
+                                          if (text->find('\0') != std::string::npos) {
+                                            reader_.ErrorAt(item, item_at, "contains a NUL byte");
+                                          } else {
+                                            spec.argv.push_back(*text);
+                                          }
+                                        });
+  if (!is_list || spec.argv.size() != node.size()) return;
   if (!host_checks_) return;
   if (auto program = Resolve(node[0], spec.argv[0], Item(at, 0))) spec.program = *program;
 }
@@ -314,21 +314,22 @@ std::optional<std::string> SpecReader::Resolve(const YAML::Node& item, const std
 }
 
 void SpecReader::ReadExitCodes(const YAML::Node& node, const std::string& at, ExecSpec& spec) {
-  if (!node.IsSequence()) return Error(at, "expected a list of exit codes (1-255)");
   spec.permanent_exit_codes.clear();
-  reader_.ReadList(node, at, false, [&](auto& item, auto& item_at, size_t) {
-    if (auto code = reader_.Int(item, item_at, 1, 255, "expected an exit code from 1 to 255")) {
-      spec.permanent_exit_codes.push_back(*code);
-    }
-  });
+  reader_.ReadList(
+      node, at, /*non_empty=*/false, "a list of exit codes (1-255)",
+      [&](auto& item, auto& item_at, size_t) {
+        if (auto code = reader_.Int(item, item_at, 1, 255, "an exit code from 1 to 255")) {
+          spec.permanent_exit_codes.push_back(*code);
+        }
+      });
 }
 
 void SpecReader::ReadWorkdir(const YAML::Node& node, const std::string& at, ExecSpec& spec) {
-  const std::string& dir = node.IsScalar() ? node.Scalar() : std::string();
+  auto text = reader_.Scalar(node, at, "an absolute path", IsAbsolutePath);
+  if (!text) return;
+  const std::string& dir = *text;
   struct stat st;
-  if (dir.empty() || dir[0] != '/') {
-    Error(at, "expected an absolute path");
-  } else if (dir.find('\0') != std::string::npos) {
+  if (dir.find('\0') != std::string::npos) {
     Error(at, "contains a NUL byte");
   } else if (host_checks_ && ::stat(dir.c_str(), &st) != 0) {
     Error(at, "\"" + dir + "\": " + std::strerror(errno));
@@ -341,23 +342,22 @@ void SpecReader::ReadWorkdir(const YAML::Node& node, const std::string& at, Exec
 
 void SpecReader::ReadEnv(const YAML::Node& node, const std::string& at,
                          std::map<std::string, std::string>& env) {
-  if (!node.IsMap()) return Error(at, "expected a mapping of NAME: value");
-  for (const auto& entry : node) {
-    const std::string name = entry.first.Scalar();
-    const std::string name_at = Key(at, name);
-    auto error = [&](const std::string& what) { reader_.ErrorAt(entry.first, name_at, what); };
-    if (!IsEnvName(name)) {
-      error("not a variable name (letters, digits, \"_\")");
-    } else if (name.starts_with("HOOKBOX_")) {
-      error("HOOKBOX_* variables are set by hookbox");
-    } else if (!entry.second.IsScalar()) {
-      error("expected text");
-    } else if (entry.second.Scalar().find('\0') != std::string::npos) {
-      error("contains a NUL byte");
-    } else {
-      env[name] = entry.second.Scalar();
-    }
-  }
+  reader_.ReadEntries(
+      node, at, "a mapping of NAME: value", [&](auto& key, auto& value, auto& name_at) {
+        const std::string name = key.Scalar();
+        auto error = [&](const std::string& what) { reader_.ErrorAt(key, name_at, what); };
+        if (!IsEnvName(name)) {
+          error("not a variable name (letters, digits, \"_\")");
+        } else if (name.starts_with("HOOKBOX_")) {
+          error("HOOKBOX_* variables are set by hookbox");
+        } else if (auto text = reader_.Scalar(value, name_at, "text")) {
+          if (text->find('\0') != std::string::npos) {
+            error("contains a NUL byte");
+          } else {
+            env[name] = *text;
+          }
+        }
+      });
 }
 
 }  // namespace

@@ -163,11 +163,10 @@ struct FileSpec final : KindSettings {
 // writable; nullopt after an error.
 std::optional<std::string> ReadDir(YamlReader& reader, const YAML::Node& node,
                                    const std::string& at, bool host_checks) {
-  if (!node.IsScalar() || node.Scalar().empty()) {
-    reader.Error(at, "expected a directory path");
-    return std::nullopt;
-  }
-  const std::string& text = node.Scalar();
+  const auto path = reader.Scalar(node, at, "a directory path",
+                                  [](std::string_view text) { return !text.empty(); });
+  if (!path) return std::nullopt;
+  const std::string& text = *path;
   if (text.find('\0') != std::string::npos) {
     reader.Error(at, "contains a NUL byte");
     return std::nullopt;

@@ -200,49 +200,49 @@ void SpecReader::Read(const YAML::Node& config, const std::string& where, HttpSp
 }
 
 void SpecReader::ReadUrl(const YAML::Node& node, const std::string& at, HttpUrl& url) {
-  if (!node.IsScalar()) return Error(at, "expected a URL");
-  auto parsed = ParseHttpUrl(node.Scalar());
+  auto text = reader_.Scalar(node, at, "a URL");
+  if (!text) return;
+  auto parsed = ParseHttpUrl(*text);
   if (!parsed.ok()) return Error(at, parsed.status().what());
   url = *parsed;
 }
 
 void SpecReader::ReadHeaders(const YAML::Node& node, const std::string& at, Headers& headers) {
-  if (!node.IsMap()) return Error(at, "expected a mapping of Name: value");
-  for (const auto& entry : node) {
-    const std::string name = entry.first.Scalar();
-    const std::string name_at = Key(at, name);
-    bool token = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
-      return std::isalnum(static_cast<unsigned char>(c)) ||
-             std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-    });
-    bool reserved =
-        std::any_of(std::begin(kReservedHeaders), std::end(kReservedHeaders),
-                    [&](const char* r) { return EqualsIgnoringAsciiCase(r, name); }) ||
-        EqualsIgnoringAsciiCase(std::string_view(name).substr(0, kOwnPrefix.size()), kOwnPrefix);
-    auto error = [&](const std::string& what) { reader_.ErrorAt(entry.first, name_at, what); };
-    if (!token) {
-      error("not a valid header name");
-    } else if (reserved) {
-      error("is set by hookbox");
-    } else if (!entry.second.IsScalar() || !IsHeaderValue(entry.second.Scalar())) {
-      // The value itself is never echoed: it is often a credential.
-      error("expected a single-line text value");
-    } else {
-      headers.emplace(name, entry.second.Scalar());
-    }
-  }
+  reader_.ReadEntries(
+      node, at, "a mapping of Name: value", [&](auto& key, auto& value, auto& name_at) {
+        const std::string name = key.Scalar();
+        bool token = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) ||
+                 std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+        });
+        bool reserved =
+            std::any_of(std::begin(kReservedHeaders), std::end(kReservedHeaders),
+                        [&](const char* r) { return EqualsIgnoringAsciiCase(r, name); }) ||
+            EqualsIgnoringAsciiCase(std::string_view(name).substr(0, kOwnPrefix.size()),
+                                    kOwnPrefix);
+        auto error = [&](const std::string& what) { reader_.ErrorAt(key, name_at, what); };
+        // No message echoes a value: it is often a credential.
+        if (!token) {
+          error("not a valid header name");
+        } else if (reserved) {
+          error("is set by hookbox");
+        } else if (auto text =
+                       reader_.Scalar(value, name_at, "a single-line text value", IsHeaderValue)) {
+          headers.emplace(name, *text);
+        }
+      });
 }
 
 // `sign: {secret: …}`: its repeated keys have always been read, not refused.
 void SpecReader::ReadSign(const YAML::Node& node, const std::string& at,
                           std::optional<Secret>& secret) {
-  if (!node.IsMap()) return Error(at, "expected {secret: {env: NAME}}");
-  reader_.ReadMappingKeepingRepeats(
-      node, at, {{"secret", [&](auto& n, auto& sw) {
-                    Set(secret, resolve_secrets_ ? reader_.SigningKey(n, sw)
-                                                 : reader_.SecretEntry(n, sw, false, ""));
-                  }}});
-  reader_.Require(node, at, {"secret"});
+  const bool is_map = reader_.ReadMappingKeepingRepeats(
+      node, at, "{secret: {env: NAME}}",
+      {{"secret", [&](auto& n, auto& sw) {
+          Set(secret,
+              resolve_secrets_ ? reader_.SigningKey(n, sw) : reader_.SecretEntry(n, sw, false, ""));
+        }}});
+  if (is_map) reader_.Require(node, at, {"secret"});
 }
 
 }  // namespace

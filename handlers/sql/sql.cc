@@ -103,47 +103,46 @@ std::string KnownParameters() {
   return names;
 }
 
+// Whether `text` holds anything but white space: a statement, perhaps.
+bool IsStatementText(std::string_view text) {
+  return !std::all_of(text.begin(), text.end(), [](char c) { return std::isspace(c & 0xff); });
+}
+
 // Reads a list of statements into `out`, reporting every problem. `with_event`: whether the
 // event's parameters are bound when they run.
 void ReadStatements(YamlReader& reader, const YAML::Node& node, const std::string& at,
                     bool with_event, std::vector<std::string>& out) {
-  if (!node.IsSequence() || (with_event && node.size() == 0)) {
-    reader.Error(at, with_event ? "expected a non-empty list of SQL statements"
-                                : "expected a list of SQL statements");
-    return;
-  }
-  for (size_t i = 0; i < node.size(); ++i) {
-    const std::string item_at = Item(at, i);
-    const std::string text = node[i].IsScalar() ? node[i].Scalar() : std::string();
-    if (std::all_of(text.begin(), text.end(), [](char c) { return std::isspace(c & 0xff); })) {
-      reader.ErrorAt(node[i], item_at, "expected an SQL statement");
-      continue;
-    }
-    const Scan scan = ScanStatement(text);
-    if (scan.unterminated) reader.ErrorAt(node[i], item_at, "a quote is never closed");
-    if (scan.more_statements) {
-      reader.ErrorAt(node[i], item_at, "holds more than one statement; give each its own item");
-    }
-    if (IsTransactionControl(scan.first_word)) {
-      reader.ErrorAt(node[i], item_at,
-                     scan.first_word +
-                         " is transaction control: the statements run inside hookbox's own "
-                         "transaction, which it begins and commits");
-    }
-    std::set<std::string> reported;
-    for (const std::string& p : scan.parameters) {
-      if (!reported.insert(p).second) continue;
-      if (!with_event) {
-        reader.ErrorAt(node[i], item_at,
-                       "parameter " + p + " in setup, which runs once at start with no event");
-      } else if (std::find(std::begin(kSqlParameters), std::end(kSqlParameters), p) ==
-                 std::end(kSqlParameters)) {
-        reader.ErrorAt(node[i], item_at,
-                       "unknown parameter " + p + " (known: " + KnownParameters() + ")");
-      }
-    }
-    out.push_back(text);
-  }
+  reader.ReadList(
+      node, at, /*non_empty=*/with_event,
+      with_event ? "a non-empty list of SQL statements" : "a list of SQL statements",
+      [&](const YAML::Node& item, const std::string& item_at, size_t) {
+        const auto text = reader.Scalar(item, item_at, "an SQL statement", IsStatementText);
+        if (!text) return;
+        const Scan scan = ScanStatement(*text);
+        if (scan.unterminated) reader.ErrorAt(item, item_at, "a quote is never closed");
+        if (scan.more_statements) {
+          reader.ErrorAt(item, item_at, "holds more than one statement; give each its own item");
+        }
+        if (IsTransactionControl(scan.first_word)) {
+          reader.ErrorAt(item, item_at,
+                         scan.first_word +
+                             " is transaction control: the statements run inside hookbox's own "
+                             "transaction, which it begins and commits");
+        }
+        std::set<std::string> reported;
+        for (const std::string& p : scan.parameters) {
+          if (!reported.insert(p).second) continue;
+          if (!with_event) {
+            reader.ErrorAt(item, item_at,
+                           "parameter " + p + " in setup, which runs once at start with no event");
+          } else if (std::find(std::begin(kSqlParameters), std::end(kSqlParameters), p) ==
+                     std::end(kSqlParameters)) {
+            reader.ErrorAt(item, item_at,
+                           "unknown parameter " + p + " (known: " + KnownParameters() + ")");
+          }
+        }
+        out.push_back(*text);
+      });
 }
 
 // What the reader read at load (a KindSettings, handlers/handler.h).

@@ -1,6 +1,7 @@
 // The table-driven YAML reader (yaml_reader.h): mappings against a table of keys, lists item
 // by item, typed scalars, each problem one line in the caller's list. What a problem says is
-// decided here, once; a Positioned reader puts FILE:LINE:COLUMN before it.
+// decided here, once (a value of the wrong shape: Expected); a Positioned reader puts
+// FILE:LINE:COLUMN before it.
 
 #include "config/yaml_reader.h"
 
@@ -47,6 +48,10 @@ void YamlReader::ErrorAt(const YAML::Node& at, const std::string& where, std::st
       (where.empty() ? std::string(what) + " (top level)" : where + ": " + std::string(what)));
 }
 
+void YamlReader::Expected(const std::string& where, std::string_view what) {
+  Error(where, "expected " + std::string(what));
+}
+
 std::string YamlReader::Position(std::string where) const {
   if (!positioned_) return "";
   for (;;) {
@@ -69,19 +74,20 @@ void YamlReader::Mark(const std::string& where, const YAML::Node& node) {
 
 bool YamlReader::ReadMapping(const YAML::Node& node, const std::string& where,
                              std::span<const YamlField> fields) {
-  return ReadFields(node, where, fields, /*refuse_repeats=*/true);
+  return ReadFields(node, where, "a mapping", fields, /*refuse_repeats=*/true);
 }
 
 bool YamlReader::ReadMappingKeepingRepeats(const YAML::Node& node, const std::string& where,
+                                           std::string_view what,
                                            std::initializer_list<YamlField> fields) {
-  return ReadFields(node, where, std::span<const YamlField>(fields.begin(), fields.size()),
+  return ReadFields(node, where, what, std::span<const YamlField>(fields.begin(), fields.size()),
                     /*refuse_repeats=*/false);
 }
 
-bool YamlReader::ReadFields(const YAML::Node& node, const std::string& where,
+bool YamlReader::ReadFields(const YAML::Node& node, const std::string& where, std::string_view what,
                             std::span<const YamlField> fields, bool refuse_repeats) {
   if (!node.IsMap()) {
-    Error(where, "expected a mapping");
+    Expected(where, what);
     return false;
   }
   std::set<std::string> seen;
@@ -107,21 +113,44 @@ bool YamlReader::ReadFields(const YAML::Node& node, const std::string& where,
   return true;
 }
 
-void YamlReader::ReadList(
+bool YamlReader::ReadEntries(
+    const YAML::Node& node, const std::string& where, std::string_view what,
+    const std::function<void(const YAML::Node&, const YAML::Node&, const std::string&)>& read) {
+  if (!node.IsMap()) {
+    Expected(where, what);
+    return false;
+  }
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    // A key that is not a scalar reads as "", as yaml-cpp's Scalar() has it.
+    const std::string key_where = Key(where, it->first.Scalar());
+    // This entry's key, not an earlier one's of the same name: a repeat is read again.
+    const YAML::Mark m = it->first.Mark();
+    if (positioned_ && !m.is_null()) marks_.insert_or_assign(key_where, m);
+    read(it->first, it->second, key_where);
+    marks_.erase(key_where);
+  }
+  return true;
+}
+
+bool YamlReader::ReadList(
     const YAML::Node& node, const std::string& where, bool non_empty,
     const std::function<void(const YAML::Node&, const std::string&, size_t)>& read) {
-  if (!node.IsSequence()) {
-    Error(where, "expected a list");
-    return;
-  }
-  if (non_empty && node.size() == 0) {
-    Error(where, "expected a non-empty list");
-    return;
+  const bool is_list = node.IsSequence();
+  return ReadList(node, where, non_empty, is_list ? "a non-empty list" : "a list", read);
+}
+
+bool YamlReader::ReadList(
+    const YAML::Node& node, const std::string& where, bool non_empty, std::string_view what,
+    const std::function<void(const YAML::Node&, const std::string&, size_t)>& read) {
+  if (!node.IsSequence() || (non_empty && node.size() == 0)) {
+    Expected(where, what);
+    return false;
   }
   for (size_t i = 0; i < node.size(); ++i) {
     Mark(Item(where, i), node[i]);
     read(node[i], Item(where, i), i);
   }
+  return true;
 }
 
 void YamlReader::Require(const YAML::Node& node, const std::string& where,
@@ -135,11 +164,19 @@ void YamlReader::Require(const YAML::Node& node, const std::string& where,
 std::optional<std::string> YamlReader::Text(const YAML::Node& node, const std::string& where) {
   if (node.IsScalar()) return node.Scalar();
   if (node.IsNull()) {
-    Error(where, "expected a value, found nothing");
+    Expected(where, "a value, found nothing");
   } else {
-    Error(where, node.IsSequence() ? "expected a single value, found a list"
-                                   : "expected a single value, found a mapping");
+    Expected(where, node.IsSequence() ? "a single value, found a list"
+                                      : "a single value, found a mapping");
   }
+  return std::nullopt;
+}
+
+std::optional<std::string> YamlReader::Scalar(const YAML::Node& node, const std::string& where,
+                                              std::string_view what,
+                                              bool (*valid)(std::string_view)) {
+  if (node.IsScalar() && (valid == nullptr || valid(node.Scalar()))) return node.Scalar();
+  Expected(where, what);
   return std::nullopt;
 }
 
@@ -192,9 +229,9 @@ std::optional<int> YamlReader::Int(const YAML::Node& node, const std::string& wh
 }
 
 std::optional<int> YamlReader::Int(const YAML::Node& node, const std::string& where, int min,
-                                   int max, std::string_view expected) {
+                                   int max, std::string_view what) {
   auto value = WholeNumber(node.IsScalar() ? node.Scalar() : std::string(), min, max);
-  if (!value) Error(where, expected);
+  if (!value) Expected(where, what);
   return value;
 }
 
@@ -222,7 +259,7 @@ std::optional<Duration> YamlReader::DurationValue(const YAML::Node& node, const 
 std::optional<Duration> YamlReader::Timeout(const YAML::Node& node, const std::string& where,
                                             std::string_view example) {
   if (!node.IsScalar()) {
-    Error(where, "expected a duration such as " + std::string(example));
+    Expected(where, "a duration such as " + std::string(example));
     return std::nullopt;
   }
   auto value = ParseDuration(node.Scalar());
@@ -252,15 +289,14 @@ using config_internal::SecretSource;
 
 constexpr Choice<SecretSource> kSecretSources[] = {
     {"env", SecretSource::kEnv}, {"file", SecretSource::kFile}, {"value", SecretSource::kValue}};
-constexpr std::string_view kSecretShape =
-    "expected one of {env: NAME}, {file: PATH} or {value: TEXT}";
+constexpr std::string_view kSecretShape = "one of {env: NAME}, {file: PATH} or {value: TEXT}";
 
 }  // namespace
 
 std::optional<Secret> YamlReader::SecretEntry(const YAML::Node& item, const std::string& where,
                                               bool resolve, std::string_view named) {
   if (!item.IsMap() || item.size() != 1 || !item.begin()->first.IsScalar()) {
-    Error(where, kSecretShape);
+    Expected(where, kSecretShape);
     return std::nullopt;
   }
   // Copies: the iterator's key/value pair is a temporary.
@@ -276,7 +312,7 @@ std::optional<Secret> YamlReader::SecretEntry(const YAML::Node& item, const std:
     return std::nullopt;
   }
   if (!arg.IsScalar() && !arg.IsNull()) {
-    Error(Key(where, kind), "expected a single value");
+    Expected(Key(where, kind), "a single value");
     return std::nullopt;
   }
   if (!resolve) return Secret{kind == "value" ? kind : kind + ":" + arg.Scalar(), ""};

@@ -3,7 +3,9 @@
 // value handed to its field's reader), a list item by item, and scalars through small typed
 // readers (text, whole numbers, booleans, durations, sizes, one of a set of names). Every
 // problem becomes one line "where: what" in a list instead of stopping at the first, so
-// `hookbox check-config` shows them all at once.
+// `hookbox check-config` shows them all at once. What a value of the wrong shape gets is
+// worded here, once: "expected <what>", the caller naming only <what> (Expected, and the
+// readers that take a `what`); the kinds' readers test no node's shape themselves.
 //
 // This is the one header of hookbox that includes yaml-cpp; config.h and handlers/handler.h
 // name a piece of the document only as the YamlTree defined here. yaml-cpp throws:
@@ -97,6 +99,9 @@ class YamlReader {
   void Warning(const std::string& where, std::string_view what);
   // An error about `at` itself (an unknown or repeated key), found in the mapping `where`.
   void ErrorAt(const YAML::Node& at, const std::string& where, std::string_view what);
+  // "where: expected <what>": the one message for a value that is not what its key takes
+  // (`what` is a noun phrase: "a mapping", "an absolute path").
+  void Expected(const std::string& where, std::string_view what);
   // How many errors have been recorded so far (a kind's reader returns nothing if it grew).
   size_t error_count() const { return errors_->size(); }
 
@@ -109,11 +114,25 @@ class YamlReader {
   bool ReadMapping(const YAML::Node& node, const std::string& where,
                    std::span<const YamlField> fields);
   // For the one mapping whose repeated keys were always read, not refused (the http kind's
-  // `sign`): every entry is read in order, so the last of a repeat wins.
+  // `sign`): every entry is read in order, so the last of a repeat wins. "expected <what>"
+  // when it is not a mapping.
   bool ReadMappingKeepingRepeats(const YAML::Node& node, const std::string& where,
-                                 std::initializer_list<YamlField> fields);
-  // Checks that `node` is a list (non-empty when `non_empty`) and calls read(item, where[i]).
-  void ReadList(const YAML::Node& node, const std::string& where, bool non_empty,
+                                 std::string_view what, std::initializer_list<YamlField> fields);
+  // A mapping whose keys are the operator's own names (an exec handler's `env`, an http
+  // handler's `headers`), not a table's: "expected <what>" (and false) when `node` is not a
+  // mapping, else read(key, value, where.KEY) for every entry in order, repeats included.
+  // A message at where.KEY while it is read is placed at that entry's key.
+  bool ReadEntries(const YAML::Node& node, const std::string& where, std::string_view what,
+                   const std::function<void(const YAML::Node& key, const YAML::Node& value,
+                                            const std::string& key_where)>& read);
+  // Checks that `node` is a list (non-empty when `non_empty`) and calls read(item, where[i]);
+  // false (after "expected a list" or "expected a non-empty list") when it is not.
+  bool ReadList(const YAML::Node& node, const std::string& where, bool non_empty,
+                const std::function<void(const YAML::Node&, const std::string&, size_t)>& read);
+  // The same, with "expected <what>" for a node that is not such a list (a handler kind's:
+  // "a list of exit codes (1-255)").
+  bool ReadList(const YAML::Node& node, const std::string& where, bool non_empty,
+                std::string_view what,
                 const std::function<void(const YAML::Node&, const std::string&, size_t)>& read);
   // "KEY is required" for each of `keys` the mapping `node` lacks.
   void Require(const YAML::Node& node, const std::string& where,
@@ -121,16 +140,21 @@ class YamlReader {
 
   // Scalar readers: the value, or nullopt after recording why not.
   std::optional<std::string> Text(const YAML::Node& node, const std::string& where);
+  // A scalar's text that passes `valid` (when given); "expected <what>" otherwise, whatever
+  // was written instead (a handler kind's: "a directory path", "an SQL statement").
+  std::optional<std::string> Scalar(const YAML::Node& node, const std::string& where,
+                                    std::string_view what,
+                                    bool (*valid)(std::string_view) = nullptr);
   std::optional<std::string> NonEmptyText(const YAML::Node& node, const std::string& where);
   // Non-empty text that passes `valid`; otherwise "<text><complaint>".
   std::optional<std::string> Checked(const YAML::Node& node, const std::string& where,
                                      bool (*valid)(std::string_view), std::string_view complaint);
   // A whole number in min..max; "\"TEXT\" is not a whole number in MIN..MAX" otherwise.
   std::optional<int> Int(const YAML::Node& node, const std::string& where, int min, int max);
-  // The same, with `expected` the whole message when the node is not a scalar whole number in
-  // min..max (a handler kind's: "expected an exit code from 1 to 255").
+  // The same, with "expected <what>" the whole message when the node is not a scalar whole
+  // number in min..max (a handler kind's: "an exit code from 1 to 255").
   std::optional<int> Int(const YAML::Node& node, const std::string& where, int min, int max,
-                         std::string_view expected);
+                         std::string_view what);
   std::optional<bool> Bool(const YAML::Node& node, const std::string& where);
   // Text that `parse` accepts, parsed; its message otherwise.
   template <typename T>
@@ -159,8 +183,9 @@ class YamlReader {
   std::optional<Secret> SigningKey(const YAML::Node& item, const std::string& where);
 
  private:
-  // ReadMapping's walk; a repeated key is an error when `refuse_repeats`, else read again.
-  bool ReadFields(const YAML::Node& node, const std::string& where,
+  // ReadMapping's walk ("expected <what>" when `node` is not a mapping); a repeated key is an
+  // error when `refuse_repeats`, else read again.
+  bool ReadFields(const YAML::Node& node, const std::string& where, std::string_view what,
                   std::span<const YamlField> fields, bool refuse_repeats);
   YamlReader(std::vector<std::string>* errors, std::vector<std::string>* warnings, std::string file,
              bool positioned)

@@ -599,6 +599,59 @@ endpoints:
   CHECK(r.errors.size() == 10);
 }
 
+TEST_CASE("a handler kind's values of the wrong shape: 'expected …' at their key or item",
+          "[config]") {
+  // Every kind names only what it expected; the reader words it, placed as every other
+  // mistake of the kind's: at the key, the list item, or (for a name the operator chose, a
+  // repeat included) that entry's own key.
+  LoadResult r = LoadConfigText(R"(
+endpoints:
+  - name: a
+    path: /a
+    verify: none
+    routes:
+      - events: ["*"]
+        handlers:
+          - exec: {command: /bin/true, permanent_exit_codes: 3, workdir: tmp, concurrency: 0}
+          - exec: {command: [/bin/true, [a]], env: [A]}
+          - exec:
+              command: [/bin/true]
+              env: {A: [x], B: ok, A: {y: z}}
+          - http: {url: [a], headers: [a], sign: secret}
+          - http: {url: "http://127.0.0.1:1/", headers: {X-A: [a], X-B: "b"}}
+          - sql: {setup: x, statements: []}
+          - sql: {statements: {a: b}}
+)",
+                                "shapes.yaml", {.kinds = &KindReaders()});
+  INFO(Dump(r));
+  CHECK_FALSE(r.config);
+  const std::string h = "endpoints[0].routes[0].handlers";
+  // Each: the position, then the rest after "endpoints[0].routes[0].handlers".
+  const std::pair<const char*, const char*> lines[] = {
+      {"shapes.yaml:9:20:",
+       "[0].exec.command: expected a non-empty list: the program, then its arguments"},
+      {"shapes.yaml:9:40:", "[0].exec.permanent_exit_codes: expected a list of exit codes (1-255)"},
+      {"shapes.yaml:9:65:", "[0].exec.workdir: expected an absolute path"},
+      {"shapes.yaml:9:79:",
+       "[0].exec.concurrency: expected a whole number of attempts at once, 1 to 1024"},
+      {"shapes.yaml:10:41:", "[1].exec.command[1]: expected text"},
+      {"shapes.yaml:10:47:", "[1].exec.env: expected a mapping of NAME: value"},
+      {"shapes.yaml:13:21:", "[2].exec.env.A: expected text"},
+      {"shapes.yaml:13:36:", "[2].exec.env.A: expected text"},
+      {"shapes.yaml:14:20:", "[3].http.url: expected a URL"},
+      {"shapes.yaml:14:30:", "[3].http.headers: expected a mapping of Name: value"},
+      {"shapes.yaml:14:44:", "[3].http.sign: expected {secret: {env: NAME}}"},
+      {"shapes.yaml:15:58:", "[4].http.headers.X-A: expected a single-line text value"},
+      {"shapes.yaml:16:19:", "[5].sql.setup: expected a list of SQL statements"},
+      {"shapes.yaml:16:29:", "[5].sql.statements: expected a non-empty list of SQL statements"},
+      {"shapes.yaml:17:19:", "[6].sql.statements: expected a non-empty list of SQL statements"},
+  };
+  for (const auto& [position, rest] : lines) {
+    CHECK(HasLine(r.errors, std::string(position) + " " + h + rest));
+  }
+  CHECK(r.errors.size() == 15);
+}
+
 TEST_CASE("retention shorter than 3 days is a warning, not an error", "[config]") {
   LoadResult r =
       Load("retention: {processed: 1d, dead: 72h, sequences: 48h}\n" + std::string(kOpen));
