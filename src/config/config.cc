@@ -137,7 +137,7 @@ std::optional<std::string> Loader::Database(const YAML::Node& node, const std::s
   if (!text) return std::nullopt;
   bool postgres = text->starts_with("postgresql://") || text->starts_with("postgres://");
   if (!postgres && text->find("://") != std::string::npos) {
-    Error(where, "expected a file path (SQLite) or a postgresql:// URL");
+    Expected(where, "a file path (SQLite) or a postgresql:// URL");
     return std::nullopt;
   }
   return text;
@@ -626,7 +626,7 @@ YAML::Node Loader::ReadHandlerControls(const YAML::Node& node, const std::string
              [&](auto& n, auto& cw) {
                auto d = DurationValue(n, cw);
                if (d && (*d < std::chrono::milliseconds(100) || *d > std::chrono::hours(24))) {
-                 Error(cw, "expected 100ms to 24h");
+                 Expected(cw, "100ms to 24h");
                } else if (d) {
                  cooldown = *d;
                }
@@ -647,7 +647,7 @@ void Loader::ReadHandler(const YAML::Node& node, const std::string& where, Handl
     const std::string_view kind = kHandlerKinds[row];
     return YamlField{kind, [&, kind, row](const YAML::Node& n, const std::string& w) {
                        kinds.push_back(kind);
-                       if (!n.IsMap()) Error(w, "expected a mapping");
+                       if (!n.IsMap()) Expected(w, "a mapping");
                        handler.kind = std::string(kind);
                        handler.config = std::make_shared<const YamlTree>(
                            YamlTree{n.IsMap() ? ReadHandlerControls(n, w, handler) : n});
@@ -665,7 +665,7 @@ void Loader::ReadHandler(const YAML::Node& node, const std::string& where, Handl
   fields.push_back(YamlField{"name", [&](auto& n, auto& w) { name = Name(n, w); }});
   if (!ReadMapping(node, where, fields)) return;
   if (kinds.empty()) {
-    Error(where, "expected one of " + expected);
+    Expected(where, "one of " + expected);
   } else if (kinds.size() > 1) {
     Error(where, "has " + std::string(kinds[0]) + " and " + std::string(kinds[1]) +
                      "; one kind per handler");
