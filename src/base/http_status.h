@@ -9,10 +9,11 @@
 
 namespace hookbox {
 
-// kConflict is 422: on the receive path it is the one refusal "this id is already stored
-// with another body" (strict_body, ConflictKind::kBodyDiffers). The console's actions that
-// meet a refusal of another meaning (a clear of a busy row, kEventBusy; a retry with no dead
-// job, an InvalidArgument) answer 409 themselves.
+// kConflict by its kind: 422 for "this id is already stored with another body" (strict_body,
+// ConflictKind::kBodyDiffers: the request as sent can never be taken); 409 for a state that
+// refuses the step for now (kEventBusy: a job of the event is running, a sync duplicate's
+// wait ran out or a clear was refused; kLeaseLost). The console answers a retry with no dead
+// job (an InvalidArgument) 409 itself: there it is the row's state, not a bad request.
 inline int HttpStatusFor(const Status& s) {
   switch (s.code()) {
     case Status::Code::kOk:
@@ -24,7 +25,7 @@ inline int HttpStatusFor(const Status& s) {
     case Status::Code::kUnauthenticated:
       return 401;
     case Status::Code::kConflict:
-      return 422;
+      return s.conflict() == Status::ConflictKind::kBodyDiffers ? 422 : 409;
     case Status::Code::kUnavailable:
       return 503;
     case Status::Code::kInternal:

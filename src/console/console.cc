@@ -534,10 +534,9 @@ Answer Console::EventAction(const Delivery& d, bool retry) {
     return Redirect(EventHref(endpoint, id) + "&retried=" + std::to_string(*rearmed));
   }
   if (Status s = inbox_.Clear(endpoint, id, std::chrono::system_clock::now()); !s.ok()) {
-    // A busy row is a conflict, which HttpStatusFor answers as the receive path's body
-    // conflict (422): here it is the row's state (409).
+    // A busy row (kEventBusy, 409): its own words, since Failed's are a failed inbox's.
     if (s.conflict() == Status::ConflictKind::kEventBusy) {
-      return Message(409, "Not cleared",
+      return Message(HttpStatusFor(s), "Not cleared",
                      "A job of this event is running. Clear it once the "
                      "attempt has ended.");
     }

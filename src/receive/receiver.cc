@@ -176,7 +176,9 @@ Answer Receiver::TakeOver(const ReceiverSetup& setup, const Endpoint& endpoint,
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) {
       auto secs = std::chrono::ceil<std::chrono::seconds>(endpoint.sync_wait).count();
-      Answer busy = ErrorAnswer(409, "this event is being processed by another delivery");
+      const Status refused = Status::Conflict(Status::ConflictKind::kEventBusy,
+                                              "this event is being processed by another delivery");
+      Answer busy = ErrorAnswer(HttpStatusFor(refused), refused.what());
       busy.headers.emplace("Retry-After", std::to_string(std::max<int64_t>(1, secs)));
       return busy;
     }

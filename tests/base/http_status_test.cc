@@ -11,11 +11,11 @@ TEST_CASE("HttpStatusFor: each code has its one HTTP status") {
   CHECK(HttpStatusFor(Status::InvalidArgument("x")) == 400);
   CHECK(HttpStatusFor(Status::Unauthenticated("x")) == 401);
   CHECK(HttpStatusFor(Status::NotFound("x")) == 404);
-  // strict_body: another body, same id; the other kinds answer the same (the console's
-  // actions over a busy row answer 409 themselves).
+  // strict_body: another body, same id, is never taken; a busy event or a lost lease is a
+  // state that passes.
   CHECK(HttpStatusFor(Status::Conflict(Status::ConflictKind::kBodyDiffers, "x")) == 422);
-  CHECK(HttpStatusFor(Status::Conflict(Status::ConflictKind::kLeaseLost, "x")) == 422);
-  CHECK(HttpStatusFor(Status::Conflict(Status::ConflictKind::kEventBusy, "x")) == 422);
+  CHECK(HttpStatusFor(Status::Conflict(Status::ConflictKind::kLeaseLost, "x")) == 409);
+  CHECK(HttpStatusFor(Status::Conflict(Status::ConflictKind::kEventBusy, "x")) == 409);
   CHECK(HttpStatusFor(Status::Internal("x")) == 500);
   CHECK(HttpStatusFor(Status::Unavailable("x")) == 503);
 }
