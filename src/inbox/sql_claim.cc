@@ -12,6 +12,7 @@
 #include "base/status_macros.h"
 #include "inbox/handler_gate.h"
 #include "inbox/sql_inbox.h"
+#include "ops/storage_health.h"
 
 namespace hookbox {
 namespace {
@@ -136,13 +137,12 @@ Status SqlInbox::ClaimInto(SqlTx& tx, const std::string& owner, int max, TimePoi
 
 Status SqlInbox::LockKey(SqlTx& tx, KeyLock which, const std::string& key) {
   if (*d_.lock_key == '\0') return Status::Ok();
-  return tx.Run(std::string("SELECT ") + d_.lock_key, {key, static_cast<int>(which)});
+  return tx.Run(d_.lock_key, {key, static_cast<int>(which)});
 }
 
 StatusOr<bool> SqlInbox::TryLockKey(SqlTx& tx, KeyLock which, const std::string& key) {
   if (*d_.try_lock_key == '\0') return true;
-  ASSIGN_OR_RETURN(const SqlRows& q, tx.Query(std::string("SELECT ") + d_.try_lock_key,
-                                              {key, static_cast<int>(which)}));
+  ASSIGN_OR_RETURN(const SqlRows& q, tx.Query(d_.try_lock_key, {key, static_cast<int>(which)}));
   return q.Bool(0, 0);
 }
 
@@ -374,8 +374,7 @@ Status SqlInbox::EventBusy(SqlTx& tx, int64_t inbox_id, const std::string& now, 
                   " WHERE inbox_id = $1 AND status IN ('pending', 'processing') ORDER BY id") +
           d_.Lock(" FOR UPDATE NOWAIT"),
       {inbox_id, now});
-  if (!leased.ok() && leased.status().unavailable() == Status::UnavailableKind::kBusy &&
-      !tx.Lost()) {
+  if (!leased.ok() && IsStorageBusy(leased.status()) && !tx.Lost()) {
     *busy = true;
     return Status::Conflict(Status::ConflictKind::kEventBusy, "event busy",
                             "its jobs are locked by the request running them");

@@ -99,8 +99,9 @@ struct SqlSpelling {
   const char* skip_locked;    // the claim's lock of the jobs it picks
   const char* json_elements;  // a JSON array's elements as rows with a column `value`
   const char* no_index;       // before a column SQLite's planner must not use an index for
-  // Take a key's lock until the transaction ends, with `$1` the key and `$2` its purpose
-  // (KeyLock): waiting for it, and without waiting (true when taken). "": no such locks.
+  // The statements that take a key's lock until the transaction ends, with `$1` the key and
+  // `$2` its purpose (KeyLock): waiting for it, and without waiting (one row: true when
+  // taken). "": no such locks.
   const char* lock_key;
   const char* try_lock_key;
   // A bulk verb's write transaction takes chunks until it has held the write lock this long

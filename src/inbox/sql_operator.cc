@@ -35,8 +35,8 @@ const SqlSpelling kPostgresSpelling = {
     .skip_locked = " FOR UPDATE OF j SKIP LOCKED",
     .json_elements = "jsonb_array_elements",
     .no_index = "",
-    .lock_key = "pg_advisory_xact_lock(hashtextextended($1::text, $2::bigint))",
-    .try_lock_key = "pg_try_advisory_xact_lock(hashtextextended($1::text, $2::bigint))",
+    .lock_key = "SELECT pg_advisory_xact_lock(hashtextextended($1::text, $2::bigint))",
+    .try_lock_key = "SELECT pg_try_advisory_xact_lock(hashtextextended($1::text, $2::bigint))",
     .bulk_hold = std::chrono::milliseconds(0),
 };
 

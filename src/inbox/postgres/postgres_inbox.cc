@@ -23,6 +23,7 @@
 #include "inbox/postgres/pg.h"
 #include "inbox/postgres/schema.h"
 #include "inbox/sql_inbox.h"
+#include "ops/storage_health.h"
 
 namespace hookbox {
 namespace {
@@ -173,7 +174,7 @@ class PostgresInbox final : public SqlInbox {
     const Params p = Params().Add(endpoint).Add(event_id);
     if (!c.Run("BEGIN").ok()) return false;
     // First without waiting: no lock held means nothing to wait for (the lease poll goes on).
-    if (c.Exec(lock_jobs + " NOWAIT", p).ok() || c.last_sqlstate() != sqlstate::kLockNotAvailable) {
+    if (auto r = c.Exec(lock_jobs + " NOWAIT", p); r.ok() || !IsStorageBusy(r.status())) {
       return false;
     }
     const auto ms = std::max<int64_t>(1, wait.count());
