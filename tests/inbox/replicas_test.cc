@@ -1,7 +1,10 @@
 // The Inbox contract with several replicas on one database (DESIGN.md, "Concurrency"):
 // concurrent accepts of one id, of one body and of one resource, and concurrent claims,
 // each event stored and each job run exactly once. Part of the storage contract suite, on
-// SQLite and PostgreSQL (tests/inbox/contract.h).
+// SQLite and PostgreSQL (tests/inbox/contract.h); and, on PostgreSQL, the resource locks'
+// keys as another replica takes them.
+#include <libpq-fe.h>
+
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <map>
@@ -246,4 +249,53 @@ TEST_CASE("replicas: batch claims of many-handler events never fail on each othe
   CHECK(errors == 0);
   CHECK(finished == 3 * kEvents);
   CHECK(t.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == kEvents);
+}
+
+// PostgreSQL's resource locks are advisory locks that another replica's transaction holds
+// (SQLite has one writer and no such locks): on a hash of "endpoint \x1f resource", seeded by
+// purpose (accept 1, claim 2). A replica of another version takes the same keys: these pin
+// them. The holder is a connection of the test's own, as another replica's would be.
+TEST_CASE("replicas (PostgreSQL): a resource's lock held elsewhere holds its claim and accept") {
+  TestInbox t;
+  if (!OnPostgres()) return;  // no advisory locks on SQLite
+  PGconn* other = PQconnectdb(t.pg->url().c_str());
+  REQUIRE(PQstatus(other) == CONNECTION_OK);
+  auto run = [&](const std::string& sql) {
+    PGresult* r = PQexec(other, sql.c_str());
+    const ExecStatusType st = PQresultStatus(r);
+    PQclear(r);
+    REQUIRE((st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK));
+  };
+  auto hold = [&](const std::string& resource, int seed) {
+    run("BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('ep' || chr(31) || '" + resource +
+        "', " + std::to_string(seed) + "))");
+  };
+
+  SECTION("the claim lock (seed 2): the resource's job is left, the rest is claimed") {
+    Accept(t, MakeEvent("r1-1", {"h"}, "r1", 1));
+    Accept(t, MakeEvent("free"));
+    hold("r1", 2);
+    auto first = Claim(t, kT0);
+    REQUIRE(first.size() == 1);
+    CHECK(first[0].event.event_id == "free");
+    run("COMMIT");
+    auto second = Claim(t, kT0);
+    REQUIRE(second.size() == 1);
+    CHECK(second[0].event.event_id == "r1-1");
+  }
+  SECTION("the accept lock (seed 1): an accept of the resource waits for it") {
+    hold("r1", 1);
+    std::atomic<bool> done{false}, accepted{false};
+    std::thread accept([&] {
+      accepted = t->Accept(MakeEvent("r1-1", {"h"}, "r1", 1)).ok();
+      done = true;
+    });
+    std::this_thread::sleep_for(300ms);
+    CHECK_FALSE(done);  // an accept not waiting for the lock takes milliseconds
+    run("COMMIT");
+    accept.join();
+    CHECK(accepted);
+    CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id = 'r1-1'") == 1);
+  }
+  PQfinish(other);
 }
