@@ -228,6 +228,17 @@ TEST_CASE("FinishJobs without sql: every outcome in one batch, a lost lease chan
 
 namespace {
 
+// One job each for `ids`, accepted and claimed; the jobs in the order of their event ids.
+std::vector<ClaimedJob> AcceptAndClaim(TestInbox& t, std::initializer_list<const char*> ids) {
+  for (const char* id : ids) Accept(t, MakeEvent(id));
+  auto jobs = Claim(t, kT0);
+  REQUIRE(jobs.size() == ids.size());
+  std::sort(jobs.begin(), jobs.end(), [](const ClaimedJob& a, const ClaimedJob& b) {
+    return a.event.event_id < b.event.event_id;
+  });
+  return jobs;
+}
+
 // A trigger that refuses to record the attempt of a finish whose detail is "refused", run on
 // a connection of its own, as an operator's DDL.
 void RefuseDetail(TestInbox& t) {
@@ -254,12 +265,7 @@ void RefuseDetail(TestInbox& t) {
 
 TEST_CASE("FinishJobs: a finish the database refuses fails alone; the rest of the batch lands") {
   TestInbox t;
-  for (const char* id : {"a", "b", "c"}) Accept(t, MakeEvent(id));
-  auto jobs = Claim(t, kT0);
-  REQUIRE(jobs.size() == 3);
-  std::sort(jobs.begin(), jobs.end(), [](const ClaimedJob& x, const ClaimedJob& y) {
-    return x.event.event_id < y.event.event_id;
-  });
+  auto jobs = AcceptAndClaim(t, {"a", "b", "c"});
   RefuseDetail(t);
   JobOutcome refused = Done(kT0 + 1s);
   refused.detail = "refused";
@@ -286,12 +292,7 @@ TEST_CASE("FinishJobs: a finish the database refuses fails alone; the rest of th
 
 TEST_CASE("finishes whose handler output is not UTF-8 are stored with U+FFFD, on both") {
   TestInbox t;
-  for (const char* id : {"good", "bad", "alone"}) Accept(t, MakeEvent(id));
-  auto jobs = Claim(t, kT0);
-  REQUIRE(jobs.size() == 3);
-  std::sort(jobs.begin(), jobs.end(), [](const ClaimedJob& a, const ClaimedJob& b) {
-    return a.event.event_id < b.event.event_id;  // alone, bad, good
-  });
+  auto jobs = AcceptAndClaim(t, {"good", "bad", "alone"});  // alone, bad, good
   JobOutcome binary;
   binary.outcome = Outcome::kFailed;
   static const char kOutput[] = "stderr: \xff\xfe\0 \xc3\xa9 \xed\xa0\x80";
