@@ -1,6 +1,6 @@
 // The Inbox contract, OpenInbox and the database itself (inbox.h): a database that cannot
 // be opened, an open without create that only reads, migrations applied once by replicas
-// starting at once, and SQLite's write-ahead log under continuous writes (WalBytes). Part
+// starting at once, SQLite's write-ahead log under continuous writes (WalBytes), and Ping. Part
 // of the storage contract suite, on SQLite and PostgreSQL (tests/inbox/contract.h).
 #include <sqlite3.h>
 
@@ -182,4 +182,20 @@ TEST_CASE("WalBytes: the SQLite inbox's -wal file grows with commits; none on Po
   auto after = t->WalBytes();
   REQUIRE(after.has_value());
   CHECK(*after > *before);
+}
+
+TEST_CASE("Ping (/readyz): ok while the inbox's tables are there, a failure once they are gone") {
+  TestInbox t;
+  REQUIRE(t->Ping().ok());
+  const char* drop = "DROP TABLE schema_migrations";
+  if (t.pg) {
+    REQUIRE(t.pg->Query(drop).find("ERROR") == std::string::npos);
+  } else {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(t.database.c_str(), &db) == SQLITE_OK);
+    const int rc = sqlite3_exec(db, drop, nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+    REQUIRE(rc == SQLITE_OK);
+  }
+  CHECK_FALSE(t->Ping().ok());
 }
