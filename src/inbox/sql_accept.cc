@@ -176,7 +176,7 @@ Status SqlInbox::RunSyncSql(SqlTx& tx, const Event& e, int64_t inbox_id, const s
                " VALUES ($1, 1, $2, $2, 'ok', 'sql: ran in the accept transaction')",
                {done.Int(0, 0), now}));
   }
-  return SettleRow(tx, inbox_id, now);
+  return SettleRows(tx, {{inbox_id, now}});
 }
 
 }  // namespace hookbox

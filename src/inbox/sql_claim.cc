@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
 #include <tuple>
@@ -61,6 +62,11 @@ std::string HeadsItsResource(const std::string& endpoint, const std::string& res
          endpoint + " AND i2.resource_id = " + resource + " AND j2.id <> " + job +
          " AND j2.status IN ('pending', 'processing') AND ((i2.id, j2.id) < (" + row + ", " + job +
          ") OR (j2.status = 'processing' AND j2.lease_until >= " + now + ")))";
+}
+
+// A statement's JSON parameter (text that is not UTF-8 is replaced, never thrown on).
+std::string JsonText(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // The finishes in the lock order, (inbox_id, job_id).
@@ -424,102 +430,153 @@ StatusOr<EventClaim> SqlInbox::ClaimEvent(const std::string& endpoint, const std
 
 StatusOr<Outcome> SqlInbox::FinishJob(const ClaimedJob& job, const JobOutcome& outcome,
                                       const SqlWork* sql, const JobOutcome* sql_failed) {
-  return ReadInto<Outcome>(*this, TxKind::kWrite, [&](SqlTx& tx, Outcome& recorded) {
-    return FinishInto(tx, job, outcome, sql, sql_failed, &recorded);
-  });
+  return FinishJobs({{&job, outcome, sql, sql_failed ? *sql_failed : outcome}})[0];
 }
 
-// One transaction for the batch, a savepoint per finish (FinishAlone). In (inbox_id, job_id)
-// order: each locks its job, then its inbox row, so two replicas' batches cannot deadlock.
+// A batch's finishes in one transaction. When none runs sql statements (the common case), all
+// at once, in a few statements whatever their number (FinishMany). Otherwise, or when the
+// database refuses that (a trigger, text it cannot store) on a live connection, finish by
+// finish in (inbox_id, job_id) order, each in a savepoint of its own (FinishAlone), so that
+// only a bad one fails. When the connection broke or the COMMIT went unanswered (it may have
+// committed), the whole batch fails. Either way each locks its jobs, then its inbox rows in
+// id order, so two replicas' batches cannot deadlock.
 std::vector<StatusOr<Outcome>> SqlInbox::FinishJobs(const std::vector<FinishRequest>& finishes) {
   std::vector<StatusOr<Outcome>> results(finishes.size(), Status::Internal("not finished"));
-  const std::vector<size_t> order = FinishOrder(finishes);
-  Status s = Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
-    for (size_t i : order) {
-      RETURN_IF_ERROR(FinishAlone(tx, finishes[i], &results[i]));
-    }
-    return Status::Ok();
+  bool alone = std::any_of(finishes.begin(), finishes.end(), [](const FinishRequest& f) {
+    return f.sql && f.outcome.outcome == Outcome::kOk;
   });
+  Status s = alone ? Status::Ok() : Transact(TxKind::kWrite, [&](SqlTx& tx) {
+    Status many = FinishMany(tx, finishes, &results);
+    alone = !many.ok() && !tx.Lost();
+    return many;
+  });
+  if (alone) {
+    s = Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
+      for (size_t i : FinishOrder(finishes)) {
+        RETURN_IF_ERROR(FinishAlone(tx, finishes[i], &results[i]));
+      }
+      return Status::Ok();
+    });
+  }
   if (!s.ok()) std::fill(results.begin(), results.end(), StatusOr<Outcome>(s));
   return results;
 }
 
-Status SqlInbox::FinishAlone(SqlTx& tx, const FinishRequest& f, StatusOr<Outcome>* result) {
-  Outcome recorded = f.outcome.outcome;
-  RETURN_IF_ERROR(tx.Run("SAVEPOINT finish"));
-  Status one = FinishInto(tx, *f.job, f.outcome, f.sql, f.sql ? &f.sql_failed : nullptr, &recorded);
-  if (!one.ok()) {
-    if (tx.Lost()) return one;  // the whole group is lost
-    RETURN_IF_ERROR(tx.Run("ROLLBACK TO SAVEPOINT finish"));
-    *result = one;
-  } else {
-    *result = recorded;
+// Finishes whose sql statements (if any) have run, all at once: the jobs whose lease token
+// still matches move on (the compare-and-swap), then their attempts are recorded and their
+// rows settled (SettleRows), one statement each for the whole batch, its finishes passed as
+// one JSON array. A finish whose lease was lost gets Conflict and changes nothing.
+Status SqlInbox::FinishMany(SqlTx& tx, const std::vector<FinishRequest>& finishes,
+                            std::vector<StatusOr<Outcome>>* results) {
+  using nlohmann::json;
+  std::vector<json> each;
+  for (const FinishRequest& f : finishes) {
+    const JobOutcome& o = f.outcome;
+    each.push_back(
+        {f.job->job_id, f.job->lease_token, JobStatusFor(o.next),
+         o.next == JobOutcome::Next::kRetry ? json(FormatTime(o.next_attempt_at)) : json(),
+         FormatTime(o.finished_at), OutcomeName(o.outcome), StorableText(o.detail),
+         f.job->event.attempt, o.refund_try ? 1 : 0});
   }
+  const std::string f =
+      std::string(
+          "(SELECT (value->>0)::bigint AS job, value->>1 AS token, value->>2 AS status,"
+          " (value->>3)::timestamptz AS next_at, (value->>4)::timestamptz AS finished,"
+          " value->>5 AS outcome, value->>6 AS detail, (value->>7)::integer AS number,"
+          " (value->>8)::integer AS refund FROM ") +
+      d_.json_elements + "($1::jsonb)) AS f";
+  ASSIGN_OR_RETURN(
+      const SqlRows& moved,
+      tx.Query(std::string("UPDATE jobs SET status = f.status,"
+                           " next_attempt_at = coalesce(f.next_at, jobs.next_attempt_at),"
+                           " last_error = CASE WHEN f.outcome = 'ok' THEN NULL ELSE f.detail END,"
+                           " attempts = ") +
+                   d_.greatest +
+                   "(jobs.attempts - f.refund, 0), lease_owner = NULL, lease_token = NULL,"
+                   " lease_until = NULL FROM " +
+                   f + " WHERE jobs.id = f.job AND jobs.lease_token = f.token AND " + d_.no_index +
+                   "jobs.status = 'processing' RETURNING jobs.id",
+               {JsonText(json(each))}));
+  std::set<int64_t> done;
+  for (size_t i = 0; i < moved.size(); ++i) done.insert(moved.Int(i, 0));
+  json recorded = json::array();
+  std::map<int64_t, std::string> rows;  // inbox id -> the latest finish of its jobs
+  for (size_t i = 0; i < finishes.size(); ++i) {
+    const ClaimedJob& job = *finishes[i].job;
+    if (done.count(job.job_id) == 0) {
+      (*results)[i] = LeaseLost(job);
+      continue;
+    }
+    (*results)[i] = finishes[i].outcome.outcome;
+    recorded.push_back(each[i]);
+    std::string& at = rows[job.inbox_id];
+    at = std::max(at, FormatTime(finishes[i].outcome.finished_at));  // text order is time order
+  }
+  if (rows.empty()) return Status::Ok();
+  RETURN_IF_ERROR(
+      tx.Run("UPDATE attempts SET finished_at = f.finished, outcome = f.outcome,"
+             " detail = f.detail FROM " +
+                 f + " WHERE attempts.job = f.job AND attempts.number = f.number",
+             {JsonText(recorded)}));
+  return SettleRows(tx, rows);
+}
+
+// One finish in a savepoint of its own: *result is its outcome, or its failure when only it
+// failed (nothing of it stays); the return is a failure of the whole transaction.
+Status SqlInbox::FinishAlone(SqlTx& tx, const FinishRequest& f, StatusOr<Outcome>* result) {
+  RETURN_IF_ERROR(tx.Run("SAVEPOINT finish"));
+  FinishRequest effective = f;
+  std::vector<StatusOr<Outcome>> one(1, Status::Internal("not finished"));
+  Status s = f.sql && f.outcome.outcome == Outcome::kOk ? RunSqlWork(tx, f, &effective.outcome)
+                                                        : Status::Ok();
+  if (s.ok()) s = FinishMany(tx, {effective}, &one);
+  if (s.ok()) s = one[0].status();
+  if (!s.ok() && tx.Lost()) return s;  // nothing to record on a transaction that is gone
+  if (!s.ok()) RETURN_IF_ERROR(tx.Run("ROLLBACK TO SAVEPOINT finish"));
+  *result = s.ok() ? one[0] : StatusOr<Outcome>(s);
   return tx.Run("RELEASE SAVEPOINT finish");
 }
 
-// The finishing transaction's body: the sql handler's statements (only once the lease is
-// known to be held: nothing of a worker that lost its lease runs), then the job moved on
-// with a compare-and-swap on the lease token, the attempt recorded, and the row's status.
-Status SqlInbox::FinishInto(SqlTx& tx, const ClaimedJob& job, const JobOutcome& outcome,
-                            const SqlWork* sql, const JobOutcome* sql_failed, Outcome* recorded) {
-  const JobOutcome* effective = &outcome;
-  JobOutcome failed;
-  if (sql && outcome.outcome == Outcome::kOk) {
-    ASSIGN_OR_RETURN(const SqlRows& held,
-                     tx.Query(std::string("SELECT 1 FROM jobs WHERE id = $1 AND lease_token = $2"
-                                          " AND status = 'processing'") +
-                                  d_.Lock(" FOR NO KEY UPDATE"),
-                              {job.job_id, job.lease_token}));
-    if (held.empty()) return LeaseLost(job);
-    RETURN_IF_ERROR(tx.Run("SAVEPOINT sql_handler"));
-    Status s;
-    for (const std::string& statement : sql->statements) {
-      if (s = tx.RunUserSql(statement, job.event); !s.ok()) break;
-    }
-    if (!s.ok()) {
-      if (tx.Lost()) return s;  // nothing to record on a transaction that is gone
-      RETURN_IF_ERROR(tx.Run("ROLLBACK TO SAVEPOINT sql_handler"));
-      failed = SqlFailedOutcome(outcome, sql_failed, s);
-      effective = &failed;
-    }
-    RETURN_IF_ERROR(tx.Run("RELEASE SAVEPOINT sql_handler"));
+// The sql handler's statements, only once the lease is known to be held (nothing of a worker
+// that lost its lease runs), in a savepoint of their own: when they fail, nothing of them
+// stays and *outcome becomes what is recorded instead (sql_failed, with the error).
+Status SqlInbox::RunSqlWork(SqlTx& tx, const FinishRequest& f, JobOutcome* outcome) {
+  ASSIGN_OR_RETURN(const SqlRows& held,
+                   tx.Query(std::string("SELECT 1 FROM jobs WHERE id = $1 AND lease_token = $2"
+                                        " AND status = 'processing'") +
+                                d_.Lock(" FOR NO KEY UPDATE"),
+                            {f.job->job_id, f.job->lease_token}));
+  if (held.empty()) return LeaseLost(*f.job);
+  RETURN_IF_ERROR(tx.Run("SAVEPOINT sql_handler"));
+  Status s;
+  for (const std::string& statement : f.sql->statements) {
+    if (s = tx.RunUserSql(statement, f.job->event); !s.ok()) break;
   }
-  const std::string finished = FormatTime(effective->finished_at);
-  const bool retry = effective->next == JobOutcome::Next::kRetry;
-  ASSIGN_OR_RETURN(
-      const SqlRows& cas,
-      tx.Query(
-          std::string("UPDATE jobs SET status = $1,"
-                      " next_attempt_at = coalesce($2::timestamptz, next_attempt_at),"
-                      " last_error = $3, attempts = ") +
-              d_.greatest +
-              "(attempts - $6, 0), lease_owner = NULL, lease_token = NULL, lease_until = NULL"
-              " WHERE id = $4 AND lease_token = $5 AND status = 'processing'",
-          {JobStatusFor(effective->next),
-           retry ? SqlArg(FormatTime(effective->next_attempt_at)) : SqlArg(),
-           effective->outcome != Outcome::kOk ? SqlArg(StorableText(effective->detail)) : SqlArg(),
-           job.job_id, job.lease_token, int64_t{effective->refund_try ? 1 : 0}}));
-  if (cas.changed == 0) return LeaseLost(job);
-  RETURN_IF_ERROR(
-      tx.Run("UPDATE attempts SET finished_at = $1, outcome = $2, detail = $3"
-             " WHERE job = $4 AND number = $5",
-             {finished, OutcomeName(effective->outcome), StorableText(effective->detail),
-              job.job_id, job.event.attempt}));
-  *recorded = effective->outcome;
-  return SettleRow(tx, job.inbox_id, finished);
+  if (!s.ok()) {
+    if (tx.Lost()) return s;
+    RETURN_IF_ERROR(tx.Run("ROLLBACK TO SAVEPOINT sql_handler"));
+    *outcome = SqlFailedOutcome(f.outcome, &f.sql_failed, s);
+  }
+  return tx.Run("RELEASE SAVEPOINT sql_handler");
 }
 
-// Sets the inbox row's status from its jobs (SettledStatus). On PostgreSQL the row is locked first,
-// in a statement of its own, so that the jobs are read as of after any concurrent settle of it
-// committed.
-Status SqlInbox::SettleRow(SqlTx& tx, int64_t inbox_id, const std::string& now) {
+// Sets each inbox row's status from its jobs (SettledStatus), with its time. On PostgreSQL the
+// rows are locked first, in ascending id order and in a statement of their own, so that the
+// jobs are read as of after any concurrent settle of them committed.
+Status SqlInbox::SettleRows(SqlTx& tx, const std::map<int64_t, std::string>& rows) {
+  nlohmann::json pairs = nlohmann::json::array();
+  for (const auto& [id, at] : rows) pairs.push_back({id, at});
+  const std::string r = std::string("(SELECT (value->>0)::bigint AS id,") +
+                        " (value->>1)::timestamptz AS at FROM " + d_.json_elements +
+                        "($1::jsonb)) AS r";
   if (d_.row_locks) {
-    RETURN_IF_ERROR(tx.Run("SELECT 1 FROM inbox WHERE id = $1 FOR UPDATE", {inbox_id}));
+    RETURN_IF_ERROR(
+        tx.Run("SELECT id FROM inbox WHERE id IN (SELECT id FROM " + r + ") ORDER BY id FOR UPDATE",
+               {JsonText(pairs)}));
   }
-  static const std::string kSettle =
-      "UPDATE inbox SET " + SettledStatus("$1", "$2::timestamptz") + " WHERE id = $1";
-  return tx.Run(kSettle, {inbox_id, now});
+  return tx.Run("UPDATE inbox SET " + SettledStatus("inbox.id", "r.at") + " FROM " + r +
+                    " WHERE inbox.id = r.id",
+                {JsonText(pairs)});
 }
 
 std::string SettledStatus(const std::string& row, const std::string& at) {

@@ -217,17 +217,16 @@ class SqlInbox : public Inbox {
   Status EventBusy(SqlTx& tx, int64_t inbox_id, const std::string& now, bool* busy);
 
   Status AcceptInto(SqlTx& tx, const Event& e, AcceptResult* out);
-  Status FinishInto(SqlTx& tx, const ClaimedJob& job, const JobOutcome& outcome, const SqlWork* sql,
-                    const JobOutcome* sql_failed, Outcome* recorded);
-  Status SettleRow(SqlTx& tx, int64_t inbox_id, const std::string& now);
+  Status SettleRows(SqlTx& tx, const std::map<int64_t, std::string>& rows);  // id -> time
   Status BodyDuplicate(SqlTx& tx, const Event& e, const std::string& now, AcceptResult* out,
                        bool* duplicate);
   Status AddJobs(SqlTx& tx, const Event& e, int64_t inbox_id, const std::string& now,
                  AcceptResult* out);
   Status RunSyncSql(SqlTx& tx, const Event& e, int64_t inbox_id, const std::string& now);
-  // One finish of a batch in a savepoint of its own: *result is its outcome, or its failure
-  // when only it failed; the return is a failure of the whole transaction.
+  Status FinishMany(SqlTx& tx, const std::vector<FinishRequest>& finishes,
+                    std::vector<StatusOr<Outcome>>* results);
   Status FinishAlone(SqlTx& tx, const FinishRequest& f, StatusOr<Outcome>* result);
+  Status RunSqlWork(SqlTx& tx, const FinishRequest& f, JobOutcome* outcome);
   Status ClaimInto(SqlTx& tx, const std::string& owner, int max, TimePoint now,
                    std::chrono::milliseconds lease, const ClaimLimits& limits,
                    std::vector<ClaimedJob>* out);

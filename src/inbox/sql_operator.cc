@@ -206,13 +206,9 @@ StatusOr<int64_t> SqlInbox::DropJobs(const std::string& endpoint, const std::str
                  " AND inbox_id IN (SELECT id FROM inbox WHERE endpoint = $1) RETURNING inbox_id",
                  {endpoint, handler}));
     dropped = static_cast<int64_t>(del.size());
-    std::set<int64_t> rows;
-    for (size_t i = 0; i < del.size(); ++i) rows.insert(del.Int(i, 0));
-    const std::string at = FormatTime(now);
-    for (int64_t id : rows) {
-      RETURN_IF_ERROR(SettleRow(tx, id, at));
-    }
-    return Status::Ok();
+    std::map<int64_t, std::string> rows;
+    for (size_t i = 0; i < del.size(); ++i) rows.emplace(del.Int(i, 0), FormatTime(now));
+    return rows.empty() ? Status::Ok() : SettleRows(tx, rows);
   });
 }
 

@@ -1,7 +1,7 @@
 // The PostgreSQL inbox (see postgres_inbox.h): the inbox's algorithm (SqlInbox, sql_*.cc)
-// on a connection pool, with PostgreSQL's spelling (row locks, advisory locks), when the
-// grouped statements of simple accepts and plain finishes apply (grouped.{h,cc}), sync
-// requests' job holds, and the `sql` handlers' statements. The schema and its migrations:
+// on a connection pool, with PostgreSQL's spelling (row locks, advisory locks), the grouped
+// statement of simple accepts (grouped.{h,cc}), sync requests' job holds, and the `sql`
+// handlers' statements. The schema and its migrations:
 // schema.{h,cc}.
 //
 // Every transaction takes its locks in one order, so replicas never deadlock on each other:
@@ -35,7 +35,6 @@ using pg::Migrate;
 using pg::Params;
 using pg::Result;
 using pg::SchemaChoice;
-using pg::SettleRows;
 using pg::TextArray;
 namespace sqlstate = pg::sqlstate;
 
@@ -117,27 +116,6 @@ class PostgresInbox final : public SqlInbox {
         return TransactOn(run, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
     }
     return Status::Internal("unknown transaction kind");
-  }
-  // A batch in which no finish runs sql statements (the common case) is one transaction of
-  // three statements whatever its size (FinishMany). When the server refuses it as a whole
-  // (text it cannot store), the batch goes the shared way, finish by finish with a savepoint
-  // each (SqlInbox::FinishJobs), so that only the bad one fails; when its connection broke
-  // or its COMMIT went unanswered (it may have committed), the whole batch fails.
-  std::vector<StatusOr<Outcome>> FinishJobs(const std::vector<FinishRequest>& finishes) override {
-    const bool plain = std::none_of(finishes.begin(), finishes.end(), [](const FinishRequest& f) {
-      return f.sql && f.outcome.outcome == Outcome::kOk;
-    });
-    if (!plain || finishes.size() < 2) return SqlInbox::FinishJobs(finishes);
-    std::vector<StatusOr<Outcome>> results(finishes.size(), Status::Internal("not finished"));
-    bool refused = false;  // FinishMany failed on a live connection: rolled back, nothing kept
-    Status s = TransactOn([&](Conn& c) {
-      Status many = FinishMany(c, finishes, &results);
-      refused = !many.ok() && !c.broken();
-      return many;
-    });
-    if (refused) return SqlInbox::FinishJobs(finishes);
-    if (!s.ok()) std::fill(results.begin(), results.end(), StatusOr<Outcome>(s));
-    return results;
   }
   // FOR KEY SHARE on the jobs a sync request runs, in a transaction of its own for the whole
   // run. It conflicts only with FOR UPDATE (a duplicate's takeover claim, EventBusy, and its
@@ -363,27 +341,6 @@ class PostgresInbox final : public SqlInbox {
       }
       p->result = SqlInbox::Accept(*p->event);
     }
-  }
-
-  // Finishes without sql statements, all at once: one statement moves every job whose lease
-  // token still matches (MoveFinishedJobs), then their rows are settled (SettleRows). A job
-  // whose lease was lost gets Conflict and changes nothing.
-  Status FinishMany(Conn& c, const std::vector<FinishRequest>& finishes,
-                    std::vector<StatusOr<Outcome>>* results) {
-    ASSIGN_OR_RETURN(const std::set<int64_t> done, pg::MoveFinishedJobs(c, finishes));
-    std::map<int64_t, std::string> rows;  // inbox id -> the latest finish of its jobs
-    for (size_t i = 0; i < finishes.size(); ++i) {
-      const ClaimedJob& job = *finishes[i].job;
-      if (done.count(job.job_id) == 0) {
-        (*results)[i] = LeaseLost(job);
-        continue;
-      }
-      (*results)[i] = finishes[i].outcome.outcome;
-      std::string& at = rows[job.inbox_id];
-      // One format throughout: text order is time order.
-      at = std::max(at, FormatTime(finishes[i].outcome.finished_at));
-    }
-    return rows.empty() ? Status::Ok() : SettleRows(c, rows);
   }
 
   pg::Pool pool_;
