@@ -35,6 +35,16 @@ constexpr Choice<std::string_view> kHmacAlgorithms[] = {
     {"sha1", "sha1"}, {"sha256", "sha256"}, {"sha512", "sha512"}};
 constexpr Choice<std::string_view> kHmacEncodings[] = {{"hex", "hex"}, {"base64", "base64"}};
 
+// The providers whose scheme is the endpoint's `hmac` block (ProviderSpec::hmac_block), for
+// messages: "hmac", or "a or b".
+std::string HmacBlockProviders() {
+  std::string names;
+  for (const ProviderSpec& row : Providers()) {
+    if (row.hmac_block) names += (names.empty() ? "" : " or ") + std::string(row.name);
+  }
+  return names;
+}
+
 // Producers retry for up to 3 days; purging earlier than that forgets events they may still
 // redeliver.
 constexpr auto kProducerRetryWindow = std::chrono::hours(72);
@@ -418,8 +428,8 @@ void Loader::ReadPath(const YAML::Node& node, const std::string& where, Endpoint
   endpoint.path = *path;
 }
 
-// Verification: a provider with its secrets (and, for hmac, its scheme), or an explicit
-// `verify: none`.
+// Verification: a provider with its secrets (and its `hmac` block, when its row's scheme is
+// that block), or an explicit `verify: none`.
 void Loader::CheckVerification(const VerifyKeys& keys, const std::string& where,
                                Endpoint& endpoint) {
   if (keys.has_provider && keys.verify_none) {
@@ -436,15 +446,16 @@ void Loader::CheckVerification(const VerifyKeys& keys, const std::string& where,
   }
   // An unknown provider was reported already; do not pile consequences on top of it.
   bool provider_known = !keys.has_provider || endpoint.provider != Provider::kNone;
-  bool is_hmac = endpoint.provider == Provider::kHmac;
-  if (keys.hmac && is_hmac) {
+  const ProviderSpec& spec = SpecOf(endpoint.provider);
+  if (keys.hmac && spec.hmac_block) {
     ReadHmac(*keys.hmac, Key(where, "hmac"), endpoint.hmac);
   } else if (keys.hmac && provider_known) {
-    Error(Key(where, "hmac"), "only allowed with provider hmac");
-  } else if (is_hmac) {
-    Error(where, "hmac is required with provider hmac (header, algorithm, encoding, prefix)");
+    Error(Key(where, "hmac"), "only allowed with provider " + HmacBlockProviders());
+  } else if (spec.hmac_block) {
+    Error(where, "hmac is required with provider " + std::string(spec.name) +
+                     " (header, algorithm, encoding, prefix)");
   }
-  if (SpecOf(endpoint.provider).needs_public_url && !keys.public_url) {
+  if (spec.needs_public_url && !keys.public_url) {
     Error(where, std::string("provider ") + ProviderName(endpoint.provider) +
                      " signs the URL it calls: set public_url (the URL as the producer's "
                      "dashboard shows it)");

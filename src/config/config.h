@@ -54,7 +54,8 @@ struct FieldRef {
   bool empty() const { return from == From::kNone; }
 };
 
-// provider: hmac — the generic HMAC scheme.
+// An endpoint's `hmac` block: the scheme of a provider whose row says so (hmac_block: the
+// generic `provider: hmac`).
 struct HmacScheme {
   std::string header;                // required, e.g. X-Signature
   std::string algorithm = "sha256";  // sha1 | sha256 | sha512
@@ -118,7 +119,7 @@ struct Endpoint {
   Provider provider = Provider::kNone;
   std::vector<Secret> secrets;  // empty only when provider == kNone (verify: none)
   Duration tolerance = std::chrono::seconds(300);  // timestamped providers
-  HmacScheme hmac;                                 // provider == kHmac
+  HmacScheme hmac;                                 // ProviderSpec::hmac_block
   // The URL the producer calls, as its dashboard shows it (scheme, host, path; no query).
   // Schemes that sign the URL (square) need it: behind a proxy hookbox cannot know it.
   std::string public_url;

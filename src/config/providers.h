@@ -66,8 +66,8 @@ struct EarlyAnswer {
 }  // namespace provider_rows
 
 // The rows. Defaults (a field a row leaves out): a shared secret (kSecret), no public_url,
-// no default id (the body's SHA-256) or type, no signed timestamp, a JSON body, no early
-// answer.
+// no `hmac` block, no default id (the body's SHA-256) or type, no signed timestamp, a JSON
+// body, no early answer.
 #define HOOKBOX_PROVIDERS(ROW)                                                            \
   ROW(kStripe, .name = "stripe", .ids = {Body("/id")}, .type = Body("/type"),             \
       .timestamp = "t= of Stripe-Signature")                                              \
@@ -95,7 +95,7 @@ struct EarlyAnswer {
       .timestamp = "X-Signature-Timestamp", .answer = {"/type", "0", 204, "", "ping"})    \
   ROW(kTwilio, .name = "twilio", .needs_public_url = true, .type_constant = "twilio",     \
       .body = BodyFormat::kForm)                                                          \
-  ROW(kHmac, .name = "hmac")
+  ROW(kHmac, .name = "hmac", .hmac_block = true)
 
 // The endpoint's provider: one value per row, in the rows' order, then kNone (`verify: none`).
 #define HOOKBOX_PROVIDER_ENUMERATOR(id, ...) id,
@@ -118,6 +118,9 @@ struct ProviderSpec {
   // It signs the URL it calls, which hookbox behind a proxy cannot know: `public_url` is
   // required.
   bool needs_public_url = false;
+  // Its scheme is the endpoint's own `hmac` block (header, algorithm, encoding, prefix: an
+  // HmacScheme): required with this provider and refused with the others.
+  bool hmac_block = false;
   // The event id's default sources, tried in order (an `event_id:` key replaces them); none:
   // "sha256:" and the hash of the body (of the signed message, for schemes that sign one).
   std::array<Source, 2> ids{};

@@ -1,13 +1,15 @@
 // The config loader: a complete file loads with the right values; each kind of mistake gives
 // its "where: what" line; several mistakes are reported together; YAML syntax errors carry a
-// line number.
+// line number; the `hmac` block is required and refused as the provider rows say.
 
 #include "config/config.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <set>
 
 #include "config/exposure.h"
+#include "config/providers.h"
 #include "config/yaml_reader.h"
 #include "load_helpers.h"
 
@@ -454,6 +456,51 @@ endpoints:
   CHECK(HasLine(r.errors, "endpoints[0].routes[0].handlers[0].exec: unknown key \"shell\""));
   CHECK(r.errors.size() == 9);
   CHECK_FALSE(r.config);
+}
+
+// A key of the kind `keys` names that the loader accepts.
+std::string GoodKey(ProviderSpec::Keys keys) {
+  switch (keys) {
+    case ProviderSpec::Keys::kSecret:
+    case ProviderSpec::Keys::kToken:
+      return "x";
+    case ProviderSpec::Keys::kStandard:
+      return "whsec_c2VjcmV0Cg==";
+    case ProviderSpec::Keys::kEd25519Hex:  // RFC 8032's first test key
+      return "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a";
+  }
+  return "";
+}
+
+TEST_CASE(
+    "the hmac block is required with the providers whose row says so, and refused with "
+    "every other",
+    "[config]") {
+  // Not vacuous: some row (the generic hmac's) takes the block, so both halves are reached.
+  CHECK(std::any_of(Providers().begin(), Providers().end(),
+                    [](const ProviderSpec& row) { return row.hmac_block; }));
+  for (const ProviderSpec& row : Providers()) {
+    const std::string name(row.name);
+    INFO("provider " << name);
+    // Everything else this provider needs, so that the block is the only question.
+    std::string fields =
+        "provider: " + name + ", secrets: [{value: \"" + GoodKey(row.keys) + "\"}]";
+    if (row.needs_public_url) fields += ", public_url: \"https://example.com/e\"";
+    LoadResult without = Load(WithEndpoint(fields));
+    LoadResult with = Load(WithEndpoint(fields + ", hmac: {header: X-Sig}"));
+    INFO(Dump(without) << Dump(with));
+    if (row.hmac_block) {
+      CHECK(HasLine(without.errors, "endpoints[0]: hmac is required with provider " + name +
+                                        " (header, algorithm, encoding, prefix)"));
+      CHECK(without.errors.size() == 1);
+      REQUIRE(with.config);
+      CHECK(with.config->endpoints[0].hmac.header == "X-Sig");
+    } else {
+      CHECK(without.config);
+      CHECK(HasLine(with.errors, "endpoints[0].hmac: only allowed with provider hmac"));
+      CHECK(with.errors.size() == 1);
+    }
+  }
 }
 
 TEST_CASE("several mistakes in one file are all reported together", "[config]") {
