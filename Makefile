@@ -29,6 +29,7 @@
 #   make bench-search  the first page of `inbox list --where` at SEARCH_ROWS (default 1 M)
 #   make bench-rate  a handler with rate: 100/s and a backlog, for a minute: the rate's error
 #   make bench-bulk  `inbox retry --dead` of 100,000 dead jobs beside signed accepts
+#   make bench-finish  finishes/s of batches of 64 vs one by one, on SQLite and PostgreSQL
 #   make bench-accept-cost  instructions per accept under valgrind's callgrind, repeatable on a
 #                    busy machine (ACCEPT_COST_BUILDS="a/hookbox b/hookbox" compares builds)
 BUILD ?= build
@@ -49,7 +50,7 @@ SOAK_MINUTES ?= 30
 FUZZ_TARGETS = $(shell sed -n 's/^hookbox_fuzz_harness(\([a-z_]*\)[ )].*/\1/p' tests/fuzz/CMakeLists.txt)
 
 .PHONY: all deps build daemon run test lint interop-deps install clean test-asan test-tsan fuzz \
-        fuzz-smoke fuzz-build crash-test soak bench bench-replicas bench-handlers bench-scale \
+        fuzz-smoke fuzz-build crash-test soak bench bench-replicas bench-handlers bench-scale bench-finish \
         bench-console bench-search bench-rate bench-bulk bench-accept-cost deb test-deb
 
 all: build
@@ -179,6 +180,13 @@ bench-rate: all
 BULK_JOBS ?= 100000
 bench-bulk: build
 	@python3 bench/bulk.py --hookbox $(BUILD)/hookbox --jobs $(BULK_JOBS)
+
+# Standalone (bench/finish.py): bench/inbox/finish.cc in build-bench/, on SQLite and on a
+# throwaway PostgreSQL cluster.
+bench-finish: deps
+	@cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DHOOKBOX_BENCH_INBOX=ON >/dev/null
+	@cmake --build build-bench -j$(JOBS) --target bench_finish
+	@python3 bench/finish.py
 
 # Standalone (bench/accept_cost.py, needs Debian's valgrind): the build's hookbox, then each of
 # ACCEPT_COST_BUILDS.
