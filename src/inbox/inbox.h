@@ -140,8 +140,9 @@ struct ClaimedJob {
   int64_t inbox_id = 0;
   std::string handler;
   std::string lease_token;
-  int budget_used = 0;  // tries since the job was created or re-armed, this one included
-  HandlerEvent event;   // event.attempt: this try's number in the job's whole history
+  int budget_used = 0;     // tries since the job was created or re-armed, this one included
+  HandlerEvent event;      // event.attempt: this try's number in the job's whole history
+  int64_t attempt_id = 0;  // this try's attempts row, which its finish records
   // Claimed under a rate limit (ClaimLimits): when it was due, for the metric of the time
   // jobs waited on the limit. nullopt for the others.
   std::optional<TimePoint> rate_due_at;

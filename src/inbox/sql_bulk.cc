@@ -220,8 +220,7 @@ Status SqlInbox::RearmChunk(SqlTx& tx, const BulkRequest& r, const std::vector<B
   // walking every dead job in jobs_due for each chunk, which makes a bulk retry quadratic in
   // the number of dead jobs.
   const std::string chunk_jobs = std::string("SELECT (value->>0)::bigint AS id,") +
-                                 " (value->>1)::timestamptz AS due FROM " + d_.json_elements +
-                                 "($1::jsonb)";
+                                 " (value->>1)::timestamptz AS due FROM " + d_.json_rows;
   if (d_.row_locks) {
     RETURN_IF_ERROR(tx.Run("SELECT id FROM jobs WHERE id IN (SELECT id FROM (" + chunk_jobs +
                                ") AS p) AND status = $2 ORDER BY id FOR UPDATE",
@@ -241,8 +240,7 @@ Status SqlInbox::RearmChunk(SqlTx& tx, const BulkRequest& r, const std::vector<B
   std::string ids = "[";
   for (int64_t id : rows) ids += (ids.size() > 1 ? "," : "") + std::to_string(id);
   ids += ']';
-  const std::string chunk_rows =
-      std::string("SELECT value::bigint FROM ") + d_.json_elements + "($1::jsonb)";
+  const std::string chunk_rows = std::string("SELECT value::bigint FROM ") + d_.json_rows;
   if (d_.row_locks) {
     RETURN_IF_ERROR(tx.Run(
         "SELECT id FROM inbox WHERE id IN (" + chunk_rows + ") ORDER BY id FOR UPDATE", {ids}));

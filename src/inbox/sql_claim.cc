@@ -235,12 +235,12 @@ Status SqlInbox::DueJobs(SqlTx& tx, const std::string& now, int max,
 // lease_until, attempts + 1, an open attempts row; an attempt abandoned by a dead worker is
 // marked so. The rows last, in ascending id order, so two claims of jobs of the same rows
 // never wait for each other in a cycle.
-Status SqlInbox::LeaseJobs(SqlTx& tx, const std::vector<ClaimedJob>& jobs, const std::string& owner,
+Status SqlInbox::LeaseJobs(SqlTx& tx, std::vector<ClaimedJob>& jobs, const std::string& owner,
                            TimePoint now, std::chrono::milliseconds lease) {
   const std::string now_text = FormatTime(now);
   const std::string until = FormatTime(now + lease);
   std::set<int64_t> rows;
-  for (const ClaimedJob& j : jobs) {
+  for (ClaimedJob& j : jobs) {
     RETURN_IF_ERROR(
         tx.Run("UPDATE attempts SET detail = 'abandoned: the lease ran out (worker stopped"
                " or died)' WHERE job = $1 AND finished_at IS NULL",
@@ -249,10 +249,11 @@ Status SqlInbox::LeaseJobs(SqlTx& tx, const std::vector<ClaimedJob>& jobs, const
         tx.Run("UPDATE jobs SET status = 'processing', attempts = attempts + 1,"
                " lease_owner = $1, lease_token = $2, lease_until = $3 WHERE id = $4",
                {owner, j.lease_token, until, j.job_id}));
-    RETURN_IF_ERROR(
-        tx.Run("INSERT INTO attempts (job, number, started_at, generation)"
-               " VALUES ($1, $2, $3, $4)",
-               {j.job_id, j.event.attempt, now_text, j.event.generation}));
+    ASSIGN_OR_RETURN(const std::optional<int64_t> attempt,
+                     tx.InsertRow("INSERT INTO attempts (job, number, started_at, generation)"
+                                  " VALUES ($1, $2, $3, $4)",
+                                  {j.job_id, j.event.attempt, now_text, j.event.generation}));
+    j.attempt_id = attempt.value_or(0);
     rows.insert(j.inbox_id);
   }
   for (int64_t row : rows) {
@@ -430,11 +431,15 @@ StatusOr<EventClaim> SqlInbox::ClaimEvent(const std::string& endpoint, const std
 
 StatusOr<Outcome> SqlInbox::FinishJob(const ClaimedJob& job, const JobOutcome& outcome,
                                       const SqlWork* sql, const JobOutcome* sql_failed) {
-  return FinishJobs({{&job, outcome, sql, sql_failed ? *sql_failed : outcome}})[0];
+  const FinishRequest f{&job, outcome, sql, sql_failed ? *sql_failed : outcome};
+  return ReadInto<Outcome>(*this, TxKind::kWrite, [&](SqlTx& tx, Outcome& recorded) {
+    return FinishInto(tx, f, &recorded);
+  });
 }
 
-// A batch's finishes in one transaction. When none runs sql statements (the common case), all
-// at once, in a few statements whatever their number (FinishMany). Otherwise, or when the
+// A batch's finishes in one transaction. When none runs sql statements (the common case) and
+// there are several, all at once, in a few statements whatever their number (FinishMany).
+// Otherwise, or when the
 // database refuses that (a trigger, text it cannot store) on a live connection, finish by
 // finish in (inbox_id, job_id) order, each in a savepoint of its own (FinishAlone), so that
 // only a bad one fails. When the connection broke or the COMMIT went unanswered (it may have
@@ -442,9 +447,10 @@ StatusOr<Outcome> SqlInbox::FinishJob(const ClaimedJob& job, const JobOutcome& o
 // id order, so two replicas' batches cannot deadlock.
 std::vector<StatusOr<Outcome>> SqlInbox::FinishJobs(const std::vector<FinishRequest>& finishes) {
   std::vector<StatusOr<Outcome>> results(finishes.size(), Status::Internal("not finished"));
-  bool alone = std::any_of(finishes.begin(), finishes.end(), [](const FinishRequest& f) {
-    return f.sql && f.outcome.outcome == Outcome::kOk;
-  });
+  bool alone = finishes.size() < 2 ||
+               std::any_of(finishes.begin(), finishes.end(), [](const FinishRequest& f) {
+                 return f.sql && f.outcome.outcome == Outcome::kOk;
+               });
   Status s = alone ? Status::Ok() : Transact(TxKind::kWrite, [&](SqlTx& tx) {
     Status many = FinishMany(tx, finishes, &results);
     alone = !many.ok() && !tx.Lost();
@@ -476,15 +482,15 @@ Status SqlInbox::FinishMany(SqlTx& tx, const std::vector<FinishRequest>& finishe
         {f.job->job_id, f.job->lease_token, JobStatusFor(o.next),
          o.next == JobOutcome::Next::kRetry ? json(FormatTime(o.next_attempt_at)) : json(),
          FormatTime(o.finished_at), OutcomeName(o.outcome), StorableText(o.detail),
-         f.job->event.attempt, o.refund_try ? 1 : 0});
+         f.job->attempt_id, o.refund_try ? 1 : 0});
   }
   const std::string f =
       std::string(
           "(SELECT (value->>0)::bigint AS job, value->>1 AS token, value->>2 AS status,"
           " (value->>3)::timestamptz AS next_at, (value->>4)::timestamptz AS finished,"
-          " value->>5 AS outcome, value->>6 AS detail, (value->>7)::integer AS number,"
+          " value->>5 AS outcome, value->>6 AS detail, (value->>7)::bigint AS attempt,"
           " (value->>8)::integer AS refund FROM ") +
-      d_.json_elements + "($1::jsonb)) AS f";
+      d_.json_rows + ") AS f";
   ASSIGN_OR_RETURN(
       const SqlRows& moved,
       tx.Query(std::string("UPDATE jobs SET status = f.status,"
@@ -516,7 +522,7 @@ Status SqlInbox::FinishMany(SqlTx& tx, const std::vector<FinishRequest>& finishe
   RETURN_IF_ERROR(
       tx.Run("UPDATE attempts SET finished_at = f.finished, outcome = f.outcome,"
              " detail = f.detail FROM " +
-                 f + " WHERE attempts.job = f.job AND attempts.number = f.number",
+                 f + " WHERE attempts.id = f.attempt",
              {JsonText(recorded)}));
   return SettleRows(tx, rows);
 }
@@ -525,16 +531,41 @@ Status SqlInbox::FinishMany(SqlTx& tx, const std::vector<FinishRequest>& finishe
 // failed (nothing of it stays); the return is a failure of the whole transaction.
 Status SqlInbox::FinishAlone(SqlTx& tx, const FinishRequest& f, StatusOr<Outcome>* result) {
   RETURN_IF_ERROR(tx.Run("SAVEPOINT finish"));
-  FinishRequest effective = f;
-  std::vector<StatusOr<Outcome>> one(1, Status::Internal("not finished"));
-  Status s = f.sql && f.outcome.outcome == Outcome::kOk ? RunSqlWork(tx, f, &effective.outcome)
-                                                        : Status::Ok();
-  if (s.ok()) s = FinishMany(tx, {effective}, &one);
-  if (s.ok()) s = one[0].status();
+  Outcome recorded = f.outcome.outcome;
+  const Status s = FinishInto(tx, f, &recorded);
   if (!s.ok() && tx.Lost()) return s;  // nothing to record on a transaction that is gone
   if (!s.ok()) RETURN_IF_ERROR(tx.Run("ROLLBACK TO SAVEPOINT finish"));
-  *result = s.ok() ? one[0] : StatusOr<Outcome>(s);
+  *result = s.ok() ? StatusOr<Outcome>(recorded) : StatusOr<Outcome>(s);
   return tx.Run("RELEASE SAVEPOINT finish");
+}
+
+// One finish: its sql statements (RunSqlWork), then the job moved on by the compare-and-swap
+// on its lease token, its attempt recorded and its row settled. Each statement names its row
+// by key, so PostgreSQL looks it up by index whatever it knows of the tables; a batch's join
+// (FinishMany) is planned from the tables' statistics, and before a fresh inbox's first
+// ANALYZE its cached plans scan them, which a batch amortizes and a lone finish would not.
+Status SqlInbox::FinishInto(SqlTx& tx, const FinishRequest& f, Outcome* recorded) {
+  JobOutcome o = f.outcome;
+  if (f.sql && o.outcome == Outcome::kOk) RETURN_IF_ERROR(RunSqlWork(tx, f, &o));
+  const bool retry = o.next == JobOutcome::Next::kRetry;
+  ASSIGN_OR_RETURN(
+      const SqlRows& cas,
+      tx.Query(std::string("UPDATE jobs SET status = $1,"
+                           " next_attempt_at = coalesce($2::timestamptz, next_attempt_at),"
+                           " last_error = $3, attempts = ") +
+                   d_.greatest +
+                   "(attempts - $6, 0), lease_owner = NULL, lease_token = NULL, lease_until = NULL"
+                   " WHERE id = $4 AND lease_token = $5 AND status = 'processing'",
+               {JobStatusFor(o.next), retry ? SqlArg(FormatTime(o.next_attempt_at)) : SqlArg(),
+                o.outcome != Outcome::kOk ? SqlArg(StorableText(o.detail)) : SqlArg(),
+                f.job->job_id, f.job->lease_token, int64_t{o.refund_try ? 1 : 0}}));
+  if (cas.changed == 0) return LeaseLost(*f.job);
+  const std::string finished = FormatTime(o.finished_at);
+  RETURN_IF_ERROR(
+      tx.Run("UPDATE attempts SET finished_at = $1, outcome = $2, detail = $3 WHERE id = $4",
+             {finished, OutcomeName(o.outcome), StorableText(o.detail), f.job->attempt_id}));
+  *recorded = o.outcome;
+  return SettleRows(tx, {{f.job->inbox_id, finished}});
 }
 
 // The sql handler's statements, only once the lease is known to be held (nothing of a worker
@@ -567,8 +598,7 @@ Status SqlInbox::SettleRows(SqlTx& tx, const std::map<int64_t, std::string>& row
   nlohmann::json pairs = nlohmann::json::array();
   for (const auto& [id, at] : rows) pairs.push_back({id, at});
   const std::string r = std::string("(SELECT (value->>0)::bigint AS id,") +
-                        " (value->>1)::timestamptz AS at FROM " + d_.json_elements +
-                        "($1::jsonb)) AS r";
+                        " (value->>1)::timestamptz AS at FROM " + d_.json_rows + ") AS r";
   if (d_.row_locks) {
     RETURN_IF_ERROR(
         tx.Run("SELECT id FROM inbox WHERE id IN (SELECT id FROM " + r + ") ORDER BY id FOR UPDATE",
@@ -580,12 +610,13 @@ Status SqlInbox::SettleRows(SqlTx& tx, const std::map<int64_t, std::string>& row
 }
 
 std::string SettledStatus(const std::string& row, const std::string& at) {
-  const std::string unfinished =
-      "EXISTS (SELECT 1 FROM jobs WHERE inbox_id = " + row + " AND status <> 'done')";
-  return "status = CASE WHEN EXISTS (SELECT 1 FROM jobs WHERE inbox_id = " + row +
-         " AND status = 'dead') THEN 'dead' WHEN NOT " + unfinished +
-         " THEN 'processed' ELSE 'processing' END, processed_at = CASE WHEN NOT " + unfinished +
-         " THEN " + at + " ELSE NULL END";
+  // Counts, not EXISTS: a scalar subquery runs per row by the jobs' index, where PostgreSQL may
+  // answer an EXISTS over many rows by hashing every unfinished job of the table.
+  const std::string jobs = "(SELECT count(*) FROM jobs WHERE inbox_id = " + row + " AND status ";
+  const std::string dead = jobs + "= 'dead') > 0", unfinished = jobs + "<> 'done') > 0";
+  return "status = CASE WHEN " + dead + " THEN 'dead' WHEN " + unfinished +
+         " THEN 'processing' ELSE 'processed' END, processed_at = CASE WHEN " + unfinished +
+         " THEN NULL ELSE " + at + " END";
 }
 
 }  // namespace hookbox

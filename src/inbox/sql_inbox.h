@@ -90,15 +90,19 @@ class SqlTx {
 // The SQL that differs between the dialects, beside `$N` and casts.
 struct SqlSpelling {
   SqlDialect dialect;
-  bool row_locks;             // PostgreSQL: FOR UPDATE and its kin; SQLite: one writer
-  const char* greatest;       // "max" / "greatest"
-  const char* real;           // the type of a double
-  const char* jobs_inbox;     // the claim's join of jobs j and inbox i
-  const char* not_sync;       // a job for the worker pool (SQLite's partial index wants = 0)
-  const char* due_order;      // the claim's ORDER BY: the order of the index it walks
-  const char* skip_locked;    // the claim's lock of the jobs it picks
-  const char* json_elements;  // a JSON array's elements as rows with a column `value`
-  const char* no_index;       // before a column SQLite's planner must not use an index for
+  bool row_locks;           // PostgreSQL: FOR UPDATE and its kin; SQLite: one writer
+  const char* greatest;     // "max" / "greatest"
+  const char* real;         // the type of a double
+  const char* jobs_inbox;   // the claim's join of jobs j and inbox i
+  const char* not_sync;     // a job for the worker pool (SQLite's partial index wants = 0)
+  const char* due_order;    // the claim's ORDER BY: the order of the index it walks
+  const char* skip_locked;  // the claim's lock of the jobs it picks
+  // The elements of the JSON array `$1` as rows with a column `value`. PostgreSQL's unnests
+  // them from an array: its planner expects 10 rows of unnest (and 100 of
+  // jsonb_array_elements, for which it scans a table of a few thousand rows rather than look
+  // each element up by its index).
+  const char* json_rows;
+  const char* no_index;  // before a column SQLite's planner must not use an index for
   // The statements that take a key's lock until the transaction ends, with `$1` the key and
   // `$2` its purpose (KeyLock): waiting for it, and without waiting (one row: true when
   // taken). "": no such locks.
@@ -226,6 +230,7 @@ class SqlInbox : public Inbox {
   Status FinishMany(SqlTx& tx, const std::vector<FinishRequest>& finishes,
                     std::vector<StatusOr<Outcome>>* results);
   Status FinishAlone(SqlTx& tx, const FinishRequest& f, StatusOr<Outcome>* result);
+  Status FinishInto(SqlTx& tx, const FinishRequest& f, Outcome* recorded);
   Status RunSqlWork(SqlTx& tx, const FinishRequest& f, JobOutcome* outcome);
   Status ClaimInto(SqlTx& tx, const std::string& owner, int max, TimePoint now,
                    std::chrono::milliseconds lease, const ClaimLimits& limits,
@@ -235,7 +240,7 @@ class SqlInbox : public Inbox {
                  bool only, std::vector<ClaimedJob>* out);
   Status ClaimEventInto(SqlTx& tx, int64_t inbox_id, const std::string& owner, TimePoint now,
                         std::chrono::milliseconds lease, EventClaim* out);
-  Status LeaseJobs(SqlTx& tx, const std::vector<ClaimedJob>& jobs, const std::string& owner,
+  Status LeaseJobs(SqlTx& tx, std::vector<ClaimedJob>& jobs, const std::string& owner,
                    TimePoint now, std::chrono::milliseconds lease);
   Status LoadState(SqlTx& tx, const std::string& endpoint, const std::string& handler,
                    HandlerState* out);
