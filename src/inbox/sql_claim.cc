@@ -532,7 +532,7 @@ Status SqlInbox::FinishMany(SqlTx& tx, const std::vector<FinishRequest>& finishe
 Status SqlInbox::FinishAlone(SqlTx& tx, const FinishRequest& f, StatusOr<Outcome>* result) {
   RETURN_IF_ERROR(tx.Run("SAVEPOINT finish"));
   Outcome recorded = f.outcome.outcome;
-  const Status s = FinishInto(tx, f, &recorded);
+  Status s = FinishInto(tx, f, &recorded);
   if (!s.ok() && tx.Lost()) return s;  // nothing to record on a transaction that is gone
   if (!s.ok()) RETURN_IF_ERROR(tx.Run("ROLLBACK TO SAVEPOINT finish"));
   *result = s.ok() ? StatusOr<Outcome>(recorded) : StatusOr<Outcome>(s);
