@@ -1,6 +1,7 @@
 // The Inbox contract, ClaimJobs and FinishJob(s) (inbox.h): a lease held against a second
 // claim, the compare-and-swap that lets only the lease's holder finish, a sql handler's
-// statements committed with the finish (one savepoint each in a batch), output that is not
+// statements committed with the finish (one savepoint each in a batch), each finish recording
+// its own try, output that is not
 // UTF-8, and crash recovery (lease owners, ExpireLeases) with the queue's counts. Part of
 // the storage contract suite, on SQLite and PostgreSQL (tests/inbox/contract.h).
 #include <sqlite3.h>
@@ -262,6 +263,44 @@ void RefuseDetail(TestInbox& t) {
 }
 
 }  // namespace
+
+TEST_CASE("a finish records its own try: the earlier tries of its job stay as they were") {
+  TestInbox t;
+  for (const char* id : {"a", "b", "c"}) Accept(t, MakeEvent(id));
+  auto first = Claim(t, kT0);
+  REQUIRE(first.size() == 3);
+  for (const ClaimedJob& job : first) {
+    JobOutcome failed = RetryAt(kT0 + 10s);
+    failed.finished_at = kT0 + 1s;
+    failed.detail = "exit 1";
+    REQUIRE(t->FinishJob(job, failed).ok());
+  }
+  auto second = Claim(t, kT0 + 10s);
+  REQUIRE(second.size() == 3);
+  std::sort(second.begin(), second.end(),
+            [](const ClaimedJob& x, const ClaimedJob& y) { return x.job_id < y.job_id; });
+  for (const ClaimedJob& job : second) CHECK(job.event.attempt == 2);
+  // Two at once (FinishMany), one alone (FinishJob).
+  auto results = t->FinishJobs(
+      {{&second[0], Done(kT0 + 11s), nullptr, {}}, {&second[1], Done(kT0 + 12s), nullptr, {}}});
+  for (const auto& r : results) REQUIRE(r.ok());
+  REQUIRE(t->FinishJob(second[2], Done(kT0 + 13s)).ok());
+  const char* events[] = {"a", "b", "c"};
+  for (int i = 0; i < 3; ++i) {
+    auto shown = t->Show("ep", events[i]);
+    REQUIRE(shown.ok());
+    REQUIRE(shown->jobs.size() == 1);
+    const auto& tries = shown->jobs[0].attempt_rows;
+    REQUIRE(tries.size() == 2);
+    CHECK(tries[0].number == 1);
+    CHECK(tries[0].outcome == "failed");
+    CHECK(tries[0].detail == "exit 1");
+    CHECK(tries[0].finished_at == FormatTime(kT0 + 1s));
+    CHECK(tries[1].number == 2);
+    CHECK(tries[1].outcome == "ok");
+    CHECK(tries[1].finished_at == FormatTime(kT0 + std::chrono::seconds(11 + i)));
+  }
+}
 
 TEST_CASE("FinishJobs: a finish the database refuses fails alone; the rest of the batch lands") {
   TestInbox t;
