@@ -1,9 +1,9 @@
 // The Inbox contract, ClaimJobs and FinishJob(s) (inbox.h): a lease held against a second
 // claim, the compare-and-swap that lets only the lease's holder finish, a sql handler's
 // statements committed with the finish (one savepoint each in a batch), each finish recording
-// its own try, output that is not
-// UTF-8, and crash recovery (lease owners, ExpireLeases) with the queue's counts. Part of
-// the storage contract suite, on SQLite and PostgreSQL (tests/inbox/contract.h).
+// its own try, output that is not UTF-8, and crash recovery (lease owners, ExpireLeases) with
+// the queue's counts. Part of the storage contract suite, on SQLite and PostgreSQL
+// (tests/inbox/contract.h).
 #include <sqlite3.h>
 
 #include <algorithm>
