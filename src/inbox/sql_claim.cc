@@ -439,12 +439,11 @@ StatusOr<Outcome> SqlInbox::FinishJob(const ClaimedJob& job, const JobOutcome& o
 
 // A batch's finishes in one transaction. When none runs sql statements (the common case) and
 // there are several, all at once, in a few statements whatever their number (FinishMany).
-// Otherwise, or when the
-// database refuses that (a trigger, text it cannot store) on a live connection, finish by
-// finish in (inbox_id, job_id) order, each in a savepoint of its own (FinishAlone), so that
-// only a bad one fails. When the connection broke or the COMMIT went unanswered (it may have
-// committed), the whole batch fails. Either way each locks its jobs, then its inbox rows in
-// id order, so two replicas' batches cannot deadlock.
+// Otherwise, or when the database refuses that (a trigger, text it cannot store) on a live
+// connection, finish by finish in (inbox_id, job_id) order, each in a savepoint of its own
+// (FinishAlone), so that only a bad one fails. When the connection broke or the COMMIT went
+// unanswered (it may have committed), the whole batch fails. Either way each locks its jobs, then
+// its inbox rows in id order, so two replicas' batches cannot deadlock.
 std::vector<StatusOr<Outcome>> SqlInbox::FinishJobs(const std::vector<FinishRequest>& finishes) {
   std::vector<StatusOr<Outcome>> results(finishes.size(), Status::Internal("not finished"));
   bool alone = finishes.size() < 2 ||
