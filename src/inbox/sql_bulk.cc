@@ -22,6 +22,7 @@
 // - PostgreSQL (bulk_hold 0): one chunk of `batch` jobs per transaction, no gap: its row
 //   locks leave the other rows' accepts free.
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
@@ -207,13 +208,13 @@ Status SqlInbox::RearmChunk(SqlTx& tx, const BulkRequest& r, const std::vector<B
   const char* from_status = replay ? "done" : "dead";
   std::set<std::string> resources;
   const std::string due_now = FormatTime(r.now);
-  std::string pairs = "[";  // [[job id, "due time"], ...]
+  nlohmann::json due = nlohmann::json::array();  // [[job id, "due time"], ...]
   for (size_t i = from; i < to; ++i) {
     if (!targets[i].resource_key.empty()) resources.insert(targets[i].resource_key);
-    pairs += (i == from ? "[" : ",[") + std::to_string(targets[i].job) + ",\"" +
-             (r.rate > 0 ? FormatTime(BulkDueAt(r, static_cast<int64_t>(i))) : due_now) + "\"]";
+    due.push_back(
+        {targets[i].job, r.rate > 0 ? FormatTime(BulkDueAt(r, static_cast<int64_t>(i))) : due_now});
   }
-  pairs += ']';
+  const std::string pairs = JsonText(due);
   for (const std::string& key : resources) RETURN_IF_ERROR(LockKey(tx, KeyLock::kClaim, key));
   // The pairs drive the join, each job found by its id. On SQLite `+status` keeps the status
   // test off the jobs_due index: with it, SQLite's planner (no ANALYZE statistics) prefers
@@ -237,9 +238,7 @@ Status SqlInbox::RearmChunk(SqlTx& tx, const BulkRequest& r, const std::vector<B
   std::set<int64_t> rows;  // each once, in id order: the order rows are locked in
   for (size_t i = 0; i < moved.size(); ++i) rows.insert(moved.Int(i, 0));
   if (rows.empty()) return Status::Ok();
-  std::string ids = "[";
-  for (int64_t id : rows) ids += (ids.size() > 1 ? "," : "") + std::to_string(id);
-  ids += ']';
+  const std::string ids = JsonText(rows);
   const std::string chunk_rows = std::string("SELECT value::bigint FROM ") + d_.json_rows;
   if (d_.row_locks) {
     RETURN_IF_ERROR(tx.Run(

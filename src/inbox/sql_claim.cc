@@ -64,11 +64,6 @@ std::string HeadsItsResource(const std::string& endpoint, const std::string& res
          ") OR (j2.status = 'processing' AND j2.lease_until >= " + now + ")))";
 }
 
-// A statement's JSON parameter (text that is not UTF-8 is replaced, never thrown on).
-std::string JsonText(const nlohmann::json& value) {
-  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 // The finishes in the lock order, (inbox_id, job_id).
 std::vector<size_t> FinishOrder(const std::vector<FinishRequest>& finishes) {
   std::vector<size_t> order(finishes.size());
@@ -81,6 +76,10 @@ std::vector<size_t> FinishOrder(const std::vector<FinishRequest>& finishes) {
 }
 
 }  // namespace
+
+std::string JsonText(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 StatusOr<std::vector<ClaimedJob>> SqlInbox::ClaimJobs(const std::string& owner, int max,
                                                       TimePoint now,
@@ -590,6 +589,23 @@ Status SqlInbox::RunSqlWork(SqlTx& tx, const FinishRequest& f, JobOutcome* outco
   return tx.Run("RELEASE SAVEPOINT sql_handler");
 }
 
+namespace {
+
+// The SET clause that derives an inbox row's status from its jobs: dead if any job is dead,
+// processed (processed_at = `at`) when all are done, processing otherwise. `row` is the
+// row's id as the statement names it.
+std::string SettledStatus(const std::string& row, const std::string& at) {
+  // Counts, not EXISTS: a scalar subquery runs per row by the jobs' index, where PostgreSQL may
+  // answer an EXISTS over many rows by hashing every unfinished job of the table.
+  const std::string jobs = "(SELECT count(*) FROM jobs WHERE inbox_id = " + row + " AND status ";
+  const std::string dead = jobs + "= 'dead') > 0", unfinished = jobs + "<> 'done') > 0";
+  return "status = CASE WHEN " + dead + " THEN 'dead' WHEN " + unfinished +
+         " THEN 'processing' ELSE 'processed' END, processed_at = CASE WHEN " + unfinished +
+         " THEN NULL ELSE " + at + " END";
+}
+
+}  // namespace
+
 // Sets each inbox row's status from its jobs (SettledStatus), with its time. On PostgreSQL the
 // rows are locked first, in ascending id order and in a statement of their own, so that the
 // jobs are read as of after any concurrent settle of them committed.
@@ -606,16 +622,6 @@ Status SqlInbox::SettleRows(SqlTx& tx, const std::map<int64_t, std::string>& row
   return tx.Run("UPDATE inbox SET " + SettledStatus("inbox.id", "r.at") + " FROM " + r +
                     " WHERE inbox.id = r.id",
                 {JsonText(pairs)});
-}
-
-std::string SettledStatus(const std::string& row, const std::string& at) {
-  // Counts, not EXISTS: a scalar subquery runs per row by the jobs' index, where PostgreSQL may
-  // answer an EXISTS over many rows by hashing every unfinished job of the table.
-  const std::string jobs = "(SELECT count(*) FROM jobs WHERE inbox_id = " + row + " AND status ";
-  const std::string dead = jobs + "= 'dead') > 0", unfinished = jobs + "<> 'done') > 0";
-  return "status = CASE WHEN " + dead + " THEN 'dead' WHEN " + unfinished +
-         " THEN 'processing' ELSE 'processed' END, processed_at = CASE WHEN " + unfinished +
-         " THEN NULL ELSE " + at + " END";
 }
 
 }  // namespace hookbox

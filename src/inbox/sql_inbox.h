@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -129,10 +130,9 @@ inline constexpr const char* kAcceptColumns =
 std::string RowColumns(const SqlSpelling& d);
 InboxRow ReadRow(const SqlRows& q, size_t row);
 HandlerState ReadState(const SqlRows& q, size_t row);
-// The SET clause that derives an inbox row's status from its jobs: dead if any job is dead,
-// processed (processed_at = `at`) when all are done, processing otherwise. `row` is the
-// row's id as the statement names it.
-std::string SettledStatus(const std::string& row, const std::string& at);
+// A statement's JSON parameter, such as the element list of SqlSpelling::json_rows (text that
+// is not UTF-8 is replaced, never thrown on).
+std::string JsonText(const nlohmann::json& value);
 // SqlValue (backend.h) parameters as SqlArgs.
 SqlArgs ArgsOf(const std::vector<SqlValue>& values);
 

@@ -134,8 +134,7 @@ Status SqlInbox::HoldForHandler(const std::vector<ClaimedJob>& jobs, TimePoint /
                   " WHERE id = $3 AND lease_token = $4 AND status = 'processing'",
               {std::string(kHeldUntil), HeldReason(job->handler), job->job_id, job->lease_token}));
       if (held.changed == 0) continue;  // lease lost: its new owner decides
-      RETURN_IF_ERROR(tx.Run("DELETE FROM attempts WHERE job = $1 AND number = $2",
-                             {job->job_id, job->event.attempt}));
+      RETURN_IF_ERROR(tx.Run("DELETE FROM attempts WHERE id = $1", {job->attempt_id}));
     }
     return Status::Ok();
   });
