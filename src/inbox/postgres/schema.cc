@@ -2,8 +2,6 @@
 // (see schema.h).
 #include "inbox/postgres/schema.h"
 
-#include <algorithm>
-
 #include "base/status_macros.h"
 #include "inbox/backend.h"
 #include "inbox/migration.h"
@@ -18,19 +16,13 @@ std::string Names(const std::vector<std::string>& names) {
   return out;
 }
 
-// Whether schema `s.name` holds hookbox's tables (schema_migrations and inbox: another
-// program's schema_migrations alone is not an inbox), as an SQL expression.
-constexpr const char* kHasTables =
-    "(SELECT count(DISTINCT k.relname) = 2 FROM pg_catalog.pg_class k"
-    " JOIN pg_catalog.pg_namespace n ON n.oid = k.relnamespace"
-    " WHERE n.nspname = s.name AND k.relname IN ('schema_migrations', 'inbox')"
-    " AND k.relkind IN ('r', 'p'))";
-
 // The session's search_path as it resolved: the schemas it reaches, in order (existing ones
-// the role has USAGE on: current_schemas(false)), quoted, and which hold hookbox's tables.
+// the role has USAGE on: current_schemas(false)), quoted, and which of them hold hookbox's
+// tables (schema_migrations and inbox: another program's schema_migrations alone is not an
+// inbox); and the schemas off the path that hold them.
 struct SessionPath {
-  std::vector<std::string> names, quoted, holders;
-  std::vector<int> holder_index;   // into names
+  std::vector<std::string> names, quoted, holders, off_path;
+  size_t first_holder = 0;         // into names, when holders is not empty
   std::string setting;             // as SHOW search_path prints it
   bool set_by_connection = false;  // by the URL's options or PGOPTIONS
   // For messages: the setting and the schemas it reaches.
@@ -42,37 +34,34 @@ struct SessionPath {
 };
 
 StatusOr<SessionPath> ReadSessionPath(Conn& c) {
-  ASSIGN_OR_RETURN(pg::Result path,
-                   c.Exec(std::string("SELECT s.name, quote_ident(s.name), ") + kHasTables +
-                          " FROM unnest(current_schemas(false)) WITH ORDINALITY AS s(name, pos)"
-                          " ORDER BY s.pos"));
+  // Every schema of the database: those on the path first, in its order (pos), then by name.
+  ASSIGN_OR_RETURN(
+      pg::Result schemas,
+      c.Exec("SELECT s.nspname, quote_ident(s.nspname), s.pos IS NOT NULL,"
+             " (SELECT count(DISTINCT k.relname) = 2 FROM pg_catalog.pg_class k"
+             " WHERE k.relnamespace = s.oid AND k.relname IN ('schema_migrations', 'inbox')"
+             " AND k.relkind IN ('r', 'p'))"
+             " FROM (SELECT oid, nspname, array_position(current_schemas(false), nspname) AS pos"
+             " FROM pg_catalog.pg_namespace) s ORDER BY s.pos, s.nspname"));
   ASSIGN_OR_RETURN(pg::Result setting,
                    c.Exec("SELECT current_setting('search_path'), source FROM pg_settings"
                           " WHERE name = 'search_path'"));
   SessionPath out;
-  for (int i = 0; i < path.rows(); ++i) {
-    out.names.push_back(path.Text(i, 0));
-    out.quoted.push_back(path.Text(i, 1));
-    if (path.Bool(i, 2)) {
-      out.holders.push_back(path.Text(i, 0));
-      out.holder_index.push_back(i);
+  for (int i = 0; i < schemas.rows(); ++i) {
+    const bool on_path = schemas.Bool(i, 2), holds = schemas.Bool(i, 3);
+    if (!on_path) {
+      if (holds) out.off_path.push_back(schemas.Text(i, 0));
+      continue;
     }
+    if (holds && out.holders.empty()) out.first_holder = out.names.size();
+    if (holds) out.holders.push_back(schemas.Text(i, 0));
+    out.names.push_back(schemas.Text(i, 0));
+    out.quoted.push_back(schemas.Text(i, 1));
   }
   if (setting.rows()) {
     out.setting = setting.Text(0, 0);
     out.set_by_connection = setting.Text(0, 1) == "client";
   }
-  return out;
-}
-
-// The schemas off the session's path that hold hookbox's tables.
-StatusOr<std::vector<std::string>> TablesOffPath(Conn& c) {
-  ASSIGN_OR_RETURN(pg::Result q,
-                   c.Exec(std::string("SELECT s.name FROM (SELECT nspname AS name FROM "
-                                      "pg_catalog.pg_namespace) s WHERE ") +
-                          kHasTables + " AND s.name <> ALL (current_schemas(false)) ORDER BY 1"));
-  std::vector<std::string> out;
-  for (int i = 0; i < q.rows(); ++i) out.push_back(q.Text(i, 0));
   return out;
 }
 
@@ -98,14 +87,13 @@ StatusOr<SchemaChoice> ResolveSchema(Conn& c, bool create) {
             "database URL (see README, PostgreSQL)");
   }
   if (path.holders.empty()) {
-    ASSIGN_OR_RETURN(const std::vector<std::string> off_path, TablesOffPath(c));
-    if (!off_path.empty() && !(create && path.set_by_connection)) {
+    if (!path.off_path.empty() && !(create && path.set_by_connection)) {
       return Status::Unavailable(
           "no hookbox tables on the search_path",
-          "schema " + Names(off_path) + " holds them, but " + path.Describe() +
+          "schema " + Names(path.off_path) + " holds them, but " + path.Describe() +
               " (it leaves out schemas this role has no USAGE on): to use them, add "
               "?options=-csearch_path%3D" +
-              off_path.front() + " to the database URL (see README, PostgreSQL)");
+              path.off_path.front() + " to the database URL (see README, PostgreSQL)");
     }
     if (!create) {
       return Status::Unavailable("no hookbox tables in this database",
@@ -118,7 +106,7 @@ StatusOr<SchemaChoice> ResolveSchema(Conn& c, bool create) {
                                      "?options=-csearch_path%3D<schema> in the URL");
     }
   }
-  const size_t chosen = path.holders.empty() ? 0 : static_cast<size_t>(path.holder_index.front());
+  const size_t chosen = path.first_holder;
   SchemaChoice out;
   out.schema = path.names[chosen];
   out.quoted = path.quoted[chosen];
