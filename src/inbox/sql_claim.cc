@@ -145,12 +145,6 @@ Status SqlInbox::LockKey(SqlTx& tx, KeyLock which, const std::string& key) {
   return tx.Run(d_.lock_key, {key, static_cast<int>(which)});
 }
 
-StatusOr<bool> SqlInbox::TryLockKey(SqlTx& tx, KeyLock which, const std::string& key) {
-  if (*d_.try_lock_key == '\0') return true;
-  ASSIGN_OR_RETURN(const SqlRows& q, tx.Query(d_.try_lock_key, {key, static_cast<int>(which)}));
-  return q.Bool(0, 0);
-}
-
 // With row locks (PostgreSQL) a claim's snapshot may be behind another replica's commit (a
 // claim, or `inbox retry` re-arming an earlier job): each job with a resource is kept only
 // if, under the resource's claim lock taken without waiting (another claim of it deciding:
@@ -163,9 +157,10 @@ Status SqlInbox::KeepHeads(SqlTx& tx, const std::string& now, std::vector<Claime
   for (ClaimedJob& job : due) {
     if (d_.row_locks && !job.event.resource_id.empty()) {
       ASSIGN_OR_RETURN(
-          const bool locked,
-          TryLockKey(tx, KeyLock::kClaim, ResourceKey(job.event.endpoint, job.event.resource_id)));
-      if (!locked) continue;
+          const SqlRows& locked,
+          tx.Query(d_.try_lock_key, {ResourceKey(job.event.endpoint, job.event.resource_id),
+                                     static_cast<int>(KeyLock::kClaim)}));
+      if (!locked.Bool(0, 0)) continue;
       ASSIGN_OR_RETURN(const SqlRows& heads,
                        tx.Query(kHeads, {job.event.endpoint, job.event.resource_id, job.job_id,
                                          job.inbox_id, now}));

@@ -105,8 +105,8 @@ struct SqlSpelling {
   const char* json_rows;
   const char* no_index;  // before a column SQLite's planner must not use an index for
   // The statements that take a key's lock until the transaction ends, with `$1` the key and
-  // `$2` its purpose (KeyLock): waiting for it, and without waiting (one row: true when
-  // taken). "": no such locks.
+  // `$2` its purpose (KeyLock): waiting for it ("": no such locks), and without waiting (one
+  // row: true when taken; used only where there are row locks).
   const char* lock_key;
   const char* try_lock_key;
   // A bulk verb's write transaction takes chunks until it has held the write lock this long
@@ -209,7 +209,6 @@ class SqlInbox : public Inbox {
   // values are PostgreSQL's advisory lock seeds: replicas of two versions must agree on them.
   enum class KeyLock { kAccept = 1, kClaim = 2, kBody = 3 };
   Status LockKey(SqlTx& tx, KeyLock which, const std::string& key);
-  StatusOr<bool> TryLockKey(SqlTx& tx, KeyLock which, const std::string& key);
   static std::string ResourceKey(const std::string& endpoint, const std::string& resource) {
     return endpoint + '\x1f' + resource;
   }

@@ -14,9 +14,6 @@
 
 namespace hookbox::pg {
 
-// A PostgreSQL array literal of texts, {"a","b\"c"}.
-std::string TextArray(const std::vector<std::string>& items);
-
 // Inserts the rows of `events` and their jobs, in the order given, in one statement with ON
 // CONFLICT DO NOTHING (a row already stored, or stored by a concurrent statement, is
 // skipped): the (endpoint, event_id) of the rows it inserted. `events` names each

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 
@@ -35,7 +36,6 @@ using pg::Migrate;
 using pg::Params;
 using pg::Result;
 using pg::SchemaChoice;
-using pg::TextArray;
 namespace sqlstate = pg::sqlstate;
 
 // Connections per process: enough for the HTTP threads' accepts and the workers at once;
@@ -125,12 +125,13 @@ class PostgresInbox final : public SqlInbox {
     if (jobs.empty()) return nullptr;
     auto handle = holds_.TryAcquire();
     if (!handle.ok()) return nullptr;
-    std::vector<std::string> ids;
-    for (const ClaimedJob& job : jobs) ids.push_back(std::to_string(job.job_id));
+    std::vector<int64_t> ids;
+    for (const ClaimedJob& job : jobs) ids.push_back(job.job_id);
     Conn& c = **handle;
     if (!c.Run("BEGIN").ok() ||
-        !c.Exec("SELECT 1 FROM jobs WHERE id = ANY($1::bigint[]) FOR KEY SHARE",
-                Params().Add(TextArray(ids)))
+        !c.Exec("SELECT 1 FROM jobs WHERE id = ANY(ARRAY(SELECT"
+                " jsonb_array_elements_text($1::jsonb)::bigint)) FOR KEY SHARE",
+                Params().Add(JsonText(ids)))
              .ok()) {
       return nullptr;  // the handle rolls back whatever began
     }
@@ -216,8 +217,7 @@ class PostgresInbox final : public SqlInbox {
     StatusOr<std::optional<int64_t>> InsertRow(const std::string& sql,
                                                const SqlArgs& args) override {
       ASSIGN_OR_RETURN(const SqlRows& r, Query(sql + " RETURNING id", args));
-      if (r.empty()) return std::optional<int64_t>();
-      return std::optional<int64_t>(r.Int(0, 0));
+      return r.empty() ? std::nullopt : std::optional<int64_t>(r.Int(0, 0));
     }
     bool Lost() override { return conn_.broken(); }
     Status RunUserSql(const std::string& statement, const HandlerEvent& e) override {
@@ -232,9 +232,9 @@ class PostgresInbox final : public SqlInbox {
   Status InsertJobs(SqlTx& tx, const Event& e, int64_t inbox_id, const std::string& now) override {
     return tx.Run(
         "INSERT INTO jobs (inbox_id, handler, status, next_attempt_at, sync)"
-        " SELECT $1, h, 'pending', $3, $4 FROM unnest($2::text[]) WITH ORDINALITY AS t (h, n)"
-        " ORDER BY n",
-        {inbox_id, TextArray(e.handlers), now, !e.sync_owner.empty()});
+        " SELECT $1, h, 'pending', $3, $4"
+        " FROM jsonb_array_elements_text($2::jsonb) WITH ORDINALITY AS t (h, n) ORDER BY n",
+        {inbox_id, JsonText(e.handlers), now, !e.sync_owner.empty()});
   }
 
   // Runs fn in one transaction on a pooled connection and commits when it returns Ok. A

@@ -68,8 +68,7 @@ class SqliteTx final : public SqlTx {
 
   StatusOr<std::optional<int64_t>> InsertRow(const std::string& sql, const SqlArgs& args) override {
     ASSIGN_OR_RETURN(const SqlRows& r, Query(sql, args));
-    if (r.changed == 0) return std::optional<int64_t>();
-    return std::optional<int64_t>(db_.LastInsertId());
+    return r.changed == 0 ? std::nullopt : std::optional<int64_t>(db_.LastInsertId());
   }
 
   bool Lost() override { return !db_.InTransaction(); }
