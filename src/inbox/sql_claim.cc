@@ -46,9 +46,10 @@ ClaimedJob ReadClaim(const SqlRows& q, size_t row) {
   return c;
 }
 
-Circuit CircuitFromText(const std::string& text) {
-  if (text == "open") return Circuit::kOpen;
-  if (text == "half-open") return Circuit::kHalfOpen;
+Circuit CircuitFromName(const std::string& name) {
+  for (Circuit c : {Circuit::kOpen, Circuit::kHalfOpen}) {
+    if (name == CircuitName(c)) return c;
+  }
   return Circuit::kClosed;
 }
 
@@ -273,7 +274,7 @@ HandlerState ReadState(const SqlRows& q, size_t i) {
   st.paused = q.Bool(i, 2);
   st.paused_reason = q.Text(i, 3);
   st.paused_at = q.Text(i, 4);
-  st.circuit = CircuitFromText(q.Text(i, 5));
+  st.circuit = CircuitFromName(q.Text(i, 5));
   st.failures = q.Int(i, 6);
   st.open_until = q.Text(i, 7);
   st.probe_until = q.Text(i, 8);
@@ -410,10 +411,7 @@ StatusOr<EventClaim> SqlInbox::ClaimEvent(const std::string& endpoint, const std
   EventClaim claim;
   Status s = Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
     claim = EventClaim{};
-    ASSIGN_OR_RETURN(const SqlRows& row,
-                     tx.Query("SELECT id, status FROM inbox WHERE endpoint = $1 AND event_id = $2",
-                              {endpoint, event_id}));
-    if (row.empty()) return Status::NotFound("no such event", endpoint + " " + event_id);
+    ASSIGN_OR_RETURN(const SqlRows& row, FindEvent(tx, "id, status", endpoint, event_id));
     claim.row_status = row.Text(0, 1);
     return ClaimEventInto(tx, row.Int(0, 0), owner, now, lease, &claim);
   });

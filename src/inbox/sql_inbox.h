@@ -130,6 +130,9 @@ inline constexpr const char* kAcceptColumns =
 std::string RowColumns(const SqlSpelling& d);
 InboxRow ReadRow(const SqlRows& q, size_t row);
 HandlerState ReadState(const SqlRows& q, size_t row);
+// `columns` of the row of (endpoint, event_id); NotFound when there is none.
+StatusOr<SqlRows> FindEvent(SqlTx& tx, const std::string& columns, const std::string& endpoint,
+                            const std::string& event_id);
 // A statement's JSON parameter, such as the element list of SqlSpelling::json_rows (text that
 // is not UTF-8 is replaced, never thrown on).
 std::string JsonText(const nlohmann::json& value);

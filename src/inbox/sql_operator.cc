@@ -77,11 +77,16 @@ SqlArgs ArgsOf(const std::vector<SqlValue>& values) {
   return args;
 }
 
-namespace {
-
-Status NoSuchEvent(const std::string& endpoint, const std::string& event_id) {
-  return Status::NotFound("no such event", endpoint + " " + event_id);
+StatusOr<SqlRows> FindEvent(SqlTx& tx, const std::string& columns, const std::string& endpoint,
+                            const std::string& event_id) {
+  ASSIGN_OR_RETURN(
+      SqlRows q, tx.Query("SELECT " + columns + " FROM inbox WHERE endpoint = $1 AND event_id = $2",
+                          {endpoint, event_id}));
+  if (q.empty()) return Status::NotFound("no such event", endpoint + " " + event_id);
+  return q;
 }
+
+namespace {
 
 // The jobs in id order: the order every transaction that changes several jobs locks them in.
 std::vector<const ClaimedJob*> InIdOrder(std::span<const ClaimedJob> jobs) {
@@ -97,11 +102,7 @@ std::vector<const ClaimedJob*> InIdOrder(std::span<const ClaimedJob> jobs) {
 StatusOr<int> SqlInbox::Retry(const std::string& endpoint, const std::string& event_id,
                               TimePoint now) {
   return ReadInto<int>(*this, TxKind::kWrite, [&](SqlTx& tx, int& rearmed) -> Status {
-    ASSIGN_OR_RETURN(
-        const SqlRows& row,
-        tx.Query("SELECT id, resource_id FROM inbox WHERE endpoint = $1 AND event_id = $2",
-                 {endpoint, event_id}));
-    if (row.empty()) return NoSuchEvent(endpoint, event_id);
+    ASSIGN_OR_RETURN(const SqlRows& row, FindEvent(tx, "id, resource_id", endpoint, event_id));
     const int64_t inbox_id = row.Int(0, 0);
     // A re-armed job may head its resource again: no claim may decide on the old state.
     if (const std::string& resource = row.Text(0, 1); !resource.empty()) {
@@ -281,11 +282,7 @@ StatusOr<InboxDetail> SqlInbox::Show(const std::string& endpoint, const std::str
 
 Status SqlInbox::ShowInto(SqlTx& tx, const std::string& endpoint, const std::string& event_id,
                           InboxDetail* d) {
-  ASSIGN_OR_RETURN(const SqlRows& q,
-                   tx.Query("SELECT " + RowColumns(d_) +
-                                ", body FROM inbox WHERE endpoint = $1 AND event_id = $2",
-                            {endpoint, event_id}));
-  if (q.empty()) return NoSuchEvent(endpoint, event_id);
+  ASSIGN_OR_RETURN(const SqlRows& q, FindEvent(tx, RowColumns(d_) + ", body", endpoint, event_id));
   d->row = ReadRow(q, 0);
   d->row.body = q.Text(0, 14);
   ASSIGN_OR_RETURN(
@@ -323,10 +320,7 @@ Status SqlInbox::ShowInto(SqlTx& tx, const std::string& endpoint, const std::str
 
 Status SqlInbox::Clear(const std::string& endpoint, const std::string& event_id, TimePoint now) {
   return Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
-    ASSIGN_OR_RETURN(const SqlRows& row,
-                     tx.Query("SELECT id FROM inbox WHERE endpoint = $1 AND event_id = $2",
-                              {endpoint, event_id}));
-    if (row.empty()) return NoSuchEvent(endpoint, event_id);
+    ASSIGN_OR_RETURN(const SqlRows& row, FindEvent(tx, "id", endpoint, event_id));
     // A sync claim's test (EventBusy): a live lease, or on PostgreSQL a job row locked by the
     // request running it (HoldJobs), refused at once, not after the pool's lock_timeout. Its
     // unfinished jobs stay locked (on SQLite, the writer's transaction), so none can be
@@ -337,7 +331,8 @@ Status SqlInbox::Clear(const std::string& endpoint, const std::string& event_id,
     RETURN_IF_ERROR(unfinished);
     ASSIGN_OR_RETURN(const SqlRows& del,
                      tx.Query("DELETE FROM inbox WHERE id = $1", {row.Int(0, 0)}));
-    return del.changed == 0 ? NoSuchEvent(endpoint, event_id) : Status::Ok();  // cleared meanwhile
+    if (del.changed > 0) return Status::Ok();
+    return Status::NotFound("no such event", endpoint + " " + event_id);  // cleared meanwhile
   });
 }
 
