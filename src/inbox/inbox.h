@@ -81,7 +81,7 @@ struct JobRow {
   std::string handler, status, next_attempt_at, lease_owner, lease_until, last_error;
   int64_t attempts = 0;
   int64_t generation = 0;  // its current run: 0 = first, n after the n-th replay
-  std::vector<AttemptRow> attempt_rows;
+  std::vector<AttemptRow> attempt_rows = {};
 };
 
 struct InboxDetail {

@@ -31,8 +31,7 @@ Status SqlInbox::AcceptInto(SqlTx& tx, const Event& e, AcceptResult* out) {
     RETURN_IF_ERROR(LockKey(tx, KeyLock::kAccept, ResourceKey(e.endpoint, e.resource_id)));
   }
   if (e.dedupe_body) {
-    bool duplicate = false;
-    RETURN_IF_ERROR(BodyDuplicate(tx, e, now, out, &duplicate));
+    ASSIGN_OR_RETURN(const bool duplicate, BodyDuplicate(tx, e, now, out));
     if (duplicate) return Status::Ok();
   }
   static const std::string kInsert = std::string("INSERT INTO inbox (") + kAcceptColumns +
@@ -104,9 +103,9 @@ Status SqlInbox::CountDuplicate(SqlTx& tx, const Event& e, const std::string& no
 // body, under another id or on another replica, waits here until this one has committed its
 // row, then finds it; SQLite: the one writer runs accepts one after another): the first
 // stored row of the endpoint with this body, unless a row with this event's id exists (that
-// one is a duplicate by id, counted by the insert's path). Found: counted there, *duplicate.
-Status SqlInbox::BodyDuplicate(SqlTx& tx, const Event& e, const std::string& now, AcceptResult* out,
-                               bool* duplicate) {
+// one is a duplicate by id, counted by the insert's path). Found: counted there, and true.
+StatusOr<bool> SqlInbox::BodyDuplicate(SqlTx& tx, const Event& e, const std::string& now,
+                                       AcceptResult* out) {
   RETURN_IF_ERROR(LockKey(tx, KeyLock::kBody, ResourceKey(e.endpoint, e.body_sha256)));
   ASSIGN_OR_RETURN(
       const SqlRows& up,
@@ -115,11 +114,10 @@ Status SqlInbox::BodyDuplicate(SqlTx& tx, const Event& e, const std::string& now
                " AND NOT EXISTS (SELECT 1 FROM inbox WHERE endpoint = $1 AND event_id = $3)"
                " ORDER BY id LIMIT 1) RETURNING event_id",
                {e.endpoint, e.body_sha256, e.event_id, now}));
-  if (up.empty()) return Status::Ok();
-  *duplicate = true;
+  if (up.empty()) return false;
   out->verdict = Verdict::kDuplicate;
   out->duplicate_of = up.Text(0, 0);
-  return Status::Ok();
+  return true;
 }
 
 Status SqlInbox::InsertJobs(SqlTx& tx, const Event& e, int64_t inbox_id, const std::string& now) {

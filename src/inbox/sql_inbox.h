@@ -224,8 +224,8 @@ class SqlInbox : public Inbox {
 
   Status AcceptInto(SqlTx& tx, const Event& e, AcceptResult* out);
   Status SettleRows(SqlTx& tx, const std::map<int64_t, std::string>& rows);  // id -> time
-  Status BodyDuplicate(SqlTx& tx, const Event& e, const std::string& now, AcceptResult* out,
-                       bool* duplicate);
+  StatusOr<bool> BodyDuplicate(SqlTx& tx, const Event& e, const std::string& now,
+                               AcceptResult* out);
   Status AddJobs(SqlTx& tx, const Event& e, int64_t inbox_id, const std::string& now,
                  AcceptResult* out);
   Status RunSyncSql(SqlTx& tx, const Event& e, int64_t inbox_id, const std::string& now);

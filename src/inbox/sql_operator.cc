@@ -287,21 +287,13 @@ Status SqlInbox::ShowInto(SqlTx& tx, const std::string& endpoint, const std::str
   d->row.body = q.Text(0, 14);
   ASSIGN_OR_RETURN(
       const SqlRows& jq,
-      tx.Query("SELECT id, handler, status, attempts, " + d_.Time("next_attempt_at") +
-                   ", lease_owner, " + d_.Time("lease_until") +
-                   ", last_error, generation FROM jobs WHERE inbox_id = $1 ORDER BY id",
+      tx.Query("SELECT id, handler, status, " + d_.Time("next_attempt_at") + ", lease_owner, " +
+                   d_.Time("lease_until") +
+                   ", last_error, attempts, generation FROM jobs WHERE inbox_id = $1 ORDER BY id",
                {d->row.id}));
-  for (size_t i = 0; i < jq.size(); ++i) {
-    d->jobs.push_back({jq.Int(i, 0),
-                       jq.Text(i, 1),
-                       jq.Text(i, 2),
-                       jq.Text(i, 4),
-                       jq.Text(i, 5),
-                       jq.Text(i, 6),
-                       jq.Text(i, 7),
-                       jq.Int(i, 3),
-                       jq.Int(i, 8),
-                       {}});
+  for (size_t i = 0; i < jq.size(); ++i) {  // JobRow's members in order, its attempts to come
+    d->jobs.push_back({jq.Int(i, 0), jq.Text(i, 1), jq.Text(i, 2), jq.Text(i, 3), jq.Text(i, 4),
+                       jq.Text(i, 5), jq.Text(i, 6), jq.Int(i, 7), jq.Int(i, 8)});
   }
   for (JobRow& j : d->jobs) {
     ASSIGN_OR_RETURN(

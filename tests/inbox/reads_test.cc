@@ -95,6 +95,49 @@ TEST_CASE("List, Show and Stats read what was stored") {
   CHECK((*stats)["ep"]["ignored"] == 1);
 }
 
+TEST_CASE("Show reads each of a job's fields and its attempts") {
+  TestInbox t;
+  Accept(t, MakeEvent("s", {"h1", "h2"}));
+  auto claimed = Claim(t, kT0, 1, 60s);  // h1's job: running, leased
+  REQUIRE(claimed.size() == 1);
+  JobOutcome failed = RetryAt(kT0 + 1h);
+  failed.finished_at = kT0 + 1s;
+  failed.detail = "exit 3";
+  REQUIRE(t->FinishJob(claimed[0], failed).ok());
+  claimed = Claim(t, kT0 + 2s, 1, 60s);  // h2's job, now running
+  REQUIRE(claimed.size() == 1);
+
+  auto d = t->Show("ep", "s");
+  REQUIRE(d.ok());
+  REQUIRE(d->jobs.size() == 2);
+  const JobRow& waiting = d->jobs[0];
+  CHECK(waiting.handler == "h1");
+  CHECK(waiting.status == "pending");
+  CHECK(waiting.next_attempt_at == FormatTime(kT0 + 1h));
+  CHECK(waiting.lease_owner.empty());
+  CHECK(waiting.lease_until.empty());
+  CHECK(waiting.last_error == "exit 3");
+  CHECK(waiting.attempts == 1);
+  CHECK(waiting.generation == 0);
+  REQUIRE(waiting.attempt_rows.size() == 1);
+  CHECK(waiting.attempt_rows[0].number == 1);
+  CHECK(waiting.attempt_rows[0].started_at == FormatTime(kT0));
+  CHECK(waiting.attempt_rows[0].finished_at == FormatTime(kT0 + 1s));
+  CHECK(waiting.attempt_rows[0].outcome == "failed");
+  CHECK(waiting.attempt_rows[0].detail == "exit 3");
+  const JobRow& running = d->jobs[1];
+  CHECK(running.id > waiting.id);
+  CHECK(running.handler == "h2");
+  CHECK(running.status == "processing");
+  CHECK(running.lease_owner == "test-worker");
+  CHECK(running.lease_until == FormatTime(kT0 + 62s));
+  CHECK(running.last_error.empty());
+  CHECK(running.attempts == 1);
+  REQUIRE(running.attempt_rows.size() == 1);
+  CHECK(running.attempt_rows[0].finished_at.empty());
+  CHECK(running.attempt_rows[0].outcome.empty());
+}
+
 TEST_CASE("List filters by endpoint, status and time, newest first, up to the limit") {
   TestInbox t;
   auto at = [](const std::string& id, TimePoint when) {
