@@ -44,14 +44,13 @@ Status CheckBulk(const BulkRequest& r) {
   return Status::Ok();
 }
 
-// The rows the filter matches, its handler condition left out (the plan counts the rows
-// without a job of the handler as skipped, and stale and ignored rows, which have no jobs at
-// all): " FROM inbox WHERE <filter>".
-std::string BulkRowsTail(const BulkRequest& r, SqlDialect dialect, std::vector<SqlValue>* params) {
+// The filter's condition on inbox's columns, its handler left out ("": none). The handler is
+// a condition on the jobs; the plan counts the rows without a job of it as skipped (and stale
+// and ignored rows, which have no jobs at all).
+std::string RowCondition(const BulkRequest& r, SqlDialect dialect, std::vector<SqlValue>* params) {
   EventFilter rows = r.filter;
   rows.handler.clear();
-  const std::string condition = FilterCondition(rows, dialect, params);
-  return " FROM inbox" + (condition.empty() ? std::string() : " WHERE " + condition);
+  return FilterCondition(rows, dialect, params);
 }
 
 // The jobs the verb acts on, as `j`, with their rows as `i`: dead ones (retry; of
@@ -65,10 +64,8 @@ std::string BulkJobsTail(const BulkRequest& r, SqlDialect dialect, std::vector<S
     sql += std::string(" AND j.handler = ") + mark + std::to_string(params->size());
   }
   // The filter in a subquery of its own: its conditions name inbox's columns unqualified,
-  // which jobs also has (id, status, handler). The handler is the condition on j above.
-  EventFilter rows = r.filter;
-  rows.handler.clear();
-  const std::string condition = FilterCondition(rows, dialect, params);
+  // which jobs also has (id, status, handler).
+  const std::string condition = RowCondition(r, dialect, params);
   if (!condition.empty()) sql += " AND i.id IN (SELECT id FROM inbox WHERE " + condition + ")";
   return sql;
 }
@@ -105,7 +102,8 @@ void LogBulkWrites(const BulkRequest& r, size_t jobs, const BulkWrites& w) {
 StatusOr<BulkPlan> SqlInbox::PlanBulk(const BulkRequest& r) {
   RETURN_IF_ERROR(CheckBulk(r));
   std::vector<SqlValue> rows_params, jobs_params;
-  const std::string rows = BulkRowsTail(r, d_.dialect, &rows_params);
+  const std::string condition = RowCondition(r, d_.dialect, &rows_params);
+  const std::string rows = " FROM inbox" + (condition.empty() ? "" : " WHERE " + condition);
   const std::string jobs = BulkJobsTail(r, d_.dialect, &jobs_params);
   const SqlArgs rows_args = ArgsOf(rows_params), jobs_args = ArgsOf(jobs_params);
   return ReadInto<BulkPlan>(*this, TxKind::kSnapshot, [&](SqlTx& tx, BulkPlan& plan) -> Status {

@@ -187,20 +187,18 @@ Status SqlInbox::DueJobs(SqlTx& tx, const std::string& now, int max,
                          const std::vector<HandlerKey>& apart, bool only,
                          std::vector<ClaimedJob>* out) {
   SqlArgs args = {now, int64_t{max}};
+  std::string pairs;  // "($3, $4), ($5, $6)": the pairs' parameters
+  for (const HandlerKey& key : apart) {
+    pairs += (pairs.empty() ? "($" : ", ($") + std::to_string(args.size() + 1) + ", $" +
+             std::to_string(args.size() + 2) + ")";
+    args.emplace_back(key.first);
+    args.emplace_back(key.second);
+  }
   std::string which;
   if (only) {
     which = " AND i.endpoint = $3 AND j.handler = $4";
   } else if (!apart.empty()) {
-    which = " AND (i.endpoint, j.handler) NOT IN (VALUES ";
-    for (size_t k = 0; k < apart.size(); ++k) {
-      which +=
-          (k ? ", ($" : "($") + std::to_string(3 + 2 * k) + ", $" + std::to_string(4 + 2 * k) + ")";
-    }
-    which += ")";
-  }
-  for (const HandlerKey& key : apart) {
-    args.emplace_back(key.first);
-    args.emplace_back(key.second);
+    which = " AND (i.endpoint, j.handler) NOT IN (VALUES " + pairs + ")";
   }
   const std::string select = "SELECT " + ClaimColumns(d_) + ", " + d_.Time("j.next_attempt_at") +
                              " FROM jobs j " + d_.jobs_inbox +

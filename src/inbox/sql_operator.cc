@@ -354,6 +354,13 @@ StatusOr<QueueStats> SqlInbox::Queue(bool count_done) {
 }
 
 StatusOr<std::vector<HandlerStatus>> SqlInbox::Handlers(TimePoint now, bool count_jobs) {
+  static const std::string kCounts =
+      "SELECT i.endpoint, j.handler,"
+      " count(*) FILTER (WHERE j.status = 'pending' AND j.next_attempt_at > $1::timestamptz),"
+      " count(*) FILTER (WHERE j.status = 'pending' AND j.next_attempt_at <= $1::timestamptz),"
+      " count(*) FILTER (WHERE j.status = 'processing'), count(*) FILTER (WHERE j.status = 'dead')"
+      " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
+      " WHERE j.status IN ('pending', 'processing', 'dead') GROUP BY i.endpoint, j.handler";
   using Out = std::vector<HandlerStatus>;
   return ReadInto<Out>(*this, TxKind::kRead, [&](SqlTx& tx, Out& out) -> Status {
     std::map<HandlerKey, HandlerStatus> by;
@@ -364,19 +371,7 @@ StatusOr<std::vector<HandlerStatus>> SqlInbox::Handlers(TimePoint now, bool coun
       by[{st.endpoint, st.handler}].state = std::move(st);
     }
     if (count_jobs) {
-      ASSIGN_OR_RETURN(
-          const SqlRows& n,
-          tx.Query(
-              "SELECT i.endpoint, j.handler,"
-              " count(*) FILTER (WHERE j.status = 'pending' AND j.next_attempt_at > "
-              "$1::timestamptz),"
-              " count(*) FILTER (WHERE j.status = 'pending' AND j.next_attempt_at <= "
-              "$1::timestamptz),"
-              " count(*) FILTER (WHERE j.status = 'processing'),"
-              " count(*) FILTER (WHERE j.status = 'dead')"
-              " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
-              " WHERE j.status IN ('pending', 'processing', 'dead') GROUP BY i.endpoint, j.handler",
-              {FormatTime(now)}));
+      ASSIGN_OR_RETURN(const SqlRows& n, tx.Query(kCounts, {FormatTime(now)}));
       for (size_t i = 0; i < n.size(); ++i) {
         HandlerStatus& h = by[{n.Text(i, 0), n.Text(i, 1)}];
         h.pending = n.Int(i, 2);

@@ -56,14 +56,13 @@ struct UserStatement {
 Params EventParams(const UserStatement& st, const HandlerEvent& e) {
   Params p;
   for (const std::string& name : st.names) {
-    if (auto v = SqlParameter(e, name)) {
-      if (v->text) {
-        p.Add(*v->text);
-      } else {
-        p.Add(v->number);  // as text: the server reads it as the type the statement wants
-      }
-    } else {
+    const std::optional<EventParam> v = SqlParameter(e, name);
+    if (!v) {
       p.AddNull();  // the sql handler refuses unknown names at load
+    } else if (v->text) {
+      p.Add(*v->text);
+    } else {
+      p.Add(v->number);  // as text: the server reads it as the type the statement wants
     }
   }
   return p;
