@@ -341,9 +341,7 @@ StatusOr<InboxStats> SqlInbox::Stats() {
 StatusOr<QueueStats> SqlInbox::Queue(bool count_done) {
   return ReadInto<QueueStats>(*this, TxKind::kRead, [&](SqlTx& tx, QueueStats& stats) -> Status {
     ASSIGN_OR_RETURN(const SqlRows& jobs, tx.Query(QueueCountSql(count_done)));
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      stats.jobs_by_status[jobs.Text(i, 0)] = jobs.Int(i, 1);
-    }
+    for (size_t i = 0; i < jobs.size(); ++i) stats.jobs_by_status[jobs.Text(i, 0)] = jobs.Int(i, 1);
     ASSIGN_OR_RETURN(const SqlRows& oldest,
                      tx.Query("SELECT " + d_.Time("min(i.received_at)") +
                               " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"

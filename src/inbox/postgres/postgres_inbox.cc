@@ -180,7 +180,10 @@ class PostgresInbox final : public SqlInbox {
         if (!p.ok() && c.last_sqlstate() == sqlstate::kIndeterminateDatatype) {
           // e.g. `SELECT :event_id`: with every parameter text, the server can decide.
           p = c.Prepare(st.sql, true, static_cast<int>(st.names.size()));
-          if (p.ok()) MarkTextParams(statement);
+          if (p.ok()) {
+            std::lock_guard lock(user_mu_);
+            user_sql_[statement].text_params = true;
+          }
         }
         if (!p.ok()) return p;
       }
@@ -281,11 +284,6 @@ class PostgresInbox final : public SqlInbox {
       it = user_sql_.emplace(statement, UserStatement{std::move(p.sql), std::move(p.names)}).first;
     }
     return it->second;
-  }
-
-  void MarkTextParams(const std::string& statement) {
-    std::lock_guard lock(user_mu_);
-    user_sql_[statement].text_params = true;
   }
 
   // Runs one `sql` handler statement with the event's parameters.

@@ -208,9 +208,7 @@ class SqliteInbox final : public SqlInbox {
   }
   Status PrepareSql(const SqlWork& sql) override {
     return Write([&](Db& db) -> Status {
-      for (const std::string& statement : sql.setup) {
-        RETURN_IF_ERROR(db.Exec(statement.c_str()));
-      }
+      for (const std::string& statement : sql.setup) RETURN_IF_ERROR(db.Exec(statement.c_str()));
       for (const std::string& statement : sql.statements) RETURN_IF_ERROR(db.Prepare(statement));
       return Status::Ok();
     });
