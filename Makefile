@@ -176,10 +176,12 @@ bench-search: build
 bench-rate: all
 	@bench/rate.py --hookbox $(BUILD)/hookbox --seconds 60 --rate 100
 
-# Standalone (bench/bulk.py): the build's hookbox; `BULK_JOBS=1000 make bench-bulk` to smoke it.
+# Standalone (bench/bulk.py): the build's hookbox; `BULK_JOBS=1000 make bench-bulk` to smoke it,
+# `BULK_ARGS="--backend postgres" make bench-bulk` on a throwaway PostgreSQL cluster.
 BULK_JOBS ?= 100000
+BULK_ARGS ?=
 bench-bulk: build
-	@python3 bench/bulk.py --hookbox $(BUILD)/hookbox --jobs $(BULK_JOBS)
+	@python3 bench/bulk.py --hookbox $(BUILD)/hookbox --jobs $(BULK_JOBS) $(BULK_ARGS)
 
 # Standalone (bench/finish.py): bench/inbox/finish.cc in build-bench/, on SQLite and on a
 # throwaway PostgreSQL cluster.

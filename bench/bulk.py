@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark of a bulk retry under load: `hookbox inbox retry --dead --yes` over
-N dead jobs (100,000 by default) in a SQLite inbox, run from a second process beside the
+N dead jobs (100,000 by default) in a SQLite inbox (or, with --backend postgres, a database
+of a throwaway, durable PostgreSQL cluster), run from a second process beside the
 running daemon while signed deliveries keep arriving. It reports the retry's seconds and the
 accepts' latency (p50/p99/max, measured by the clients) during the retry, against a window of
 the same load without it.
@@ -8,9 +9,12 @@ the same load without it.
   build/hookbox must exist (cmake --build build --target hookbox).
   python3 bench/bulk.py                 # 100,000 dead jobs: the lead runs it alone
   python3 bench/bulk.py --jobs 1000     # a smoke run, a few seconds
+  python3 bench/bulk.py --backend postgres
 
-The inbox is filled directly with sqlite3 after `hookbox migrate` (rows as hookbox writes
-them: one dead job each, with its failed attempt). The daemon runs with `workers: 0`, so the
+The inbox is filled directly with sqlite3 (psql) after `hookbox migrate` (rows as hookbox
+writes them: one dead job each, with its failed attempt). On PostgreSQL the tables are
+ANALYZEd after the fill, as autovacuum would soon do to tables of that size, and the cluster
+is checkpointed, so that neither lands in the run. The daemon runs with `workers: 0`, so the
 re-armed jobs wait in the inbox and the run measures the retry's writes against the accepts,
 not the handler.
 
@@ -37,9 +41,12 @@ import tempfile
 import threading
 import time
 
+from harness.postgres import PgCluster
 from harness.report import percentile
 from harness.servers import HookboxServe, remove_sqlite
 from harness.signing import post_push, signature
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SECRET = "bench-bulk-secret"
 
@@ -83,6 +90,68 @@ SELECT id, id, 1, received_at, received_at, 'failed', 'exit 1' FROM inbox;
 COMMIT;
 PRAGMA wal_checkpoint(TRUNCATE);
 """
+
+# The same rows on PostgreSQL: ids from the identity columns, in the same order.
+PG_FILL_SQL = """\
+INSERT INTO inbox (endpoint, event_id, id_source, event_type, body_sha256, headers, body,
+                   status, received_at)
+SELECT 'github', 'dead-' || i, 'header:X-GitHub-Delivery', 'push',
+       md5(i || 'a') || md5(i || 'b'), '{{"X-GitHub-Event":"push"}}',
+       convert_to('{{"ref":"refs/heads/main","n":' || i || ',"pad":"' || repeat(md5(i::text), 31)
+                  || '"}}', 'UTF8'),
+       'dead', now() - interval '1 hour' + make_interval(secs => i * 3600.0 / {jobs})
+FROM generate_series(1, {jobs}) AS i;
+INSERT INTO jobs (inbox_id, handler, status, attempts, next_attempt_at, last_error)
+SELECT id, 'sink', 'dead', 12, received_at, 'exit 1' FROM inbox ORDER BY id;
+INSERT INTO attempts (job, number, started_at, finished_at, outcome, detail)
+SELECT id, 1, next_attempt_at, next_attempt_at, 'failed', 'exit 1' FROM jobs ORDER BY id;
+"""
+
+
+class SqliteInbox:
+    """The inbox as a SQLite file of the work directory."""
+
+    def __init__(self, work):
+        self.database = os.path.join(os.path.abspath(work), "inbox.db")  # serve runs in work
+        remove_sqlite(self.database)
+
+    def fill(self, jobs):
+        subprocess.run(["sqlite3", self.database], input=FILL_SQL.format(jobs=jobs), text=True,
+                       check=True, stdout=subprocess.DEVNULL)
+
+    def dead_left(self):
+        return subprocess.run(["sqlite3", self.database,
+                               "SELECT count(*) FROM jobs WHERE status = 'dead'"],
+                              capture_output=True, text=True).stdout.strip()
+
+
+class PostgresInbox:
+    """The inbox as a new database of the cluster."""
+    NAME = "hookbox_bulk"
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+        cluster.psql("postgres", "CREATE DATABASE %s" % self.NAME)
+        self.database = cluster.url(self.NAME)
+
+    def warm_wal(self, megabytes):
+        """Writes about `megabytes` of WAL and checkpoints twice, so that the cluster keeps
+        that many segments for reuse (up to min_wal_size), as a server that has run a while
+        does: a fresh cluster has only the segments its fill wrote."""
+        rows = megabytes * 1000
+        self.cluster.psql("postgres", "CREATE TABLE warm AS SELECT repeat('x', 1000) AS x"
+                          " FROM generate_series(1, %d)" % rows)
+        self.cluster.psql("postgres", "DROP TABLE warm")
+        for _ in range(2):
+            self.cluster.psql("postgres", "CHECKPOINT")
+
+    def fill(self, jobs):
+        self.cluster.psql(self.NAME, PG_FILL_SQL.format(jobs=jobs))
+        self.cluster.psql(self.NAME, "ANALYZE")
+        self.cluster.psql("postgres", "CHECKPOINT")
+
+    def dead_left(self):
+        return self.cluster.psql(self.NAME, "SELECT count(*) FROM jobs WHERE status = 'dead'")
 
 
 def log(msg):
@@ -182,18 +251,52 @@ def main():
                                                       "hookbox"))
     ap.add_argument("--out", default="", help="work directory (default: a temporary one)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
+    ap.add_argument("--pg-setting", action="append", default=[], metavar="NAME=VALUE",
+                    help="a server setting of the PostgreSQL cluster (ALTER SYSTEM, then a "
+                         "reload), e.g. wal_init_zero=off; repeatable")
+    ap.add_argument("--pg-warm-wal", type=int, default=0, metavar="MB",
+                    help="write and drop about MB of WAL before the fill, so the cluster has "
+                         "that many segments to reuse (with --pg-setting min_wal_size=...)")
     args = ap.parse_args()
-    work = args.out or tempfile.mkdtemp(prefix="hookbox-bench-bulk-")
+    if args.backend == "sqlite":
+        work = args.out or tempfile.mkdtemp(prefix="hookbox-bench-bulk-")
+        os.makedirs(work, exist_ok=True)
+        run(args, work, SqliteInbox(work))
+        if not args.out:
+            shutil.rmtree(work, ignore_errors=True)
+        return
+    # Under bench/out (git-ignored), not a private temporary directory: the cluster runs as
+    # Debian's postgres user, which must reach it.
+    out = os.path.join(ROOT, "bench", "out")
+    os.makedirs(out, exist_ok=True)
+    work = args.out or tempfile.mkdtemp(prefix="bulk.", dir=out)
     os.makedirs(work, exist_ok=True)
-    db = os.path.join(os.path.abspath(work), "inbox.db")  # serve runs in work, the verbs here
-    remove_sqlite(db)
-    hb = HookboxServe(work, args.hookbox, CONFIG, db=db, secret=SECRET)
+    os.chmod(work, 0o755)
+    cluster = PgCluster(os.path.join(ROOT, "tests", "pg", "cluster.sh"), work)
+    with cluster.running(args):
+        for setting in args.pg_setting:
+            name, _, value = setting.partition("=")
+            cluster.psql("postgres", "ALTER SYSTEM SET %s = '%s'" % (name, value))
+        cluster.psql("postgres", "SELECT pg_reload_conf()")
+        inbox = PostgresInbox(cluster)
+        if args.pg_warm_wal:
+            t = time.time()
+            inbox.warm_wal(args.pg_warm_wal)
+            log("wrote about %d MB of WAL in %.1f s" % (args.pg_warm_wal, time.time() - t))
+        run(args, work, inbox)
+    if not args.out:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run(args, work, inbox):
+    """The benchmark on `inbox` (SqliteInbox, PostgresInbox), printed."""
+    hb = HookboxServe(work, args.hookbox, CONFIG, db=inbox.database, secret=SECRET)
     hb.write_config()
 
     subprocess.run(hb.command("migrate"), check=True, stdout=subprocess.DEVNULL)
     t = time.time()
-    subprocess.run(["sqlite3", db], input=FILL_SQL.format(jobs=args.jobs), text=True, check=True,
-                   stdout=subprocess.DEVNULL)
+    inbox.fill(args.jobs)
     log("filled %d dead jobs in %.1f s" % (args.jobs, time.time() - t))
 
     hb.start()
@@ -215,8 +318,7 @@ def main():
     if retry.returncode != 0:
         raise SystemExit("inbox retry failed (%d): %s" % (retry.returncode, retry.stderr))
     result = json.loads(retry.stdout)
-    left = subprocess.run(["sqlite3", db, "SELECT count(*) FROM jobs WHERE status = 'dead'"],
-                          capture_output=True, text=True).stdout.strip()
+    left = inbox.dead_left()
     writes = {}
     for line in retry.stderr.splitlines():
         try:
@@ -226,8 +328,9 @@ def main():
         if isinstance(j, dict) and j.get("msg") == "bulk writes":
             writes = j
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    out = {"jobs": args.jobs, "rearmed": result["rearmed"], "retry_seconds": r1 - r0,
-           "retry_cpu_seconds": cpu,
+    out = {"backend": args.backend, "pg_settings": args.pg_setting, "jobs": args.jobs,
+           "rearmed": result["rearmed"],
+           "retry_seconds": r1 - r0, "retry_cpu_seconds": cpu,
            "transactions": writes.get("transactions"),
            "longest_hold_ms": writes.get("longest_hold_ms"),
            "mean_hold_ms": (writes["held_ms"] / writes["transactions"]
@@ -239,15 +342,17 @@ def main():
     if args.json:
         print(json.dumps(out, indent=2))
     else:
-        print("bulk retry of %d dead jobs: re-armed %d in %.2f s (process %.2f s); %d left dead"
-              % (args.jobs, out["rearmed"], out["retry_seconds_inbox"] or 0, out["retry_seconds"],
-                 out["dead_left"]))
+        print("bulk retry of %d dead jobs (%s): re-armed %d in %.2f s (process %.2f s); %d left "
+              "dead" % (args.jobs, args.backend, out["rearmed"], out["retry_seconds_inbox"] or 0,
+                        out["retry_seconds"], out["dead_left"]))
         print("  retry CPU %.2f s; %s write transactions, each holding the lock %s ms on "
               "average, %s ms at most" % (out["retry_cpu_seconds"], out["transactions"],
                                           "%.1f" % out["mean_hold_ms"]
                                           if out["mean_hold_ms"] is not None else "?",
                                           "%.1f" % out["longest_hold_ms"]
                                           if out["longest_hold_ms"] is not None else "?"))
+        if args.pg_setting:
+            print("  PostgreSQL settings: %s" % ", ".join(args.pg_setting))
         print("  load: %s" % ("open loop, %g deliveries/s" % args.accept_rate
                               if args.accept_rate > 0 else
                               "closed loop, %d clients back to back" % args.clients))
@@ -256,8 +361,6 @@ def main():
             print("  accepts %-13s %6d requests %7.0f req/s  p50 %6.1f ms  p99 %6.1f ms  "
                   "max %6.1f ms  errors %d" % (what, s["requests"], s["rps"], s["p50_ms"],
                                                s["p99_ms"], s["max_ms"], s["errors"]))
-    if not args.out:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
