@@ -28,7 +28,8 @@
 #   make bench-console the console's pages with 1 M rows in the inbox, beside /healthz
 #   make bench-search  the first page of `inbox list --where` at SEARCH_ROWS (default 1 M)
 #   make bench-rate  a handler with rate: 100/s and a backlog, for a minute: the rate's error
-#   make bench-bulk  `inbox retry --dead` of 100,000 dead jobs beside signed accepts
+#   make bench-bulk  `inbox retry --dead` of 100,000 dead jobs beside signed accepts (SQLite;
+#                    BULK_ARGS="--backend postgres" on a throwaway PostgreSQL cluster)
 #   make bench-finish  finishes/s of batches of 64 vs one by one, on SQLite and PostgreSQL
 #   make bench-accept-cost  instructions per accept under valgrind's callgrind, repeatable on a
 #                    busy machine (ACCEPT_COST_BUILDS="a/hookbox b/hookbox" compares builds)
