@@ -190,6 +190,13 @@ TEST_CASE("sync: Clear of an event whose request holds its jobs is refused at on
   CHECK(refused.code() == Status::Code::kConflict);
   CHECK(refused.conflict() == Status::ConflictKind::kEventBusy);
   CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id = 's'") == 1);
+  if (OnPostgres()) {
+    // After the lease has run out only the hold's row locks say the event runs (a request
+    // that outlives its lease still runs it): still refused, so the hold locks its jobs.
+    const Status held = t->Clear("ep", "s", kT0 + 60s);
+    CHECK(held.conflict() == Status::ConflictKind::kEventBusy);
+    CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id = 's'") == 1);
+  }
 
   // The run ends: its result recorded, its hold released. Now the row can go.
   REQUIRE(t->FinishJob(r->claimed[0], Done(kT0 + 2s)).ok());
