@@ -77,16 +77,11 @@ SqlArgs ArgsOf(const std::vector<SqlValue>& values) {
   return args;
 }
 
-StatusOr<SqlRows> FindEvent(SqlTx& tx, const std::string& columns, const std::string& endpoint,
-                            const std::string& event_id) {
-  ASSIGN_OR_RETURN(
-      SqlRows q, tx.Query("SELECT " + columns + " FROM inbox WHERE endpoint = $1 AND event_id = $2",
-                          {endpoint, event_id}));
-  if (q.empty()) return Status::NotFound("no such event", endpoint + " " + event_id);
-  return q;
-}
-
 namespace {
+
+Status NoSuchEvent(const std::string& endpoint, const std::string& event_id) {
+  return Status::NotFound("no such event", endpoint + " " + event_id);
+}
 
 // The jobs in id order: the order every transaction that changes several jobs locks them in.
 std::vector<const ClaimedJob*> InIdOrder(std::span<const ClaimedJob> jobs) {
@@ -98,6 +93,15 @@ std::vector<const ClaimedJob*> InIdOrder(std::span<const ClaimedJob> jobs) {
 }
 
 }  // namespace
+
+StatusOr<SqlRows> FindEvent(SqlTx& tx, const std::string& columns, const std::string& endpoint,
+                            const std::string& event_id) {
+  ASSIGN_OR_RETURN(
+      SqlRows q, tx.Query("SELECT " + columns + " FROM inbox WHERE endpoint = $1 AND event_id = $2",
+                          {endpoint, event_id}));
+  if (q.empty()) return NoSuchEvent(endpoint, event_id);
+  return q;
+}
 
 StatusOr<int> SqlInbox::Retry(const std::string& endpoint, const std::string& event_id,
                               TimePoint now) {
@@ -323,8 +327,7 @@ Status SqlInbox::Clear(const std::string& endpoint, const std::string& event_id,
     RETURN_IF_ERROR(unfinished);
     ASSIGN_OR_RETURN(const SqlRows& del,
                      tx.Query("DELETE FROM inbox WHERE id = $1", {row.Int(0, 0)}));
-    if (del.changed > 0) return Status::Ok();
-    return Status::NotFound("no such event", endpoint + " " + event_id);  // cleared meanwhile
+    return del.changed == 0 ? NoSuchEvent(endpoint, event_id) : Status::Ok();  // cleared meanwhile
   });
 }
 
