@@ -299,3 +299,35 @@ TEST_CASE("replicas (PostgreSQL): a resource's lock held elsewhere holds its cla
   }
   PQfinish(other);
 }
+
+// Two replicas clearing one row at once (PostgreSQL: SQLite's one writer runs the two
+// clears one after the other, and the second finds no row). The other replica's delete holds
+// the row until it commits; this clear, which found the row before, waits for it and then
+// deletes nothing: no such event, not "cleared".
+TEST_CASE("replicas (PostgreSQL): a clear that another replica's clear overtakes finds no row") {
+  TestInbox t;
+  if (!OnPostgres()) return;
+  Accept(t, MakeEvent("gone", {}));  // no handlers: no job for the clear's busy test to lock
+  PGconn* other = PQconnectdb(t.pg->url().c_str());
+  REQUIRE(PQstatus(other) == CONNECTION_OK);
+  auto run = [&](const char* sql) {
+    PGresult* r = PQexec(other, sql);
+    const ExecStatusType st = PQresultStatus(r);
+    PQclear(r);
+    REQUIRE(st == PGRES_COMMAND_OK);
+  };
+  run("BEGIN; DELETE FROM inbox WHERE event_id = 'gone'");
+  std::atomic<bool> done{false};
+  Status cleared = Status::Internal("not run");
+  std::thread clear([&] {
+    cleared = t->Clear("ep", "gone", kT0 + 1s);
+    done = true;
+  });
+  std::this_thread::sleep_for(300ms);
+  CHECK_FALSE(done);  // waiting for the other delete's row lock
+  run("COMMIT");
+  clear.join();
+  CHECK(cleared.code() == Status::Code::kNotFound);
+  CHECK(t.Count("SELECT count(*) FROM inbox") == 0);
+  PQfinish(other);
+}
