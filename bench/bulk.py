@@ -259,34 +259,45 @@ def main():
                     help="write and drop about MB of WAL before the fill, so the cluster has "
                          "that many segments to reuse (with --pg-setting min_wal_size=...)")
     args = ap.parse_args()
-    if args.backend == "sqlite":
-        work = args.out or tempfile.mkdtemp(prefix="hookbox-bench-bulk-")
-        os.makedirs(work, exist_ok=True)
-        run(args, work, SqliteInbox(work))
+    if args.backend == "sqlite" and (args.pg_setting or args.pg_warm_wal):
+        ap.error("--pg-setting and --pg-warm-wal go with --backend postgres")
+    # PostgreSQL's under bench/out (git-ignored), not a private temporary directory: the
+    # cluster runs as Debian's postgres user, which must reach it.
+    pg_out = os.path.join(ROOT, "bench", "out")
+    if args.out:
+        work = args.out
+    elif args.backend == "sqlite":
+        work = tempfile.mkdtemp(prefix="hookbox-bench-bulk-")
+    else:
+        os.makedirs(pg_out, exist_ok=True)
+        work = tempfile.mkdtemp(prefix="bulk.", dir=pg_out)
+    os.makedirs(work, exist_ok=True)
+    try:
+        if args.backend == "sqlite":
+            run(args, work, SqliteInbox(work))
+        else:
+            run_postgres(args, work)
+    finally:
         if not args.out:
             shutil.rmtree(work, ignore_errors=True)
-        return
-    # Under bench/out (git-ignored), not a private temporary directory: the cluster runs as
-    # Debian's postgres user, which must reach it.
-    out = os.path.join(ROOT, "bench", "out")
-    os.makedirs(out, exist_ok=True)
-    work = args.out or tempfile.mkdtemp(prefix="bulk.", dir=out)
-    os.makedirs(work, exist_ok=True)
+
+
+def run_postgres(args, work):
+    """The benchmark on a throwaway cluster in `work`, with the settings asked for."""
     os.chmod(work, 0o755)
     cluster = PgCluster(os.path.join(ROOT, "tests", "pg", "cluster.sh"), work)
     with cluster.running(args):
         for setting in args.pg_setting:
             name, _, value = setting.partition("=")
             cluster.psql("postgres", "ALTER SYSTEM SET %s = '%s'" % (name, value))
-        cluster.psql("postgres", "SELECT pg_reload_conf()")
+        if args.pg_setting:
+            cluster.psql("postgres", "SELECT pg_reload_conf()")
         inbox = PostgresInbox(cluster)
         if args.pg_warm_wal:
             t = time.time()
             inbox.warm_wal(args.pg_warm_wal)
             log("wrote about %d MB of WAL in %.1f s" % (args.pg_warm_wal, time.time() - t))
         run(args, work, inbox)
-    if not args.out:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def run(args, work, inbox):
