@@ -106,7 +106,15 @@ std::optional<CircuitTransition> ApplyOutcome(HandlerState& state, Outcome outco
 }
 
 bool ApplyPause(HandlerState& state, bool paused, const std::string& reason, TimePoint now) {
-  if (state.paused == paused && (!paused || state.paused_reason == reason)) return false;
+  // A resume is the operator's "run it again": an open or half-open circuit closes too.
+  const bool circuit = !paused && (state.circuit != Circuit::kClosed || state.failures != 0);
+  if (circuit) {
+    state.circuit = Circuit::kClosed;
+    state.failures = 0;
+    state.open_until.clear();
+    state.probe_until.clear();
+  }
+  if (state.paused == paused && (!paused || state.paused_reason == reason)) return circuit;
   state.paused = paused;
   state.paused_reason = paused ? reason : "";
   state.paused_at = paused ? FormatTime(now) : "";

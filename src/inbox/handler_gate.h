@@ -38,7 +38,8 @@ std::optional<CircuitTransition> AfterClaim(HandlerState& state, const HandlerRa
 
 // A finished attempt's effect on the circuit (Inbox::RecordCircuit's rules).
 // An operator's pause or resume (Inbox::SetPaused): false when the state already is so
-// (paused with that reason, or running), and nothing is to be written.
+// (paused with that reason, or running with a closed circuit), and nothing is to be written.
+// A resume also closes an open or half-open circuit (and clears its count of failures).
 bool ApplyPause(HandlerState& state, bool paused, const std::string& reason, TimePoint now);
 
 std::optional<CircuitTransition> ApplyOutcome(HandlerState& state, Outcome outcome,

@@ -261,10 +261,22 @@ struct HandlerRate {
   double per_second = 0;
 };
 
+// A handler's free slots (its `concurrency:` less the attempts it runs): the claim takes at
+// most this many of its jobs, so one handler's backlog never fills the claim (its lane).
+struct HandlerSlots {
+  std::string endpoint, handler;
+  int free = 0;
+};
+
 // What the claim must know of the config beyond the jobs (the dispatcher's). The handlers
-// with a rate, each claimed apart, at most the whole tokens its bucket holds.
+// with a rate, each claimed apart, at most the whole tokens its bucket holds. With `slots`,
+// the claim is per handler: a listed handler's jobs are claimed up to its free slots (none
+// when it has none, and the due jobs of the others are still found behind its backlog); a
+// handler not listed (one this process does not have, whose jobs it only holds) is bounded
+// by `max` alone. Without `slots` (empty), every handler is bounded by `max` alone.
 struct ClaimLimits {
   std::vector<HandlerRate> rates;
+  std::vector<HandlerSlots> slots;
 };
 
 // One row of handler_state, as stored (times RFC 3339 text; "" = NULL).
@@ -332,8 +344,9 @@ class Inbox {
     return ClaimJobs(owner, max, now, lease, ClaimLimits{});
   }
 
-  // Handler state: the operator's pause (state kept, with the reason and when) and resume.
-  // Returns how many handlers changed. A pause keeps pending jobs pending: no try spent.
+  // Handler state: the operator's pause (state kept, with the reason and when) and resume,
+  // which also closes the handler's circuit if it is open or half-open. Returns how many
+  // handlers changed. A pause keeps pending jobs pending: no try spent.
   virtual StatusOr<int64_t> SetPaused(const std::vector<HandlerRef>& handlers, bool paused,
                                       const std::string& reason, TimePoint now) = 0;
   // Every handler with a state row or an unfinished or dead job, by endpoint and handler.

@@ -97,6 +97,12 @@ StatusOr<std::vector<ClaimedJob>> SqlInbox::ClaimJobs(const std::string& owner, 
 // them that may run now is claimed apart under its state row (PostgreSQL: locked FOR UPDATE,
 // in one order, which is what makes two replicas share one token bucket and one probe;
 // SQLite: the writer's transaction), at most its budget.
+//
+// Lanes (ClaimLimits::slots): a handler takes at most its free slots. A handler with none is
+// left out of the plain query; one that fills up during it is left out too and the query
+// runs again for the room left, so the due jobs behind one handler's backlog are found in
+// this claim, not after that backlog. That is at most one more query per handler that
+// fills, and none while no lane fills.
 Status SqlInbox::ClaimInto(SqlTx& tx, const std::string& owner, int max, TimePoint now,
                            std::chrono::milliseconds lease, const ClaimLimits& limits,
                            std::vector<ClaimedJob>* out) {
@@ -106,25 +112,58 @@ Status SqlInbox::ClaimInto(SqlTx& tx, const std::string& owner, int max, TimePoi
       tx.Query("SELECT endpoint, handler FROM handler_state WHERE paused OR circuit <> 'closed'"));
   std::map<HandlerKey, const HandlerRate*> rates;
   for (const HandlerRate& r : limits.rates) rates[{r.endpoint, r.handler}] = &r;
+  std::map<HandlerKey, int> room_of;  // each lane's room left in this claim
+  for (const HandlerSlots& s : limits.slots) room_of[{s.endpoint, s.handler}] = std::max(0, s.free);
   std::set<HandlerKey> apart_set;
   for (size_t i = 0; i < held.size(); ++i) apart_set.emplace(held.Text(i, 0), held.Text(i, 1));
   for (const auto& [key, rate] : rates) apart_set.insert(key);
   const std::vector<HandlerKey> apart(apart_set.begin(), apart_set.end());
 
-  std::vector<ClaimedJob> due;
-  RETURN_IF_ERROR(DueJobs(tx, now_text, max, apart, false, &due));
-  for (ClaimedJob& job : due) job.rate_due_at.reset();  // no rate holds these
-  RETURN_IF_ERROR(KeepHeads(tx, now_text, due, out));
+  // Leases what a step found and adds it to the claim, so that the next step's due query
+  // sees those jobs taken (and the later jobs of their resources not heading them).
+  std::set<int64_t> rows;
+  auto lease_them = [&](std::vector<ClaimedJob>& jobs) -> Status {
+    RETURN_IF_ERROR(LeaseJobs(tx, jobs, owner, now, lease, &rows));
+    for (ClaimedJob& job : jobs) out->push_back(std::move(job));
+    return Status::Ok();
+  };
+
+  std::set<HandlerKey> left_out = apart_set;
+  for (const auto& [key, room] : room_of) {
+    if (room == 0) left_out.insert(key);
+  }
+  for (;;) {
+    const size_t want = static_cast<size_t>(max) - std::min(out->size(), static_cast<size_t>(max));
+    if (want == 0) break;
+    std::vector<ClaimedJob> due, fits, kept;
+    RETURN_IF_ERROR(DueJobs(tx, now_text, static_cast<int>(want),
+                            {left_out.begin(), left_out.end()}, false, &due));
+    bool filled = false;  // a lane ran out of room: look again without it
+    for (ClaimedJob& job : due) {
+      auto lane = room_of.find({job.event.endpoint, job.handler});
+      if (lane != room_of.end()) {
+        if (lane->second == 0) continue;
+        if (--lane->second == 0) filled = left_out.insert(lane->first).second;
+      }
+      job.rate_due_at.reset();  // no rate holds these
+      fits.push_back(std::move(job));
+    }
+    RETURN_IF_ERROR(KeepHeads(tx, now_text, fits, &kept));
+    RETURN_IF_ERROR(lease_them(kept));
+    if (due.size() < want || !filled) break;
+  }
 
   for (const HandlerKey& key : apart) {
     if (out->size() >= static_cast<size_t>(max)) break;
     auto r = rates.find(key);
     const HandlerRate* rate = r == rates.end() ? nullptr : r->second;
+    auto lane = room_of.find(key);
     HandlerState st;
     RETURN_IF_ERROR(LoadState(tx, key.first, key.second, &st));
     const GateDecision decision = DecideClaim(st, rate, now);
-    const int room = max - static_cast<int>(out->size());
-    const int take = decision.unlimited ? room : std::min(decision.budget, room);
+    int take = max - static_cast<int>(out->size());
+    if (!decision.unlimited) take = std::min(decision.budget, take);
+    if (lane != room_of.end()) take = std::min(lane->second, take);
     if (take <= 0) continue;
     std::vector<ClaimedJob> mine, heads;
     RETURN_IF_ERROR(DueJobs(tx, now_text, take, {key}, true, &mine));
@@ -135,10 +174,10 @@ Status SqlInbox::ClaimInto(SqlTx& tx, const std::string& owner, int max, TimePoi
     for (ClaimedJob& job : heads) {
       if (!rate) job.rate_due_at.reset();
       job.probe = t.has_value();
-      out->push_back(std::move(job));
     }
+    RETURN_IF_ERROR(lease_them(heads));
   }
-  return LeaseJobs(tx, *out, owner, now, lease);
+  return MarkProcessing(tx, rows);
 }
 
 Status SqlInbox::LockKey(SqlTx& tx, KeyLock which, const std::string& key) {
@@ -226,13 +265,13 @@ Status SqlInbox::DueJobs(SqlTx& tx, const std::string& now, int max,
 
 // Gives each selected (on PostgreSQL, row-locked) job to `owner`: a new lease token,
 // lease_until, attempts + 1, an open attempts row; an attempt abandoned by a dead worker is
-// marked so. The rows last, in ascending id order, so two claims of jobs of the same rows
-// never wait for each other in a cycle.
+// marked so. Their inbox rows go into `rows`, for MarkProcessing once the claim has all
+// its jobs.
 Status SqlInbox::LeaseJobs(SqlTx& tx, std::vector<ClaimedJob>& jobs, const std::string& owner,
-                           TimePoint now, std::chrono::milliseconds lease) {
+                           TimePoint now, std::chrono::milliseconds lease,
+                           std::set<int64_t>* rows) {
   const std::string now_text = FormatTime(now);
   const std::string until = FormatTime(now + lease);
-  std::set<int64_t> rows;
   for (ClaimedJob& j : jobs) {
     RETURN_IF_ERROR(
         tx.Run("UPDATE attempts SET detail = 'abandoned: the lease ran out (worker stopped"
@@ -247,8 +286,14 @@ Status SqlInbox::LeaseJobs(SqlTx& tx, std::vector<ClaimedJob>& jobs, const std::
                                   " VALUES ($1, $2, $3, $4)",
                                   {j.job_id, j.event.attempt, now_text, j.event.generation}));
     j.attempt_id = attempt.value_or(0);
-    rows.insert(j.inbox_id);
+    rows->insert(j.inbox_id);
   }
+  return Status::Ok();
+}
+
+// The claimed jobs' rows become processing, last and in ascending id order, so two claims
+// of jobs of the same rows never wait for each other in a cycle.
+Status SqlInbox::MarkProcessing(SqlTx& tx, const std::set<int64_t>& rows) {
   for (int64_t row : rows) {
     RETURN_IF_ERROR(tx.Run(
         "UPDATE inbox SET status = 'processing' WHERE id = $1 AND status = 'pending'", {row}));
@@ -400,7 +445,9 @@ Status SqlInbox::ClaimEventInto(SqlTx& tx, int64_t inbox_id, const std::string& 
                {inbox_id}));
   for (size_t i = 0; i < q.size(); ++i) out->jobs.push_back(ReadClaim(q, i));
   out->state = out->jobs.empty() ? EventClaim::State::kSettled : EventClaim::State::kClaimed;
-  return LeaseJobs(tx, out->jobs, owner, now, lease);
+  std::set<int64_t> rows;
+  RETURN_IF_ERROR(LeaseJobs(tx, out->jobs, owner, now, lease, &rows));
+  return MarkProcessing(tx, rows);
 }
 
 StatusOr<EventClaim> SqlInbox::ClaimEvent(const std::string& endpoint, const std::string& event_id,

@@ -13,6 +13,7 @@
 #include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -243,7 +244,8 @@ class SqlInbox : public Inbox {
   Status ClaimEventInto(SqlTx& tx, int64_t inbox_id, const std::string& owner, TimePoint now,
                         std::chrono::milliseconds lease, EventClaim* out);
   Status LeaseJobs(SqlTx& tx, std::vector<ClaimedJob>& jobs, const std::string& owner,
-                   TimePoint now, std::chrono::milliseconds lease);
+                   TimePoint now, std::chrono::milliseconds lease, std::set<int64_t>* rows);
+  Status MarkProcessing(SqlTx& tx, const std::set<int64_t>& rows);
   Status LoadState(SqlTx& tx, const std::string& endpoint, const std::string& handler,
                    HandlerState* out);
   Status StoreState(SqlTx& tx, const HandlerState& st);

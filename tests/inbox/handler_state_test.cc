@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <future>
+#include <set>
 #include <thread>
 
 #include "inbox/handler_gate.h"
@@ -255,6 +256,76 @@ TEST_CASE("handler state: a probe whose worker died is followed by another after
   auto again = Claim(*t.inbox, kT0 + 62s);
   REQUIRE(again.size() == 1);
   CHECK_FALSE(again[0].probe);  // still half-open: no new transition
+}
+
+TEST_CASE("handler state: a resume closes an open or half-open circuit") {
+  TestInbox t;
+  AcceptAll(t, 4, {"a"});
+  const CircuitLimit limit{1, 1h};
+  REQUIRE(t->RecordCircuit({"ep", "a"}, Outcome::kFailed, limit, kT0).ok());
+  CHECK(Claim(*t.inbox, kT0 + 1s).empty());  // open for an hour
+  auto resumed = t->SetPaused({{"ep", "a"}}, false, "", kT0 + 2s);
+  REQUIRE(resumed.ok());
+  CHECK(*resumed == 1);  // it was running, but its circuit was not closed
+  auto list = t->Handlers(kT0 + 2s, /*count_jobs=*/false);
+  REQUIRE(list.ok());
+  CHECK(Find(*list, "a")->state.circuit == Circuit::kClosed);
+  CHECK(Find(*list, "a")->state.failures == 0);
+  CHECK(Claim(*t.inbox, kT0 + 2s).size() == 4);                   // all at once, no probe
+  CHECK(*t->SetPaused({{"ep", "a"}}, false, "", kT0 + 3s) == 0);  // now nothing to do
+
+  // Half-open likewise.
+  AcceptAll(t, 2, {"b"}, "b");
+  REQUIRE(t->RecordCircuit({"ep", "b"}, Outcome::kFailed, CircuitLimit{1, 1s}, kT0).ok());
+  REQUIRE(Claim(*t.inbox, kT0 + 5s).size() == 1);  // the probe: half-open
+  REQUIRE(*t->SetPaused({{"ep", "b"}}, false, "", kT0 + 6s) == 1);
+  auto after = t->Handlers(kT0 + 6s, /*count_jobs=*/false);
+  REQUIRE(after.ok());
+  CHECK(Find(*after, "b")->state.circuit == Circuit::kClosed);
+  CHECK(Claim(*t.inbox, kT0 + 6s).size() == 1);  // the other, beside the probe's lease
+}
+
+TEST_CASE("lanes: a claim takes of each handler at most its free slots, the others behind it") {
+  TestInbox t;
+  AcceptAll(t, 30, {"slow"}, "s");  // a backlog ahead of everything else in due order
+  AcceptAll(t, 6, {"fast"}, "f");
+  AcceptAll(t, 3, {"other"}, "o");  // not in the slots: bounded by max alone
+  ClaimLimits limits;
+  limits.slots = {{"ep", "slow", 1}, {"ep", "fast", 4}};
+  auto first = Claim(*t.inbox, kT0, 64, limits);
+  CHECK(CountOf(first, "slow") == 1);
+  CHECK(CountOf(first, "fast") == 4);
+  CHECK(CountOf(first, "other") == 3);
+  std::set<int64_t> ids;
+  for (const ClaimedJob& j : first) ids.insert(j.job_id);
+  CHECK(ids.size() == first.size());  // no job twice
+
+  // A handler with no free slot is left out; `max` still bounds the whole claim.
+  limits.slots = {{"ep", "slow", 0}, {"ep", "fast", 4}};
+  auto second = Claim(*t.inbox, kT0, 1, limits);
+  REQUIRE(second.size() == 1);
+  CHECK(second[0].handler == "fast");
+  for (const ClaimedJob& j : second) CHECK(ids.insert(j.job_id).second);
+  auto third = Claim(*t.inbox, kT0, 64, limits);
+  CHECK(CountOf(third, "slow") == 0);
+  CHECK(CountOf(third, "fast") == 1);  // the last one
+
+  // Without slots, the claim is as before: the backlog first, up to max.
+  auto plain = Claim(*t.inbox, kT0, 5);
+  CHECK(CountOf(plain, "slow") == 5);
+}
+
+TEST_CASE("lanes: the slots bound a paused or rated handler's claim too") {
+  TestInbox t;
+  AcceptAll(t, 5, {"a"});
+  REQUIRE(t->SetPaused({{"ep", "a"}}, true, "", kT0).ok());
+  REQUIRE(t->SetPaused({{"ep", "a"}}, false, "", kT0).ok());  // a state row, closed: apart
+  ClaimLimits limits;
+  limits.rates = {{"ep", "a", 100}};
+  limits.slots = {{"ep", "a", 2}};
+  CHECK(Claim(*t.inbox, kT0, 64, limits).size() == 2);
+  limits.slots = {{"ep", "a", 0}};
+  CHECK(Claim(*t.inbox, kT0, 64, limits).empty());
 }
 
 TEST_CASE("handler gate: refill, cap, floor and the circuit's rules") {
