@@ -24,8 +24,6 @@ constexpr std::chrono::milliseconds kStorageBackoff{1000};
 // reload, for the replicas of a rolling change (one without the handler may hold a job that
 // another has).
 constexpr std::chrono::seconds kReleaseHeldEvery{60};
-// A claimed job that waited for a slot starts only if its lease outlasts its timeout by this.
-constexpr std::chrono::milliseconds kStartMargin{5000};
 
 std::string HostName() {
   char host[256] = "host";
@@ -99,6 +97,40 @@ std::shared_ptr<const Dispatcher::Controls> Dispatcher::ControlsOf(const Config&
   return c;
 }
 
+// A handler configured without `circuit:` (removed by a reload, say) is never held by one:
+// a circuit its state row keeps open or half-open, which the claim would go on honouring,
+// closes at load (DESIGN.md, "Handler state"). The state rows alone are read.
+void Dispatcher::CloseUnconfiguredCircuits(const Config& config, const Controls& controls) {
+  const TimePoint now = clock_.Now();
+  auto states = inbox_.Handlers(now, /*count_jobs=*/false);
+  if (!states.ok()) return;  // the claim goes on honouring it until the next load
+  for (const HandlerStatus& h : *states) {
+    const HandlerState& st = h.state;
+    if (st.circuit == Circuit::kClosed && st.failures == 0) continue;
+    if (controls.circuits.count(st.endpoint + "\n" + st.handler)) continue;
+    const Endpoint* ep = config.FindByName(st.endpoint);
+    if (!ep || ep->mode == Mode::kSync ||
+        std::none_of(ep->routes.begin(), ep->routes.end(), [&](const Route& r) {
+          return std::any_of(r.handlers.begin(), r.handlers.end(),
+                             [&](const HandlerSpec& spec) { return spec.name == st.handler; });
+        })) {
+      continue;  // not a handler this config runs: its state is not this config's to change
+    }
+    auto t = inbox_.RecordCircuit({st.endpoint, st.handler}, Outcome::kOk, CircuitLimit{}, now);
+    if (!t.ok()) {
+      LogError({{"msg", "cannot close the circuit of a handler configured without one"},
+                {"endpoint", st.endpoint},
+                {"handler", st.handler},
+                {"error", t.status().ToString()}});
+    } else if (*t) {
+      LogInfo({{"msg", "the config has no circuit for this handler: its circuit closes"},
+               {"endpoint", st.endpoint},
+               {"handler", st.handler}});
+      ReportTransition(**t);
+    }
+  }
+}
+
 // One claimed job, from its claim until its finish is recorded. The config and handlers it
 // was claimed under stay alive with it, whatever a reload swaps in meanwhile.
 struct Dispatcher::Attempt {
@@ -107,8 +139,6 @@ struct Dispatcher::Attempt {
   std::shared_ptr<const HandlerSet> handlers;
   Handler* handler = nullptr;
   std::string key;  // "<endpoint>\n<handler>"
-  int limit = 1;    // the handler's concurrency
-  TimePoint lease_until;
   std::chrono::steady_clock::time_point started;
   HandlerResult result;
 };
@@ -131,6 +161,7 @@ Dispatcher::~Dispatcher() { Stop(std::chrono::hours(1)); }
 
 void Dispatcher::Start(bool enabled) {
   ReleaseDeadLeases(inbox_, clock_.Now());
+  CloseUnconfiguredCircuits(*config_, *controls_);
   ReleaseHeldJobs(inbox_, *config_, clock_.Now());
   released_held_at_ = std::chrono::steady_clock::now();
   if (enabled) thread_ = std::thread([this] { Loop(); });
@@ -147,13 +178,6 @@ void Dispatcher::Wake() {
 bool Dispatcher::Stop(std::chrono::milliseconds grace) {
   std::unique_lock lock(mu_);
   stopping_ = true;
-  // Claimed jobs that never started are left to their leases, which the next start of the
-  // daemon on this host ends at once (ReleaseDeadLeases).
-  for (auto& [key, queue] : waiting_) {
-    for (Attempt* a : queue) attempts_.erase(a);
-  }
-  waiting_.clear();
-  waiting_count_ = 0;
   cv_.notify_all();
   blocking_cv_.notify_all();
   if (!stopped_cv_.wait_for(lock, grace, [this] { return attempts_.empty(); })) return false;
@@ -169,12 +193,14 @@ bool Dispatcher::Stop(std::chrono::milliseconds grace) {
 void Dispatcher::Swap(std::shared_ptr<const Config> config,
                       std::shared_ptr<const HandlerSet> handlers) {
   std::shared_ptr<const Config> now_configured = config;
+  std::shared_ptr<const Controls> controls = ControlsOf(*config);
   {
     std::lock_guard lock(mu_);
     config_ = std::move(config);
     handlers_ = std::move(handlers);
-    controls_ = ControlsOf(*config_);
+    controls_ = controls;
   }
+  CloseUnconfiguredCircuits(*now_configured, *controls);
   ReleaseHeldJobs(inbox_, *now_configured, clock_.Now());
   Wake();
 }
@@ -184,12 +210,10 @@ void Dispatcher::Loop() {
   for (;;) {
     if (stopping_ && attempts_.empty()) break;
     const uint64_t seen = wake_seq_;
-    std::vector<Attempt*> batch, ready;
+    std::vector<Attempt*> batch;
     batch.swap(ended_);
-    ready.swap(ready_);
     lock.unlock();
-    for (Attempt* a : ready) Begin(a);
-    bool progress = !batch.empty() || !ready.empty();
+    bool progress = !batch.empty();
     if (!batch.empty()) FinishBatch(batch);
     progress = Claim() || progress;
     if (std::chrono::steady_clock::now() - released_held_at_ >= kReleaseHeldEvery) {
@@ -202,35 +226,43 @@ void Dispatcher::Loop() {
       ReleaseHeldJobs(inbox_, *config, clock_.Now());
     }
     lock.lock();
-    if (!progress && ended_.empty() && ready_.empty()) {
-      cv_.wait_for(lock, kPoll, [&] {
-        return stopping_ || !ended_.empty() || !ready_.empty() || wake_seq_ != seen;
-      });
+    if (!progress && ended_.empty()) {
+      cv_.wait_for(lock, kPoll, [&] { return stopping_ || !ended_.empty() || wake_seq_ != seen; });
     }
   }
   lock.unlock();
   stopped_cv_.notify_all();
 }
 
+// Each handler its own lane: the claim takes, of each handler, at most its free slots (its
+// concurrency less what it runs), so every job claimed begins at once. No claimed job waits
+// in memory for a slot, holding a lease and a try while a pause, an open circuit or a crash
+// overtakes it, and no handler's backlog keeps the claim from another handler's jobs.
 bool Dispatcher::Claim() {
-  std::shared_ptr<const Config> config;
   std::shared_ptr<const HandlerSet> handlers;
   std::shared_ptr<const Controls> controls;
+  ClaimLimits limits;
   int free = 0;
   {
     std::lock_guard lock(mu_);
-    // While claimed jobs wait for a busy handler, claim nothing more: a backlog of one
-    // handler's jobs must not grow in memory, holding leases.
-    if (stopping_ || waiting_count_ > 0) return false;
-    config = config_;
+    if (stopping_) return false;
     handlers = handlers_;
     controls = controls_;
-    free = handlers->total_concurrency - static_cast<int>(attempts_.size());
+    limits.rates = controls->limits.rates;
+    for (const auto& [endpoint, by_name] : handlers->by_endpoint) {
+      for (const auto& [name, handler] : by_name) {
+        auto running = running_.find(endpoint + "\n" + name);
+        const int slots =
+            std::max(0, handler->concurrency() - (running == running_.end() ? 0 : running->second));
+        limits.slots.push_back({endpoint, name, slots});
+        free += slots;
+      }
+    }
   }
   if (free <= 0) return false;
   const std::chrono::milliseconds lease = LeaseFor(*handlers);
   const TimePoint now = clock_.Now();
-  auto claimed = inbox_.ClaimJobs(owner_, std::min(free, kMaxClaim), now, lease, controls->limits);
+  auto claimed = inbox_.ClaimJobs(owner_, std::min(free, kMaxClaim), now, lease, limits);
   // A fault is an error line and a count (ops/storage_health.h); contention is quiet.
   Storage().Record(kStorageClaim, claimed.status());
   if (!claimed.ok()) {
@@ -242,6 +274,16 @@ bool Dispatcher::Claim() {
               {"jobs", claimed->size()},
               {"lease_ms", lease.count()},
               {"free_slots", free}});
+  }
+  // The config the attempts begin under is the one loaded now: a reload that came during
+  // the claim applies to them, and one that removed their handler holds their jobs.
+  std::shared_ptr<const Config> config;
+  {
+    std::lock_guard lock(mu_);
+    config = config_;
+    // Unless the new config's longest timeout outlasts the lease just taken: then these
+    // attempts run with the handlers they were claimed for (the next claim uses the new).
+    if (handlers_ == handlers || LeaseFor(*handlers_) <= lease) handlers = handlers_;
   }
   std::vector<ClaimedJob> unconfigured;
   for (ClaimedJob& job : *claimed) {
@@ -261,11 +303,9 @@ bool Dispatcher::Claim() {
     auto a = std::make_unique<Attempt>();
     a->handler = handler;
     a->key = job.event.endpoint + "\n" + job.handler;
-    a->limit = a->handler ? a->handler->concurrency() : 1;
     a->job = std::move(job);
     a->config = config;
     a->handlers = handlers;
-    a->lease_until = now + lease;
     Launch(std::move(a));
   }
   if (!unconfigured.empty()) Hold(unconfigured, now);
@@ -294,32 +334,10 @@ void Dispatcher::Launch(std::unique_ptr<Attempt> owned) {
   {
     std::lock_guard lock(mu_);
     attempts_.emplace(a, std::move(owned));
-    if (running_[a->key] >= a->limit) {
-      waiting_[a->key].push_back(a);
-      ++waiting_count_;
-      return;
-    }
     ++running_[a->key];
   }
-  Begin(a);
-}
-
-void Dispatcher::Begin(Attempt* a) {
   a->started = std::chrono::steady_clock::now();
   if (a->handler->sql()) return Ended(a, {});  // its statements run in the finish
-  if (clock_.Now() + a->handler->timeout() + kStartMargin > a->lease_until) {
-    // It waited for a slot so long that its lease could run out while it runs: leave it to
-    // the lease, whose end makes it claimable again.
-    LogWarn({{"msg", "claimed job not started: its lease is nearly over"},
-             {"endpoint", a->job.event.endpoint},
-             {"event_id", a->job.event.event_id},
-             {"handler", a->job.handler}});
-    std::lock_guard lock(mu_);
-    --running_[a->key];
-    attempts_.erase(a);
-    if (attempts_.empty()) stopped_cv_.notify_all();
-    return;
-  }
   if (a->handler->Start(a->job.event, [this, a](HandlerResult r) { Ended(a, std::move(r)); })) {
     return;
   }
@@ -338,14 +356,7 @@ void Dispatcher::Ended(Attempt* a, HandlerResult result) {
   std::lock_guard lock(mu_);
   a->result = std::move(result);
   ended_.push_back(a);
-  auto w = waiting_.find(a->key);
-  if (w != waiting_.end() && !w->second.empty() && !stopping_) {
-    ready_.push_back(w->second.front());  // takes over the slot
-    w->second.pop_front();
-    --waiting_count_;
-  } else {
-    --running_[a->key];
-  }
+  --running_[a->key];  // its slot is free for the next claim
   // Under the lock: once the dispatcher sees this attempt ended it may finish it, stop and
   // be destroyed (shutdown), so this thread must not touch cv_ after unlocking (TSan saw
   // the notify race the condition variable's destruction).

@@ -1,20 +1,23 @@
 // The dispatcher: runs the handlers of stored events. One thread claims due jobs from the
-// inbox in batches (one transaction claims as many as there are free slots, up to
-// kMaxClaim, still one job at a time per resource), starts each job's attempt, and
-// finishes the attempts that ended in batches too (Inbox::FinishJobs: one transaction and
-// one commit for all of them, each still a compare-and-swap on its lease token). A worker
-// whose lease ran out and was taken over loses: its result is logged and never written.
-// Failures are retried with backoff (backoff.h); a job whose tries are used up, or that
-// failed permanently, is dead.
+// inbox in batches and finishes the attempts that ended in batches too (Inbox::FinishJobs:
+// one transaction and one commit for all of them, each still a compare-and-swap on its lease
+// token). A worker whose lease ran out and was taken over loses: its result is logged and
+// never written. Failures are retried with backoff (backoff.h); a job whose tries are used
+// up, or that failed permanently, is dead.
 //
-// How many attempts run at once is set per handler (`concurrency:` of its kind), not per
-// daemon. `exec` attempts wait on their child through the child watch (no thread each);
-// `http` and `file` attempts run on threads the dispatcher starts as they are needed, one per
-// attempt in flight; `sql` work runs inside the finishing transaction itself.
+// Each handler is its own lane (DESIGN.md, "Lanes"). How many attempts run at once is set per
+// handler (`concurrency:` of its kind), and a claim takes of each handler at most its free
+// slots, still one job at a time per resource; every job claimed begins at once. So a slow
+// or stuck handler fills its own slots only, and a job is never claimed to wait: the claim's
+// transaction, which reads the handler's pause and circuit and the loaded config, is the
+// check that the attempt may run. `exec` attempts wait on their child through the child
+// watch (no thread each); `http` and `file` attempts run on threads the dispatcher starts as
+// they are needed, one per attempt in flight; `sql` work runs inside the finishing
+// transaction itself. The dispatcher thread never waits on a child or a downstream.
 //
 // Leases last the longest handler timeout plus a margin, so no other process starts a job
 // while an attempt may still run; a job left `processing` by a crash becomes claimable when
-// its lease ends (at once, on this host, once its process is known dead).
+// its lease ends (earlier when its owner is known dead).
 //
 // Thread-safe: Wake(), Swap() and Stop() may be called from any thread.
 #pragma once
@@ -66,11 +69,11 @@ class Dispatcher final {
   struct Attempt;  // one job claimed and running (dispatcher.cc)
 
   void Loop();
-  // Claims up to the free slots; false when nothing was claimed.
+  // Claims up to each handler's free slots and starts what it claimed; false when nothing
+  // was claimed.
   bool Claim();
-  // Starts `a` now if its handler has a free slot, else queues it behind the handler's.
+  // Starts `a` in the slot its claim took.
   void Launch(std::unique_ptr<Attempt> a);
-  void Begin(Attempt* a);
   void Ended(Attempt* a, HandlerResult result);
   void FinishBatch(std::vector<Attempt*>& batch);
   void Hold(const std::vector<ClaimedJob>& jobs, TimePoint now);
@@ -83,6 +86,8 @@ class Dispatcher final {
     std::map<std::string, CircuitLimit> circuits;
   };
   static std::shared_ptr<const Controls> ControlsOf(const Config& config);
+  // At start and reload: the circuits of handlers configured without one, closed.
+  void CloseUnconfiguredCircuits(const Config& config, const Controls& controls);
   // After a batch's finishes: the circuits' counts, and their transitions logged.
   void RecordCircuits(const std::vector<Attempt*>& batch,
                       const std::vector<StatusOr<Outcome>>& recorded);
@@ -103,11 +108,8 @@ class Dispatcher final {
   // Every attempt claimed and not yet finished in the inbox, by address.
   std::map<Attempt*, std::unique_ptr<Attempt>> attempts_;
   std::vector<Attempt*> ended_;  // ran, to be finished in the next batch
-  std::vector<Attempt*> ready_;  // given a slot that an attempt ended freed: to begin
-  // Per handler ("<endpoint>\n<handler>"): attempts running, and claimed ones waiting.
+  // Per handler ("<endpoint>\n<handler>"): attempts running (claimed and not yet ended).
   std::map<std::string, int> running_;
-  std::map<std::string, std::deque<Attempt*>> waiting_;
-  size_t waiting_count_ = 0;
   // Blocking kinds (http, file): attempts for the threads, and the threads.
   std::deque<Attempt*> blocking_;
   int blocking_idle_ = 0;
