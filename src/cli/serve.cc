@@ -515,6 +515,7 @@ void Daemon::Reload() {
   dispatcher_.Swap(new_config, new_handlers);
   receiver_.Swap({new_config, new_handlers});
   purge_.Swap(new_config);
+  console_.Swap(ConsoleOptionsFor(*new_config, [this] { dispatcher_.Wake(); }));
   NoteConfig(*new_config, *new_handlers);
   LogLifecycle({{"msg", "reloaded"}, {"endpoints", new_config->endpoints.size()}});
   // A renamed or removed handler's waiting jobs are held, never run by another (held.h).

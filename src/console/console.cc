@@ -331,7 +331,20 @@ Answer NotAllowedPage(std::string_view allow) {
 Answer RefusedPage(std::string_view why) { return Message(403, "Refused", std::string(why)); }
 
 Console::Console(Inbox& inbox, ConsoleOptions options, const Guards& guards)
-    : inbox_(inbox), options_(std::move(options)), guards_(guards) {}
+    : inbox_(inbox),
+      options_(std::make_shared<const ConsoleOptions>(std::move(options))),
+      guards_(guards) {}
+
+void Console::Swap(ConsoleOptions options) {
+  auto next = std::make_shared<const ConsoleOptions>(std::move(options));
+  std::lock_guard lock(mu_);
+  options_ = std::move(next);
+}
+
+std::shared_ptr<const ConsoleOptions> Console::Options() const {
+  std::lock_guard lock(mu_);
+  return options_;
+}
 
 Answer Console::StyleSheet() {
   return Answer{200, std::string(*PageFile("style.css")),
@@ -360,6 +373,7 @@ Answer Console::Login(const Delivery& d) {
 }
 
 Answer Console::ListPage(const Delivery& d) {
+  const std::shared_ptr<const ConsoleOptions> opts = Options();
   const FormFields query = ParseUrlEncoded(d.query);
   std::vector<std::string> where_lines;
   const std::vector<FilterOption> options = FilterOptions(query, &where_lines);
@@ -396,7 +410,7 @@ Answer Console::ListPage(const Delivery& d) {
                {"summary", SummaryView(*queue)}};
   view["filtered"] = !ef.Empty() || !f.event_id.empty();
   view["endpoints"] = json::array();
-  for (const std::string& name : options_.endpoints) {
+  for (const std::string& name : opts->endpoints) {
     view["endpoints"].push_back({{"name", name}, {"selected", name == ef.endpoint}});
   }
   view["statuses"] = json::array();
@@ -425,9 +439,10 @@ Answer Console::ListPage(const Delivery& d) {
 // (one probe of the (endpoint, event_id) index each), not the whole table: so it finds the
 // events of the endpoints in the config, at any size of the inbox.
 StatusOr<std::vector<InboxRow>> Console::Rows(const ListFilter& f) {
+  const std::shared_ptr<const ConsoleOptions> opts = Options();
   if (f.event_id.empty() || !f.filter.endpoint.empty()) return inbox_.List(f);
   std::vector<InboxRow> rows;
-  for (const std::string& endpoint : options_.endpoints) {
+  for (const std::string& endpoint : opts->endpoints) {
     ListFilter one = f;
     one.filter.endpoint = endpoint;
     ASSIGN_OR_RETURN(const std::vector<InboxRow> found, inbox_.List(one));
@@ -498,6 +513,7 @@ Answer Console::DeadPage(const Delivery& d) {
 // its button posts again with confirm=yes, which acts. The route table has checked the form's
 // Origin and CSRF token (guards.h) before this runs, as for every action.
 Answer Console::EventAction(const Delivery& d, bool retry) {
+  const std::shared_ptr<const ConsoleOptions> opts = Options();
   const FormFields form = ParseUrlEncoded(d.body);
   const std::string endpoint = FormText(form, "endpoint");
   const std::string id = FormText(form, "id");
@@ -530,7 +546,7 @@ Answer Console::EventAction(const Delivery& d, bool retry) {
       }
       return Failed(s);
     }
-    if (options_.wake) options_.wake();
+    if (opts->wake) opts->wake();
     return Redirect(EventHref(endpoint, id) + "&retried=" + std::to_string(*rearmed));
   }
   if (Status s = inbox_.Clear(endpoint, id, std::chrono::system_clock::now()); !s.ok()) {
@@ -549,11 +565,12 @@ Answer Console::EventAction(const Delivery& d, bool retry) {
 // The handlers page: each worker-pool handler of the config with its state and
 // job counts, and a Pause or Resume form (a confirmation first, as Retry and Clear).
 Answer Console::HandlersPage(const Delivery& d) {
+  const std::shared_ptr<const ConsoleOptions> opts = Options();
   const FormFields query = ParseUrlEncoded(d.query);
   auto all = inbox_.Handlers(std::chrono::system_clock::now(), /*count_jobs=*/true);
   if (!all.ok()) return Failed(all.status());
   json view = {{"title", "Handlers"}, {"handlers", json::array()}};
-  for (const ConsoleOptions::PoolHandler& ph : options_.handlers) {
+  for (const ConsoleOptions::PoolHandler& ph : opts->handlers) {
     HandlerStatus h;
     for (const HandlerStatus& s : *all) {
       if (s.state.endpoint == ph.endpoint && s.state.handler == ph.handler) h = s;
@@ -587,10 +604,11 @@ Answer Console::HandlersPage(const Delivery& d) {
 // Pause or Resume: the first POST answers a confirmation; its button posts again with
 // confirm=yes, which acts (Inbox::SetPaused, as `hookbox handler pause` does).
 Answer Console::HandlerAction(const Delivery& d, bool pause) {
+  const std::shared_ptr<const ConsoleOptions> opts = Options();
   const FormFields form = ParseUrlEncoded(d.body);
   const std::string endpoint = FormText(form, "endpoint");
   const std::string handler = FormText(form, "id");
-  const bool known = std::any_of(options_.handlers.begin(), options_.handlers.end(),
+  const bool known = std::any_of(opts->handlers.begin(), opts->handlers.end(),
                                  [&](const ConsoleOptions::PoolHandler& h) {
                                    return h.endpoint == endpoint && h.handler == handler;
                                  });
@@ -609,7 +627,7 @@ Answer Console::HandlerAction(const Delivery& d, bool pause) {
                                   "goes dead; deliveries are still accepted. An attempt already "
                                   "running finishes."
                                 : "Its waiting jobs become due at once (at its rate, if it has "
-                                  "one)."},
+                                  "one), and an open or half-open circuit closes."},
                  {"noun", "handler"},
                  {"endpoint", endpoint},
                  {"id", handler},
@@ -623,7 +641,7 @@ Answer Console::HandlerAction(const Delivery& d, bool pause) {
   auto changed = inbox_.SetPaused({{endpoint, handler}}, pause, pause ? reason : "",
                                   std::chrono::system_clock::now());
   if (!changed.ok()) return Failed(changed.status());
-  if (!pause && options_.wake) options_.wake();
+  if (!pause && opts->wake) opts->wake();
   return Redirect(std::string("/handlers?done=") + (pause ? "paused" : "resumed") +
                   "&endpoint=" + UrlEncode(endpoint) + "&handler=" + UrlEncode(handler));
 }
@@ -632,11 +650,12 @@ Answer Console::HandlerAction(const Delivery& d, bool pause) {
 // filter in the query (the same numbers as `hookbox inbox retry --dead --dry-run`), and the
 // form whose POST acts. GET changes nothing.
 Answer Console::BulkPage(const Delivery& d) {
+  const std::shared_ptr<const ConsoleOptions> opts = Options();
   const FormFields query = ParseUrlEncoded(d.query);
   json view = {{"title", "Bulk retry and replay"}};
   view["endpoints"] = json::array();
   const std::string endpoint = FormText(query, "endpoint");
-  for (const std::string& name : options_.endpoints) {
+  for (const std::string& name : opts->endpoints) {
     view["endpoints"].push_back({{"name", name}, {"selected", name == endpoint}});
   }
   const std::string status = FormText(query, "status");
@@ -678,6 +697,7 @@ Answer Console::BulkPage(const Delivery& d) {
 // Clear (Origin, Sec-Fetch-Site and the bulk form's CSRF token); acts on the rows the
 // filter matches now (jobs that changed since the plan are left alone: inbox.h).
 Answer Console::BulkAction(const Delivery& d) {
+  const std::shared_ptr<const ConsoleOptions> opts = Options();
   const FormFields form = ParseUrlEncoded(d.body);
   auto q = ParseBulkQuery(form);
   if (!q.ok()) return BadFilter(q.status());
@@ -697,7 +717,7 @@ Answer Console::BulkAction(const Delivery& d) {
            {"rearmed", *done},
            {"endpoint", q->request.filter.endpoint},
            {"handler", q->request.filter.handler}});
-  if (options_.wake) options_.wake();
+  if (opts->wake) opts->wake();
   std::string href = "/bulk?verb=" + std::string(BulkVerbName(q->request.verb));
   for (const json& field : BulkFormFields(*q)) {
     href +=

@@ -21,6 +21,8 @@
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,10 +55,15 @@ Answer RefusedPage(std::string_view why);
 
 // The pages and actions. Each is one row (or two) of the admin listener's route table, which
 // has already applied the row's guards and method: an action runs only for a POST with the
-// token and a good Origin and CSRF token. Thread-safe: the inbox is, and nothing else changes.
+// token and a good Origin and CSRF token. Thread-safe: the inbox is, and the options are read
+// as one snapshot per page or action.
 class Console {
  public:
   Console(Inbox& inbox, ConsoleOptions options, const Guards& guards);
+
+  // The options of the config a reload installed (SIGHUP): the next page reads them, so the
+  // handlers page lists what the dispatcher now runs and an action names only those.
+  void Swap(ConsoleOptions options);
 
   static Answer StyleSheet();       // GET /style.css
   Answer Login(const Delivery& d);  // /login, every method (see console.cc)
@@ -74,8 +81,11 @@ class Console {
  private:
   StatusOr<std::vector<InboxRow>> Rows(const ListFilter& f);
 
+  std::shared_ptr<const ConsoleOptions> Options() const;
+
   Inbox& inbox_;
-  const ConsoleOptions options_;
+  mutable std::mutex mu_;                          // guards options_
+  std::shared_ptr<const ConsoleOptions> options_;  // replaced whole by Swap()
   const Guards& guards_;
 };
 

@@ -707,3 +707,52 @@ TEST_CASE("console: the bulk page takes the filter's status and where; its POST 
   CHECK(metrics->body.find("hookbox_bulk_jobs_rearmed_total{verb=\"retry\"} 1\n") !=
         std::string::npos);
 }
+
+TEST_CASE("console: after a reload the handlers page and its actions follow the new config") {
+  TempDir dir;
+  const std::string config = R"(
+listen: 127.0.0.1:0
+admin_listen: 127.0.0.1:0
+database: {DB}
+endpoints:
+  - name: open
+    path: /hooks/open
+    verify: none
+    event_id: body:/id
+    routes:
+      - events: ["*"]
+        handlers:
+          - name: NAME
+            exec: {command: [/bin/true]}
+)";
+  auto named = [&](const std::string& name) {
+    std::string c = config;
+    c.replace(c.find("NAME"), 4, name);
+    return c;
+  };
+  Daemon d(dir, named("before"));
+  auto c = Admin(d);
+  auto page = c.Get("/handlers");
+  REQUIRE(page);
+  CHECK(Hidden(page->body, "id") == "before");
+  const std::string csrf = Hidden(page->body, "csrf");
+
+  d.WriteConfig(named("after"));
+  d.Signal(SIGHUP);
+  REQUIRE(d.WaitForLog("reloaded"));
+  auto reloaded = c.Get("/handlers");
+  REQUIRE(reloaded);
+  CHECK(Hidden(reloaded->body, "id") == "after");
+  CHECK(reloaded->body.find("before") == std::string::npos);
+  // The removed handler cannot be paused (its page's token still verifies): no state is
+  // written for a handler the daemon no longer has.
+  auto pause =
+      PostForm(c, "/handler/pause",
+               {{"endpoint", "open"}, {"id", "before"}, {"csrf", csrf}, {"confirm", "yes"}},
+               {{"Origin", "http://" + Host(d)}});
+  REQUIRE(pause);
+  CHECK(pause->status == 404);
+  auto list = d.Cli({"handler", "list", "--json"});
+  REQUIRE(list.exit_code == 0);
+  for (const json& h : json::parse(list.out)) CHECK(h["handler"] != "before");
+}
