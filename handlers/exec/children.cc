@@ -1,7 +1,9 @@
 // The watch over running `exec` children (see children.h): one thread, one epoll set. Only
-// that thread touches a child once it is watched; Add() only starts and inserts it under the
-// lock. Every waitpid of the process's children happens under that lock too (Spawn's reaping
-// of a child that could not start included), so the sweep and the watch never race to reap.
+// that thread touches a child once it is watched (and KillAll, once it has stopped that
+// thread); Add() only starts and inserts it under the lock. Every waitpid of the process's
+// children happens under that lock too (Spawn's reaping of a child that could not start
+// included), so the sweep and the watch never race to reap; none of them waits for a child
+// to die (WNOHANG), so the lock is never held across a child's life.
 #include "handlers/exec/children.h"
 
 #include <dirent.h>
@@ -22,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <thread>
@@ -156,15 +159,25 @@ std::vector<ProcessIds> ChildrenOfThisProcess() {
   return children;
 }
 
+// SIGKILLs process group `pgid`, unless it is this process's own (children.h).
+void KillGroup(pid_t pgid) {
+  if (pgid > 0 && pgid != ::getpgrp()) ::kill(-pgid, SIGKILL);
+}
+
 struct Child {
   WatchedChild w;
   Fd exited;  // the pidfd: readable once the child has exited
   size_t written = 0;
   OutputTail out;
+  bool timed_out = false;  // SIGKILLed at its deadline, not reaped yet
+  // Set once reaped: how it ended, reported (with `done`) once no leftover is left.
+  std::optional<ChildEnd> end;
 };
 
 // What an epoll event is about: the child's id times four, plus the slot.
 enum Slot : uint64_t { kStdin = 0, kOutput = 1, kExited = 2 };
+
+using Ended = std::vector<std::pair<WatchedChild, ChildEnd>>;
 
 class Watch final {
  public:
@@ -216,17 +229,24 @@ class Watch final {
     return spawned;
   }
 
+  // Rounds of kill, reap and sweep, the lock let go between them, until nothing is left or
+  // kKillAllBound has passed. The watch's thread stops at its next round (stopped_).
   void KillAll() {
-    std::lock_guard lock(mu_);
+    const auto give_up = steady_clock::now() + kKillAllBound;
+    std::unique_lock lock(mu_);
     stopped_ = true;
-    for (auto& [id, c] : children_) {
-      ::kill(-c->w.pid, SIGKILL);
-      ::kill(c->w.pid, SIGKILL);  // in case it left its group
+    for (;;) {
+      bool running = false;
+      for (auto& [id, c] : children_) {
+        if (c->end) continue;
+        KillChild(*c);
+        running |= !Reap(*c);
+      }
+      if ((SweepLeftovers() && !running) || steady_clock::now() >= give_up) break;
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::milliseconds(kExitPollMs));
+      lock.lock();
     }
-    // Dead but not reaped: what they started is this process's now, and the sweep takes it.
-    for (auto& [id, c] : children_) WaitForExit(c->w.pid);
-    SweepLeftovers();
-    for (auto& [id, c] : children_) ReapNow(c->w.pid);
     children_.clear();
   }
 
@@ -274,90 +294,72 @@ class Watch final {
     }
   }
 
-  // The child's exit, if it has exited; its tree is then ended and its end goes to *ended.
-  bool Reap(Child& c, std::vector<std::pair<WatchedChild, ChildEnd>>* ended) {
+  // Not reaped yet, so its pid (= its group's id) cannot have been reused. The child itself
+  // too: a group kill reaches only those still in the group.
+  static void KillChild(const Child& c) {
+    KillGroup(c.w.pid);
+    ::kill(c.w.pid, SIGKILL);
+  }
+
+  // Reaps the child if it has exited, after SIGKILLing what is left of its group, and sets
+  // c.end; false while it runs. Never waits.
+  bool Reap(Child& c) {
+    if (c.end) return true;
     siginfo_t info{};
     int r;
     do {
-      // WNOWAIT: a zombie keeps its id (and its group's) from reuse until EndTree is done.
+      // WNOWAIT: a zombie keeps its id (and its group's) from reuse until its group is killed.
       r = ::waitid(P_PID, c.w.pid, &info, WEXITED | WNOHANG | WNOWAIT);
     } while (r < 0 && errno == EINTR);
     if (r == 0 && info.si_pid == 0) return false;
     ChildEnd end;
+    end.pid = c.w.pid;
+    end.timed_out = c.timed_out;
     end.status_lost = r < 0;  // ECHILD: the kernel reaped it (SIGCHLD ignored)
     if (!end.status_lost) {
-      EndTree(c);
-      end.wait_status = ReapNow(c.w.pid);
+      KillGroup(c.w.pid);
+      while (::waitpid(c.w.pid, &end.wait_status, WNOHANG) < 0 && errno == EINTR) {
+      }
     }
-    Drain(c);  // its writers are all dead: everything written is in the pipe
-    End(c, std::move(end), ended);
+    Unregister(c.exited);
+    c.end = std::move(end);
     return true;
   }
 
-  // Timed out, not reaped yet, so its pid (= the group id) cannot have been reused.
-  void Kill(Child& c, std::vector<std::pair<WatchedChild, ChildEnd>>* ended) {
-    ::kill(-c.w.pid, SIGKILL);
-    WaitForExit(c.w.pid);
-    EndTree(c);
-    ReapNow(c.w.pid);
-    Drain(c);
-    ChildEnd end;
-    end.timed_out = true;
-    End(c, std::move(end), ended);
-  }
-
-  // `c` has exited and is not reaped: SIGKILLs what is left of its group, then sweeps what
-  // it left outside the group (children.h).
-  void EndTree(const Child& c) {
-    ::kill(-c.w.pid, SIGKILL);
-    SweepLeftovers();
-  }
-
-  // Kills and reaps every child of this process that is not a watched one, again until none
-  // is left (children.h says why these are exactly the leftovers of ended attempts). Only in
-  // a subreaper. Called under mu_.
-  void SweepLeftovers() {
+  // SIGKILLs every child of this process that is not a watched one still unreaped (with its
+  // group, when it leads one), and reaps those that have died: true when there was none
+  // (children.h says why these are exactly the leftovers of ended attempts). Never waits: a
+  // leftover that has not died yet, or what it leaves, is found by the next call. Only in a
+  // subreaper (true otherwise). Called under mu_.
+  bool SweepLeftovers() {
     int subreaper = 0;
-    if (::prctl(PR_GET_CHILD_SUBREAPER, &subreaper) != 0 || subreaper == 0) return;
+    if (::prctl(PR_GET_CHILD_SUBREAPER, &subreaper) != 0 || subreaper == 0) return true;
     std::set<pid_t> watched;
-    for (const auto& [id, c] : children_) watched.insert(c->w.pid);
-    for (;;) {
-      std::vector<ProcessIds> leftovers;
-      for (const ProcessIds& p : ChildrenOfThisProcess()) {
-        if (watched.count(p.pid) == 0) leftovers.push_back(p);
+    for (const auto& [id, c] : children_) {
+      if (!c->end) watched.insert(c->w.pid);
+    }
+    bool none = true;
+    // A child of ours stays ours, and its id (and, while it leads it, its group's) stays
+    // unused, until we reap it: these kills cannot reach a stranger.
+    for (const ProcessIds& p : ChildrenOfThisProcess()) {
+      if (watched.count(p.pid) != 0) continue;
+      none = false;
+      if (p.pgid == p.pid) KillGroup(p.pid);
+      ::kill(p.pid, SIGKILL);
+      int status;
+      while (::waitpid(p.pid, &status, WNOHANG) < 0 && errno == EINTR) {
       }
-      if (leftovers.empty()) return;
-      // A child of ours stays ours, and its id (and, while it leads it, its group's) stays
-      // unused, until we reap it: these kills cannot reach a stranger.
-      for (const ProcessIds& p : leftovers) {
-        if (p.pgid == p.pid) ::kill(-p.pid, SIGKILL);
-        ::kill(p.pid, SIGKILL);
-      }
-      for (const ProcessIds& p : leftovers) ReapNow(p.pid);
     }
+    return none;
   }
 
-  // Blocks until `pid` (a child) has exited, without reaping it.
-  static void WaitForExit(pid_t pid) {
-    siginfo_t info{};
-    while (::waitid(P_PID, pid, &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
-    }
-  }
-
-  // Reaps `pid` (a child that has exited or was SIGKILLed): its wait status, 0 if lost.
-  static int ReapNow(pid_t pid) {
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    return status;
-  }
-
-  void End(Child& c, ChildEnd end, std::vector<std::pair<WatchedChild, ChildEnd>>* ended) {
-    end.pid = c.w.pid;
+  // The reaped child's end, with the tail of its output, for its `done`.
+  void Release(Child& c, Ended* ended) {
+    Drain(c);  // its writers are all dead: everything written is in the pipe
+    ChildEnd end = std::move(*c.end);
     end.output = c.out.Text();
     Unregister(c.w.stdin_write);
     Unregister(c.w.output);
-    Unregister(c.exited);
     ended->emplace_back(std::move(c.w), std::move(end));
   }
 
@@ -368,11 +370,12 @@ class Watch final {
     sigaddset(&sigpipe, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &sigpipe, nullptr);
     epoll_event events[64];
-    std::vector<std::pair<WatchedChild, ChildEnd>> ended;
+    Ended ended;
     int wait_ms = kMaxWaitMs;
     for (;;) {
       int n = ::epoll_wait(epoll_.get(), events, 64, wait_ms);
       std::unique_lock lock(mu_);
+      if (stopped_) return;  // KillAll has the children
       for (int i = 0; i < n; ++i) {
         const uint64_t id = events[i].data.u64 / 4;
         if (id == 0) {
@@ -381,7 +384,7 @@ class Watch final {
           continue;
         }
         auto it = children_.find(id);
-        if (it == children_.end()) continue;  // ended by an earlier event of this round
+        if (it == children_.end()) continue;  // released by an earlier round
         Child& c = *it->second;
         switch (static_cast<Slot>(events[i].data.u64 % 4)) {
           case kStdin:
@@ -391,36 +394,45 @@ class Watch final {
             Drain(c);
             break;
           case kExited:
-            if (Reap(c, &ended)) children_.erase(it);
+            Reap(c);
             break;
         }
       }
-      wait_ms = Sweep(&ended);
+      wait_ms = Round(&ended);
       lock.unlock();
       for (auto& [w, end] : ended) w.done(std::move(end));
       ended.clear();
     }
   }
 
-  // Kills the children past their deadline, reaps those without a pidfd; returns how long
-  // the next wait may be.
-  int Sweep(std::vector<std::pair<WatchedChild, ChildEnd>>* ended) {
+  // Kills the children past their deadline, reaps those without a pidfd, and once a sweep
+  // finds no leftover releases the reaped ones; returns how long the next wait may be.
+  int Round(Ended* ended) {
     const auto now = steady_clock::now();
+    const auto soon = now + std::chrono::milliseconds(kExitPollMs);
     auto next = now + std::chrono::milliseconds(kMaxWaitMs);
-    for (auto it = children_.begin(); it != children_.end();) {
-      Child& c = *it->second;
-      if (!c.exited.is_open() && Reap(c, ended)) {
-        it = children_.erase(it);
-        continue;
+    bool any_reaped = false;
+    for (auto& [id, child] : children_) {
+      Child& c = *child;
+      if (!c.exited.is_open() && !Reap(c)) next = std::min(next, soon);
+      if (!c.end && !c.timed_out && c.w.deadline <= now) {
+        KillChild(c);
+        c.timed_out = true;  // its pidfd (or the poll) tells when it has died
       }
-      if (c.w.deadline <= now) {
-        Kill(c, ended);
+      if (!c.end && !c.timed_out) next = std::min(next, c.w.deadline);
+      any_reaped |= c.end.has_value();
+    }
+    if (any_reaped && !SweepLeftovers()) {
+      next = std::min(next, soon);  // leftovers dying: the reaped wait for them
+    } else if (any_reaped) {
+      for (auto it = children_.begin(); it != children_.end();) {
+        if (!it->second->end) {
+          ++it;
+          continue;
+        }
+        Release(*it->second, ended);
         it = children_.erase(it);
-        continue;
       }
-      next = std::min(next, c.w.deadline);
-      if (!c.exited.is_open()) next = std::min(next, now + std::chrono::milliseconds(kExitPollMs));
-      ++it;
     }
     auto ms = std::chrono::ceil<std::chrono::milliseconds>(next - now).count();
     return static_cast<int>(std::clamp<int64_t>(ms, 1, kMaxWaitMs));
@@ -429,9 +441,10 @@ class Watch final {
   Fd epoll_;
   Fd wake_;
   std::mutex mu_;  // guards everything below, and every waitpid of the process's children
+  // Running children, and reaped ones until their tree is swept (Child::end).
   std::map<uint64_t, std::unique_ptr<Child>> children_;
   uint64_t next_id_ = 1;
-  bool stopped_ = false;  // KillAll ran: nothing more is started
+  bool stopped_ = false;  // KillAll ran: nothing more is started or reported
 };
 
 // The process's watch: made on first use, never destroyed (its thread runs to the end). A

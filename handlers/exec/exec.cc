@@ -1,14 +1,14 @@
 // The `exec` handler: one child process per attempt, started by Spawn() (spawn.h: no shell,
-// so nothing in an event or in argv is ever interpreted; a process group of its own; no
-// descriptor of the daemon; a minimal environment, never the daemon's own, which holds
-// webhook secrets; `/` or the handler's `workdir:` as its directory). The child is then the
-// watch's (children.h): it feeds the body to the child's stdin, keeps the tail of its
-// output, SIGKILLs it at the deadline, and when it ends, by exit or deadline, kills
-// everything it started before reporting, with no thread of the caller waiting meanwhile
-// (Start); Run() is Start() waited on. A
-// child that cannot be started because the daemon is out of descriptors or processes
-// (EMFILE, ENFILE, EAGAIN) is the daemon's failure, not the handler's: the result says so
-// (`infrastructure`) and the job is retried without spending its attempt budget.
+// so nothing in an event or in argv is ever interpreted; a session and process group of its
+// own; no descriptor of the daemon; a minimal environment, never the daemon's own, which
+// holds webhook secrets; `/` or the handler's `workdir:` as its directory). The child is
+// then the watch's (children.h): it feeds the body to the child's stdin, keeps the tail of
+// its output, SIGKILLs it and its group at the deadline, and when it ends, by exit or
+// deadline, kills everything it started before reporting, with no thread of the caller
+// waiting meanwhile (Start); Run() is Start() waited on. A child that cannot be started
+// because the daemon is out of descriptors or processes (EMFILE, ENFILE, EAGAIN) is the
+// daemon's failure, not the handler's: the result says so (`infrastructure`) and the job is
+// retried without spending its attempt budget.
 #include "handlers/exec/exec.h"
 
 #include <fcntl.h>

@@ -1,7 +1,7 @@
-// Spawn(): clone(CLONE_VM | CLONE_VFORK) on a stack of its own, then in the child the same
-// steps as the exec handler's old fork path (new process group, PR_SET_PDEATHSIG, the three
-// standard descriptors, nothing else open, default signals, empty mask), then the working
-// directory and PR_SET_CHILD_SUBREAPER, then execve.
+// Spawn(): clone(CLONE_VM | CLONE_VFORK) on a stack of its own, then in the child a new
+// session (setsid), PR_SET_PDEATHSIG, the three standard descriptors, nothing else open,
+// default signals, an empty mask, then the working directory and PR_SET_CHILD_SUBREAPER,
+// then execve.
 // spawn.h says why this and not fork or posix_spawn.
 //
 // The child shares the daemon's memory until execve. So, in the child: raw system calls
@@ -85,8 +85,9 @@ HOOKBOX_CHILD_CODE int ChildMain(void* opaque) {
   int in = request.stdin_fd;
   int out = request.output_fd;
 
-  // A new group, led by the child: a timeout kills the whole group.
-  if (syscall(SYS_setpgid, 0, 0) != 0) goto failed;
+  // A new session and group, led by the child (spawn.h): it cannot leave the group, and
+  // nothing it starts can join a group outside the session, the daemon's included.
+  if (syscall(SYS_setsid) < 0) goto failed;
   if (syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) goto failed;
   // The parent died before the prctl took effect: its signal will never come.
   if (static_cast<pid_t>(syscall(SYS_getppid)) != args->parent) {

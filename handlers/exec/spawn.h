@@ -1,14 +1,20 @@
 // Starting a child process cheaply, with the guarantees the `exec` handler needs.
 //
-// Spawn() starts `program` in a new process group led by the child, with PR_SET_PDEATHSIG
-// SIGKILL (the child dies with the thread that started it: see below), stdin from
-// `stdin_fd`, stdout and stderr both to `output_fd`, no other descriptor open, every signal
-// at its default disposition, an empty signal mask, exactly the environment `envp`, in the
-// directory `workdir`, and as a child subreaper (PR_SET_CHILD_SUBREAPER, which execve
-// keeps): whatever the program starts and then loses track of (a double fork, a daemon that
-// detached with setsid) is reparented to the program while it runs, not to init, so that
-// its whole tree is still below it, and then below the daemon (children.h). Nothing is
-// interpreted: argv goes to execve as given, and no shell is involved.
+// Spawn() starts `program` in a new session (setsid), so in a new process group, both led
+// by the child, with PR_SET_PDEATHSIG SIGKILL (the child dies with the thread that started
+// it: see below), stdin from `stdin_fd`, stdout and stderr both to `output_fd`, no other
+// descriptor open, every signal at its default disposition, an empty signal mask, exactly
+// the environment `envp`, in the directory `workdir`, and as a child subreaper
+// (PR_SET_CHILD_SUBREAPER, which execve keeps): whatever the program starts and then loses
+// track of (a double fork, a daemon that detached with setsid) is reparented to the program
+// while it runs, not to init, so that its whole tree is still below it, and then below the
+// daemon (children.h). Nothing is interpreted: argv goes to execve as given, and no shell
+// is involved.
+//
+// Why a session and not just a group: a session leader cannot change its process group,
+// and setpgid into a group of another session fails (EPERM), so neither the child nor
+// anything it starts can move into the daemon's group, where a kill of the child's group
+// would miss it (children.h). The session also has no controlling terminal.
 //
 // Why not fork: fork copies the daemon's page tables, whose cost grows with its RSS, to a
 // child that throws them away at once in execve. Why not posix_spawn, which avoids that

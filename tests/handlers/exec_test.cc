@@ -1,12 +1,18 @@
-// Tests for handlers/exec: real child processes, real pipes, real process groups.
+// Tests for handlers/exec: real child processes, real pipes, real process groups, and a
+// hostile child that tries to leave its group.
 #include <signal.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <random>
 #include <regex>
 #include <thread>
@@ -277,6 +283,135 @@ TEST_CASE("exec: what the child left in its group is killed when it exits 0") {
   }
   CHECK(gone);
   ::kill(left, SIGKILL);  // in case it was not
+}
+
+// A hostile child (issue 41), a Python script: it tries to move into its parent's process
+// group (this test process's), out of reach of a kill of its own group, writes its pid to
+// argv[1], then sleeps for two minutes. Spawn's session makes the move fail (EPERM), which
+// it ignores.
+constexpr const char* kHostile = R"py(import os, sys, time
+try:
+    os.setpgid(0, os.getpgid(os.getppid()))
+except OSError:
+    pass
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(os.getpid()))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(120)
+)py";
+
+// True while `pid` runs: /proc has it and it is not a zombie.
+bool Running(int pid) {
+  const std::string stat = ReadAll("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat.size()) return false;
+  return stat[paren + 2] != 'Z' && stat[paren + 2] != 'X';
+}
+
+// The attempts' ends in the order their `done` was called. Shared with the dones, which run
+// on the watch's thread, possibly after a failed check has ended the test.
+struct Ends {
+  std::mutex mu;
+  std::condition_variable changed;
+  std::vector<std::string> order;
+  std::map<std::string, HandlerResult> results;
+
+  static Handler::Done DoneFor(const std::shared_ptr<Ends>& ends, const std::string& name) {
+    return [ends, name](HandlerResult r) {
+      std::lock_guard lock(ends->mu);
+      ends->order.push_back(name);
+      ends->results.emplace(name, std::move(r));
+      ends->changed.notify_all();
+    };
+  }
+  // Waits (bounded: a broken watch ends the test, not hangs it) for `name`'s done.
+  bool WaitFor(const std::string& name, std::chrono::seconds bound) {
+    std::unique_lock lock(mu);
+    return changed.wait_for(lock, bound, [&] { return results.count(name) == 1; });
+  }
+  int Position(const std::string& name) {
+    std::lock_guard lock(mu);
+    auto at = std::find(order.begin(), order.end(), name);
+    return at == order.end() ? -1 : static_cast<int>(at - order.begin());
+  }
+  Outcome OutcomeOf(const std::string& name) {
+    std::lock_guard lock(mu);
+    return results.at(name).outcome;
+  }
+  // Every end so far, for a failure's message.
+  std::string Text() {
+    std::lock_guard lock(mu);
+    std::string text;
+    for (const auto& [name, r] : results) text += name + ": " + r.detail + "\n";
+    return text;
+  }
+};
+
+// Whatever a test case's checks did: the hostile child is killed, so a watch stuck on it
+// comes free, and then the threads that started children are joined.
+struct Cleanup {
+  int hostile = 0;
+  std::vector<std::thread> starts;
+  ~Cleanup() {
+    if (hostile > 0 && Running(hostile)) ::kill(hostile, SIGKILL);
+    for (std::thread& t : starts) t.join();
+  }
+};
+
+TEST_CASE(
+    "exec: a child that moves into the daemon's process group is killed at its timeout, and "
+    "other children run meanwhile") {
+  TempDir dir;
+  std::ofstream(dir / "hostile.py") << kHostile;
+  auto hostile =
+      Build("exec",
+            Command({"/usr/bin/python3", dir / "hostile.py", dir / "hostile.pid"}, "timeout: 3s"));
+  auto fast = Build("exec", Command({"/bin/sh", "-c", "echo fast"}));
+  INFO(hostile.Errors() + fast.Errors());
+  REQUIRE(hostile.handler != nullptr);
+  REQUIRE(fast.handler != nullptr);
+  auto ends = std::make_shared<Ends>();
+  Cleanup cleanup;
+  // Each start on a thread of its own, since a watch stuck on the hostile child would block
+  // it, and one that lives until the child's done (PR_SET_PDEATHSIG: spawn.h).
+  auto start = [&](Handler& handler, const std::string& name) {
+    cleanup.starts.emplace_back([&handler, ends, name] {
+      handler.Start(Event(name), Ends::DoneFor(ends, name));
+      ends->WaitFor(name, std::chrono::seconds(60));
+    });
+  };
+
+  start(*hostile.handler, "hostile");
+  for (auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+       cleanup.hostile == 0 && std::chrono::steady_clock::now() < give_up;) {
+    const std::string text = ReadAll(dir / "hostile.pid");
+    if (!text.empty()) cleanup.hostile = std::stoi(text);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const int pid = cleanup.hostile;
+  INFO(ends->Text());
+  REQUIRE(pid > 0);
+
+  // While the hostile child sleeps: a fast one is started and reported before it.
+  start(*fast.handler, "fast-1");
+  CHECK(ends->WaitFor("fast-1", std::chrono::seconds(10)));
+  // Past its deadline the hostile attempt ends, as a timeout, and its process is gone.
+  CHECK(ends->WaitFor("hostile", std::chrono::seconds(10)));
+  CHECK_FALSE(Running(pid));
+  // The watch still starts and reports children.
+  start(*fast.handler, "fast-2");
+  CHECK(ends->WaitFor("fast-2", std::chrono::seconds(10)));
+
+  // A failing run: the hostile child killed, every done waited for.
+  if (Running(pid)) ::kill(pid, SIGKILL);
+  for (const char* name : {"hostile", "fast-1", "fast-2"}) {
+    INFO(name);
+    REQUIRE(ends->WaitFor(name, std::chrono::seconds(20)));
+  }
+  CHECK(ends->Position("fast-1") < ends->Position("hostile"));
+  CHECK(ends->OutcomeOf("hostile") == Outcome::kTimeout);
+  CHECK(ends->OutcomeOf("fast-1") == Outcome::kOk);
+  CHECK(ends->OutcomeOf("fast-2") == Outcome::kOk);
 }
 
 }  // namespace

@@ -176,7 +176,9 @@ TEST_CASE(
   Reap(child.pid);
 }
 
-TEST_CASE("spawn: the child leads its own group, has only 0-2 open, envp, default signals") {
+TEST_CASE(
+    "spawn: the child leads its own session and group, has only 0-2 open, envp, default "
+    "signals") {
   // What the daemon has that the child must not: a blocked signal, an ignored one, and
   // descriptors without close-on-exec.
   sigset_t usr1, saved_mask;
@@ -210,6 +212,7 @@ TEST_CASE("spawn: the child leads its own group, has only 0-2 open, envp, defaul
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   CHECK(::getpgid(child.pid) == child.pid);
+  CHECK(::getsid(child.pid) == child.pid);  // so it cannot move into this process's group
   CHECK(Link(proc + "/exe") == std::filesystem::canonical("/bin/sleep").string());
   CHECK(ReadAll(proc + "/cmdline") == std::string("/bin/sleep\0"
                                                   "30\0",

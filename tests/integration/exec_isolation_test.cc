@@ -4,15 +4,20 @@
 //     starts in / rather than in the daemon's working directory;
 //   - a handler that starts processes outside its process group (setsid, a double fork) and
 //     in it (a plain `&`) leaves none of them running once its attempt ends: by exit 0, by
-//     a timeout (each retry's too), or by the daemon's shutdown past shutdown_grace.
+//     a timeout (each retry's too), or by the daemon's shutdown past shutdown_grace;
+//   - a handler that tries to move itself into the daemon's process group (issue 41) is
+//     killed at its timeout, other handlers run meanwhile, and SIGTERM still ends the
+//     daemon past shutdown_grace.
 // The handler's descendants write their pids into files before it goes on, so the test
 // knows every one; "running" is read from /proc (a zombie is not running).
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <set>
+#include <thread>
 
 #include "daemon.h"
 
@@ -110,6 +115,82 @@ std::string WaitForRow(const Daemon& d, const std::set<std::string>& statuses) {
   return seen;
 }
 
+// The hostile handler of issue 41: it tries to move into its parent's process group (the
+// daemon's), ignoring the refusal, writes "<pid> <ppid>" to <argv[1]>/<event>.<attempt>,
+// then sleeps for five minutes.
+constexpr const char* kHostile = R"py(import os, sys, time
+try:
+    os.setpgid(0, os.getpgid(os.getppid()))
+except OSError:
+    pass
+name = os.path.join(sys.argv[1], os.environ["HOOKBOX_EVENT_ID"] + "." + os.environ["HOOKBOX_ATTEMPT"])
+with open(name + ".tmp", "w") as f:
+    f.write("%d %d" % (os.getpid(), os.getppid()))
+os.rename(name + ".tmp", name)
+time.sleep(300)
+)py";
+
+// Endpoint `hostile` runs kHostile with a 2 s timeout; endpoint `fast` appends the event id
+// to <dir>/marker.
+std::string HostileConfig(const TempDir& dir, const std::string& grace, const std::string& retry) {
+  WriteFile(dir / "hostile.py", kHostile);
+  std::filesystem::create_directory(dir / "hostile");
+  return "listen: 127.0.0.1:0\nadmin_listen: \"\"\ndatabase: {DB}\nworkers: 2\n"
+         "shutdown_grace: " +
+         grace +
+         "\n"
+         "endpoints:\n"
+         "  - name: hostile\n"
+         "    path: /hooks/hostile\n"
+         "    verify: none\n"
+         "    event_id: body:/id\n"
+         "    retry: " +
+         retry +
+         "\n"
+         "    routes:\n"
+         "      - events: [\"*\"]\n"
+         "        handlers:\n"
+         "          - exec: {command: [/usr/bin/python3, \"{DIR}/hostile.py\", \"{DIR}/hostile\"],"
+         " timeout: 2s}\n"
+         "  - name: fast\n"
+         "    path: /hooks/fast\n"
+         "    verify: none\n"
+         "    event_id: body:/id\n"
+         "    routes:\n"
+         "      - events: [\"*\"]\n"
+         "        handlers:\n"
+         "          - exec: {command: [/bin/sh, -c, 'echo \"$HOOKBOX_EVENT_ID\" >> \"$0\"',"
+         " \"{DIR}/marker\"]}\n";
+}
+
+struct Hostile {
+  pid_t pid = 0;     // the handler's process
+  pid_t parent = 0;  // the daemon
+};
+
+// What the hostile handler of `event`'s `attempt` wrote; zeros if it has not within `bound`.
+Hostile WaitForHostile(const TempDir& dir, const std::string& event, int attempt,
+                       std::chrono::milliseconds bound = std::chrono::seconds(20)) {
+  Hostile h;
+  const std::string path = dir / ("hostile/" + event + "." + std::to_string(attempt));
+  Eventually([&] { return !ReadFile(path).empty(); }, bound);
+  std::istringstream(ReadFile(path)) >> h.pid >> h.parent;
+  return h;
+}
+
+bool Marked(const TempDir& dir, const std::string& event) {
+  for (const std::string& line : ReadLines(dir / "marker")) {
+    if (line == event) return true;
+  }
+  return false;
+}
+
+json Show(const Daemon& d, const std::string& endpoint, const std::string& id) {
+  auto r = d.Cli({"inbox", "show", endpoint, id, "--json"});
+  REQUIRE(r.exit_code == 0);
+  return json::parse(r.out);
+}
+
 }  // namespace
 
 TEST_CASE("exec isolation: exit 0 leaves nothing of the attempt running") {
@@ -204,4 +285,80 @@ endpoints:
   CHECK(seen[1] == "fd-denied");
   CHECK(seen[2] == "/");
   CHECK(d.Kill(SIGTERM) == 0);
+}
+
+TEST_CASE(
+    "exec isolation: a handler that moves into the daemon's process group is killed at its "
+    "timeout, and other handlers run meanwhile") {
+  TempDir dir;
+  Daemon d(dir, HostileConfig(dir, "30s", "{max_attempts: 1}"));
+  auto r = d.Post("/hooks/hostile", {}, R"({"id":"h1"})");
+  REQUIRE(r);
+  REQUIRE(r->status == 200);
+  const Hostile h = WaitForHostile(dir, "h1", 1);
+  REQUIRE(h.pid > 0);
+
+  // While it sleeps, within its timeout: another endpoint's event is run.
+  r = d.Post("/hooks/fast", {}, R"({"id":"f1"})");
+  REQUIRE(r);
+  REQUIRE(r->status == 200);
+  CHECK(Eventually([&] { return Marked(dir, "f1"); }));
+  CHECK(Running(h.pid));  // the hostile attempt had not ended yet
+
+  // Its timeout ends its attempt, recorded as a timeout once its process no longer runs.
+  json row;
+  const bool ended = Eventually([&] {
+    row = Show(d, "hostile", "h1");
+    return row["status"] == "dead";
+  });
+  CHECK(ended);
+  if (ended) {
+    REQUIRE(row["jobs"].size() == 1);
+    REQUIRE(row["jobs"][0]["attempts"].size() == 1);
+    CHECK(row["jobs"][0]["attempts"][0]["outcome"] == "timeout");
+  }
+  CHECK_FALSE(Running(h.pid));
+
+  // Past the hostile attempt's deadline, handlers still start.
+  r = d.Post("/hooks/fast", {}, R"({"id":"f2"})");
+  REQUIRE(r);
+  REQUIRE(r->status == 200);
+  CHECK(Eventually([&] { return Marked(dir, "f2"); }));
+
+  if (Running(h.pid)) ::kill(h.pid, SIGKILL);  // a failing run ends here, not in 5 minutes
+  CHECK(d.Kill(SIGTERM) == 0);
+}
+
+TEST_CASE(
+    "exec isolation: SIGTERM while a handler that moved into the daemon's group runs ends the "
+    "daemon past shutdown_grace") {
+  TempDir dir;
+  // Its first attempt times out; SIGTERM comes during the second.
+  Daemon d(dir, HostileConfig(dir, "300ms", "{max_attempts: 2, base: 10ms, max: 10ms}"));
+  auto r = d.Post("/hooks/hostile", {}, R"({"id":"h1"})");
+  REQUIRE(r);
+  REQUIRE(r->status == 200);
+  const Hostile first = WaitForHostile(dir, "h1", 1);
+  REQUIRE(first.pid > 0);
+  const Hostile second = WaitForHostile(dir, "h1", 2);
+  CHECK(second.pid > 0);
+
+  // A watchdog SIGKILLs the daemon (still our unreaped child, so its pid is its own) if it
+  // has not exited 60 s after SIGTERM: a failing run ends, and says so.
+  std::atomic<bool> exited{false}, fired{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < 6000 && !exited; ++i) std::this_thread::sleep_for(10ms);
+    if (!exited) {
+      fired = true;
+      ::kill(first.parent, SIGKILL);
+    }
+  });
+  const int code = d.Kill(SIGTERM);
+  exited = true;
+  watchdog.join();
+  CHECK_FALSE(fired);
+  CHECK(code == 0);
+  CHECK(d.Log().find("stopped with attempts still running") != std::string::npos);
+  CHECK_FALSE(Running(first.pid));
+  if (second.pid > 0) CHECK_FALSE(Running(second.pid));
 }
