@@ -28,11 +28,15 @@ struct HandlerEvent {
   int generation = 0;
   // "<endpoint>:<event_id>" in the first run: the same on every attempt, for downstream
   // dedupe. A replay is a new run the downstream must not dedupe away, so from generation 1
-  // on: "<endpoint>:<event_id>:replay-<generation>" (README, "Bulk retry and replay").
+  // on: "<endpoint>/replay-<generation>:<event_id>" (README, "Bulk retry and replay").
+  // Endpoint names are [A-Za-z0-9_.-]+ (config.cc), so a key's first '/' or ':' ends the
+  // endpoint: a ':' in a first run's key, a '/' in a replay's, whatever bytes the event id
+  // holds. So no replay's key is another event's first-run key (with the generation after
+  // the id, event "k1:replay-1"'s first run had the key of k1's first replay, and a sender
+  // chooses an unsigned id), and no two (endpoint, event id, generation) share a key.
   std::string IdempotencyKey() const {
-    std::string key = endpoint + ":" + event_id;
-    if (generation > 0) key += ":replay-" + std::to_string(generation);
-    return key;
+    if (generation == 0) return endpoint + ":" + event_id;
+    return endpoint + "/replay-" + std::to_string(generation) + ":" + event_id;
   }
 };
 

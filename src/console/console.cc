@@ -298,7 +298,7 @@ json BulkPlanView(const BulkPlan& plan, const BulkQuery& q) {
           {"skipped_no_job", plan.skipped_no_job},
           {"skipped_what", replay ? "without a done job of the handler" : "without a dead job"},
           {"what", replay ? "Each job runs again as a new run (a new idempotency key, "
-                            "<endpoint>:<event_id>:replay-<n>), with a fresh attempt budget; "
+                            "<endpoint>/replay-<n>:<event_id>), with a fresh attempt budget; "
                             "its earlier attempts stay in the history."
                           : "The dead jobs are re-armed with a fresh attempt budget and run "
                             "again in the worker pool, under their own idempotency keys."},

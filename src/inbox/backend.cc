@@ -76,11 +76,12 @@ std::array<PurgeTarget, 4> PurgeTargets(const PurgeRequest& r, PurgeCounts* coun
            {"dead", r.dead_before, &counts->dead}}};
 }
 
-std::string PurgeRowCondition(char mark, const char* time_cast) {
-  const std::string m(1, mark);
+std::string PurgeRowCondition(char mark, const char* time_cast, int first) {
+  const std::string status = mark + std::to_string(first);
+  const std::string before = mark + std::to_string(first + 1);
   // Unfinished is every job status but done and dead, so that a status added later (a job
   // waiting for an operator, say) keeps its row too.
-  return "status = " + m + "1 AND received_at < " + m + "2" + time_cast +
+  return "status = " + status + " AND received_at < " + before + time_cast +
          " AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.inbox_id = inbox.id"
          " AND jobs.status NOT IN ('done', 'dead'))";
 }

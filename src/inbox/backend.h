@@ -66,11 +66,11 @@ struct PurgeTarget {
 std::array<PurgeTarget, 4> PurgeTargets(const PurgeRequest& r, PurgeCounts* counts);
 
 // The one condition on inbox rows that both a purge's count (dry run) and its delete use, so
-// the two cannot disagree: the status is parameter 1, the cutoff parameter 2 (written `mark`
-// and the number, the cutoff followed by `time_cast`: "" or "::timestamptz"), and no job of the
-// row is unfinished. A row is `dead` as soon as one of its jobs is, while its other jobs may
-// still be pending or running: such a row is kept until they finish.
-std::string PurgeRowCondition(char mark, const char* time_cast);
+// the two cannot disagree: the status is parameter `first`, the cutoff parameter `first` + 1
+// (written `mark` and the number, the cutoff followed by `time_cast`: "" or "::timestamptz"),
+// and no job of the row is unfinished. A row is `dead` as soon as one of its jobs is, while
+// its other jobs may still be pending or running: such a row is kept until they finish.
+std::string PurgeRowCondition(char mark, const char* time_cast, int first = 1);
 
 // A parameter of a query built here: text or an integer.
 using SqlValue = std::variant<std::string, int64_t>;

@@ -252,8 +252,14 @@ class SqlInbox : public Inbox {
   std::string StateColumns() const;
   Status ShowInto(SqlTx& tx, const std::string& endpoint, const std::string& event_id,
                   InboxDetail* d);
+  // One purge transaction's work: how many rows it took up, how many of them it deleted.
+  struct PurgeBatch {
+    int64_t taken = 0, deleted = 0;
+  };
+  using PurgeBatchFn = std::function<StatusOr<PurgeBatch>(SqlTx&, int64_t batch)>;
   StatusOr<int64_t> PurgeRows(const PurgeRequest& r, const std::string& count_sql,
-                              const std::string& delete_sql, const SqlArgs& args);
+                              const SqlArgs& args, const PurgeBatchFn& delete_batch);
+  StatusOr<PurgeBatch> PurgeInboxBatch(SqlTx& tx, const SqlArgs& args, int64_t batch);
   // A job a bulk verb changes, with its row and its resource's claim lock key ("" = no
   // resource, or a dialect without row locks).
   struct BulkTarget {

@@ -1,6 +1,7 @@
 // The operator's verbs and reads, once for both dialects (see sql_inbox.h): retry, clear,
 // held jobs, reassign and drop, leases, the lists and counts, and the purge with its pacing.
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
@@ -396,19 +397,72 @@ StatusOr<PurgeCounts> SqlInbox::Purge(const PurgeRequest& r) {
   PurgeCounts counts;
   static const std::string kRows = PurgeRowCondition('$', "::timestamptz");
   static const std::string kCount = "SELECT count(*) FROM inbox WHERE " + kRows;
-  static const std::string kDelete =
-      "DELETE FROM inbox WHERE id IN (SELECT id FROM inbox WHERE " + kRows + " LIMIT $3)";
   for (const PurgeTarget& target : PurgeTargets(r, &counts)) {
-    ASSIGN_OR_RETURN(*target.count,
-                     PurgeRows(r, kCount, kDelete, {target.status, FormatTime(target.before)}));
+    const SqlArgs args = {target.status, FormatTime(target.before)};
+    ASSIGN_OR_RETURN(*target.count, PurgeRows(r, kCount, args, [&](SqlTx& tx, int64_t batch) {
+      return PurgeInboxBatch(tx, args, batch);
+    }));
   }
+  static const std::string kSequences =
+      "DELETE FROM sequences WHERE (endpoint, resource_id) IN"
+      " (SELECT endpoint, resource_id FROM sequences WHERE updated_at < $1::timestamptz LIMIT $2)";
+  const SqlArgs args = {FormatTime(r.sequences_before)};
   ASSIGN_OR_RETURN(counts.sequences,
                    PurgeRows(r, "SELECT count(*) FROM sequences WHERE updated_at < $1::timestamptz",
-                             "DELETE FROM sequences WHERE (endpoint, resource_id) IN"
-                             " (SELECT endpoint, resource_id FROM sequences"
-                             " WHERE updated_at < $1::timestamptz LIMIT $2)",
-                             {FormatTime(r.sequences_before)}));
+                             args, [&](SqlTx& tx, int64_t batch) -> StatusOr<PurgeBatch> {
+                               SqlArgs with_batch = args;
+                               with_batch.emplace_back(batch);
+                               ASSIGN_OR_RETURN(const SqlRows& del,
+                                                tx.Query(kSequences, with_batch));
+                               return PurgeBatch{del.changed, del.changed};
+                             }));
   return counts;
+}
+
+// One batch of inbox rows of one status (args: the status and the cutoff): at most `batch`
+// rows that PurgeRowCondition selects, deleted with their jobs and attempts, each only if the
+// condition still holds when the delete has it.
+//
+// A retry (Retry, the bulk RearmChunk) re-arms a dead row's jobs and then updates the row, in
+// one transaction that locks the jobs and then the row. On SQLite the purge's one statement
+// runs in the one writer's transaction: no retry runs between its choice and its delete. On
+// PostgreSQL a delete that picked its rows in a subquery, `id IN (SELECT ... LIMIT n)`, waits
+// for a retry that holds a row and then deletes the row all the same: after the wait, READ
+// COMMITTED re-checks only the outer WHERE on the row's new version, not the subquery's
+// condition; and the condition repeated in the outer WHERE still reads the row's jobs as of
+// the statement's start (tried: a dead row whose one job a retry had re-armed was deleted
+// with it). So the rows are picked first, their jobs locked and then the rows (the order every
+// transaction takes them in: a retry running waits for none of ours, we wait for it to end;
+// a retry coming later waits for our commit and then finds the jobs gone), and the delete,
+// a statement of its own with a snapshot taken after the locks, repeats the whole condition:
+// a row a retry has re-armed (pending again, or still dead with a job of it pending) stays.
+StatusOr<SqlInbox::PurgeBatch> SqlInbox::PurgeInboxBatch(SqlTx& tx, const SqlArgs& args,
+                                                         int64_t batch) {
+  static const std::string kRows = PurgeRowCondition('$', "::timestamptz");
+  SqlArgs with_batch = args;
+  with_batch.emplace_back(batch);
+  if (!d_.row_locks) {
+    static const std::string kDelete =
+        "DELETE FROM inbox WHERE id IN (SELECT id FROM inbox WHERE " + kRows + " LIMIT $3)";
+    ASSIGN_OR_RETURN(const SqlRows& del, tx.Query(kDelete, with_batch));
+    return PurgeBatch{del.changed, del.changed};
+  }
+  ASSIGN_OR_RETURN(const SqlRows& picked,
+                   tx.Query("SELECT id FROM inbox WHERE " + kRows + " LIMIT $3", with_batch));
+  if (picked.empty()) return PurgeBatch{0, 0};
+  std::set<int64_t> ids;
+  for (size_t i = 0; i < picked.size(); ++i) ids.insert(picked.Int(i, 0));
+  const std::string rows = "SELECT value::bigint FROM " + std::string(d_.json_rows);
+  const SqlArgs listed = {JsonText(ids)};
+  RETURN_IF_ERROR(tx.Run(
+      "SELECT id FROM jobs WHERE inbox_id IN (" + rows + ") ORDER BY id FOR UPDATE", listed));
+  RETURN_IF_ERROR(
+      tx.Run("SELECT id FROM inbox WHERE id IN (" + rows + ") ORDER BY id FOR UPDATE", listed));
+  static const std::string kRecheck = PurgeRowCondition('$', "::timestamptz", 2);
+  ASSIGN_OR_RETURN(const SqlRows& del,
+                   tx.Query("DELETE FROM inbox WHERE id IN (" + rows + ") AND " + kRecheck,
+                            {listed[0], args[0], args[1]}));
+  return PurgeBatch{static_cast<int64_t>(picked.size()), del.changed};
 }
 
 int64_t NextPurgeBatch(int64_t batch, int64_t most, std::chrono::steady_clock::duration took) {
@@ -425,7 +479,8 @@ int64_t NextPurgeBatch(int64_t batch, int64_t most, std::chrono::steady_clock::d
 }
 
 // Counts (dry run) or deletes, one batch per write transaction, the rows a purge query
-// selects; the delete takes the batch size as its last parameter.
+// selects; `delete_batch` deletes at most the batch size it is given, and says how many rows
+// it took up and how many of them it deleted (fewer when some no longer qualified).
 //
 // Accepts wait behind each purge transaction: in SQLite's writer queue, or for its write
 // lock when the purge runs as `hookbox purge` beside the daemon; on PostgreSQL for the
@@ -436,7 +491,7 @@ int64_t NextPurgeBatch(int64_t batch, int64_t most, std::chrono::steady_clock::d
 // each one the purge pauses as long as it took (at least kPurgePause): a writer waiting for
 // the lock gets it, and the purge's writes take at most about half of the disk's time.
 StatusOr<int64_t> SqlInbox::PurgeRows(const PurgeRequest& r, const std::string& count_sql,
-                                      const std::string& delete_sql, const SqlArgs& args) {
+                                      const SqlArgs& args, const PurgeBatchFn& delete_batch) {
   constexpr auto kPurgePause = std::chrono::milliseconds(3);
   if (r.dry_run) {
     return ReadInto<int64_t>(*this, TxKind::kRead, [&](SqlTx& tx, int64_t& n) -> Status {
@@ -448,17 +503,14 @@ StatusOr<int64_t> SqlInbox::PurgeRows(const PurgeRequest& r, const std::string& 
   int64_t total = 0;
   int64_t batch = std::max(1, r.batch);
   for (;;) {
-    int64_t deleted = 0;
-    SqlArgs with_batch = args;
-    with_batch.emplace_back(batch);
+    PurgeBatch done;
     const auto started = std::chrono::steady_clock::now();
     RETURN_IF_ERROR(Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
-      ASSIGN_OR_RETURN(const SqlRows& del, tx.Query(delete_sql, with_batch));
-      deleted = del.changed;
+      ASSIGN_OR_RETURN(done, delete_batch(tx, batch));
       return Status::Ok();
     }));
-    total += deleted;
-    if (deleted < batch) return total;
+    total += done.deleted;
+    if (done.taken < batch) return total;
     const auto took = std::chrono::steady_clock::now() - started;
     batch = NextPurgeBatch(batch, r.batch, took);
     std::this_thread::sleep_for(std::max<std::chrono::steady_clock::duration>(took, kPurgePause));

@@ -145,7 +145,7 @@ TEST_CASE("exec: a replay's run sees its generation and its own idempotency key"
   HandlerResult r = RunCommand({"/usr/bin/env"}, event);
   REQUIRE(r.outcome == Outcome::kOk);
   CHECK(r.detail.find("HOOKBOX_REPLAY_GENERATION=2") != std::string::npos);
-  CHECK(r.detail.find("HOOKBOX_IDEMPOTENCY_KEY=ep:evt_42:replay-2\n") != std::string::npos);
+  CHECK(r.detail.find("HOOKBOX_IDEMPOTENCY_KEY=ep/replay-2:evt_42\n") != std::string::npos);
 }
 
 TEST_CASE("exec: argv is passed literally, never to a shell") {

@@ -11,12 +11,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <condition_variable>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #include "base/crypto.h"
 #include "http/client.h"
@@ -434,8 +437,72 @@ TEST_CASE("http: a replay's POST has its own Idempotency-Key and says X-Hookbox-
   REQUIRE(seen.size() == 2);
   CHECK(First(seen[0].headers, "Idempotency-Key") == "ep:evt_r");
   CHECK(First(seen[0].headers, "X-Hookbox-Replay") == "<absent>");
-  CHECK(First(seen[1].headers, "Idempotency-Key") == "ep:evt_r:replay-1");
+  CHECK(First(seen[1].headers, "Idempotency-Key") == "ep/replay-1:evt_r");
   CHECK(First(seen[1].headers, "X-Hookbox-Replay") == "1");
+}
+
+TEST_CASE("idempotency keys: no replay's key is another event's key, whatever the ids") {
+  // Issue 41, finding 8: the first replay of event k1 was keyed `rep:k1:replay-1`, the key of
+  // event `k1:replay-1`'s first run, and a downstream that dedupes on it dropped one of the
+  // two (GitHub's, Shopify's and GitLab's ids are not signed: a sender chooses them).
+  auto key = [](const std::string& endpoint, const std::string& id, int generation) {
+    HandlerEvent e;
+    e.endpoint = endpoint;
+    e.event_id = id;
+    e.generation = generation;
+    return e.IdempotencyKey();
+  };
+  CHECK(key("rep", "k1", 0) == "rep:k1");  // unchanged: downstreams dedupe on it
+  CHECK(key("rep", "k1", 1) != key("rep", "k1:replay-1", 0));
+  CHECK(key("rep", "k1", 2) != key("rep", "k1:replay-2", 0));
+  CHECK(key("rep", "k1", 1) != key("rep", "k1:replay-1:replay-1", 0));
+
+  // Ids a sender could pick to meet another key: ids with the separators, then every key of
+  // those and every tail of one (what follows each '/' or ':' in it) as an id too, on
+  // endpoints that are prefixes of one another. Each (endpoint, id, generation) has a key of
+  // its own.
+  const std::vector<std::string> endpoints = {"rep", "re", "rep.x", "rep-1", "r"};
+  const std::vector<int> generations = {0, 1, 2, 10, 12};
+  std::vector<std::string> ids = {"k1",           "",          "k1:replay-1",    "replay-1:k1",
+                                  "/replay-1:k1", ":replay-1", "1:k1",           "k1/replay-1",
+                                  "a/b:c",        "rep:k1",    "rep/replay-1:k1"};
+  {
+    std::vector<std::string> more = ids;
+    for (const std::string& endpoint : endpoints) {
+      for (const std::string& id : ids) {
+        for (int generation : generations) {
+          const std::string k = key(endpoint, id, generation);
+          for (size_t i = 0; i < k.size(); ++i) {
+            if (k[i] == '/' || k[i] == ':') more.push_back(k.substr(i + 1));
+          }
+          more.push_back(k);
+        }
+      }
+    }
+    std::sort(more.begin(), more.end());
+    more.erase(std::unique(more.begin(), more.end()), more.end());
+    ids = std::move(more);
+  }
+  std::map<std::string, std::tuple<std::string, std::string, int>> owner;
+  int collisions = 0;
+  for (const std::string& endpoint : endpoints) {
+    for (const std::string& id : ids) {
+      for (int generation : generations) {
+        auto [it, fresh] = owner.try_emplace(key(endpoint, id, generation),
+                                             std::make_tuple(endpoint, id, generation));
+        if (!fresh) {
+          ++collisions;
+          if (collisions <= 5) {
+            UNSCOPED_INFO("key " << it->first << ": " << endpoint << " " << id << " " << generation
+                                 << " and " << std::get<0>(it->second) << " "
+                                 << std::get<1>(it->second) << " " << std::get<2>(it->second));
+          }
+        }
+      }
+    }
+  }
+  CHECK(ids.size() >= 300);  // the 11 above, their keys and the keys' tails
+  CHECK(collisions == 0);
 }
 
 TEST_CASE("http: every POST names the event's type, id and endpoint in X-Hookbox-* headers") {

@@ -1,8 +1,10 @@
 // The Inbox contract, Purge (inbox.h, PurgeRequest): exactly the rows past retention go,
-// in batches, never a dead row while another of its jobs waits or runs, and a dry run counts
-// what a purge then deletes. Part of the storage contract suite, on SQLite and PostgreSQL
-// (tests/inbox/contract.h).
+// in batches, never a dead row while another of its jobs waits or runs, nor one a retry
+// re-arms while the purge runs, and a dry run counts what a purge then deletes. Part of the
+// storage contract suite, on SQLite and PostgreSQL (tests/inbox/contract.h).
 #include <catch2/catch.hpp>
+#include <functional>
+#include <thread>
 
 #include "inbox/inbox.h"
 #include "inbox/sql_inbox.h"
@@ -132,4 +134,114 @@ TEST_CASE("purge's batch halves while slow and doubles while fast, within the re
   // A request for batches under the floor keeps to its own size: halving 5 gave 10 before.
   CHECK(NextPurgeBatch(5, 5, milliseconds(50)) == 5);
   CHECK(NextPurgeBatch(1, 1, milliseconds(50)) == 1);
+}
+
+namespace {
+
+// An event received 40 days before kT0 whose every job ended dead: a row a purge with 30 days
+// of dead retention deletes.
+void AcceptDead(TestInbox& t, const std::string& endpoint, const std::string& id,
+                std::vector<std::string> handlers) {
+  Event e = MakeEvent(id, std::move(handlers));
+  e.endpoint = endpoint;
+  e.received_at = kT0 - std::chrono::hours(24 * 40);
+  Accept(t, e);
+  JobOutcome dead;
+  dead.outcome = Outcome::kPermanent;
+  dead.next = JobOutcome::Next::kDead;
+  dead.finished_at = kT0;
+  for (const ClaimedJob& j : Claim(t, kT0)) REQUIRE(t->FinishJob(j, dead).ok());
+}
+
+}  // namespace
+
+TEST_CASE("purge keeps a dead row that a retry re-arms while the purge waits for it") {
+  // `inbox retry --dead` beside `purge` (issue 41, finding 6): on PostgreSQL the purge chose
+  // the row while the retry's transaction had re-armed it but not committed, waited for the
+  // row, and deleted it and its now pending jobs. A trigger holds the retry's transaction
+  // (rows and jobs updated, locks held) in a sleep, and the purge starts while it sleeps. On
+  // SQLite (one writer) the same sequence runs without the trigger: the retry's transaction
+  // and the purge's cannot overlap there.
+  TestInbox t;
+  AcceptDead(t, "ep", "rearmed", {"a", "b"});
+  AcceptDead(t, "other", "bystander", {"a"});  // dead, old, no retry: the purge deletes it
+  REQUIRE(t.Count("SELECT count(*) FROM jobs WHERE status = 'dead'") == 3);
+
+  // Each retry of ep's row, with what it re-arms and the row's status after it.
+  std::function<StatusOr<int64_t>(Inbox&)> retry;
+  int64_t rearms = 0;
+  std::string row_after;
+  SECTION("inbox retry --dead: the whole row") {
+    retry = [](Inbox& inbox) {
+      BulkRequest r;
+      r.filter.endpoint = "ep";
+      r.now = kT0 + 1h;
+      return inbox.RetryDead(r);
+    };
+    rearms = 2;
+    row_after = "pending";
+  }
+  SECTION("inbox retry --dead --handler: the row stays dead, one job of it is pending") {
+    retry = [](Inbox& inbox) {
+      BulkRequest r;
+      r.filter.endpoint = "ep";
+      r.filter.handler = "a";
+      r.now = kT0 + 1h;
+      return inbox.RetryDead(r);
+    };
+    rearms = 1;
+    row_after = "dead";
+  }
+  SECTION("inbox retry ENDPOINT ID") {
+    retry = [](Inbox& inbox) -> StatusOr<int64_t> {
+      auto n = inbox.Retry("ep", "rearmed", kT0 + 1h);
+      if (!n.ok()) return n.status();
+      return int64_t{*n};
+    };
+    rearms = 2;
+    row_after = "pending";
+  }
+
+  if (t.pg) {
+    // Any update of a dead row (a retry's, which re-arms it) sleeps in the retry's
+    // transaction, after its jobs and its row are updated and locked.
+    REQUIRE(t.pg->Query("CREATE FUNCTION slow_rearm() RETURNS trigger LANGUAGE plpgsql AS $$"
+                        " BEGIN PERFORM pg_sleep(1.5); RETURN NULL; END $$;"
+                        " CREATE TRIGGER slow_rearm AFTER UPDATE ON inbox FOR EACH ROW"
+                        " WHEN (OLD.status = 'dead') EXECUTE FUNCTION slow_rearm()") == "");
+  }
+  // The retry runs as `hookbox inbox retry` would, beside the purge: an inbox of its own.
+  std::unique_ptr<Inbox> operator_inbox = t.OpenAnother();
+  StatusOr<int64_t> retried = Status::Internal("not run");
+  std::thread retrying([&] { retried = retry(*operator_inbox); });
+  if (t.pg) {
+    // The purge starts once the retry's transaction sleeps in the trigger, holding the row.
+    bool sleeping = false;
+    for (int i = 0; i < 1000 && !sleeping; ++i) {
+      sleeping = t.Count(
+                     "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'"
+                     " AND datname = current_database()") > 0;
+      if (!sleeping) std::this_thread::sleep_for(10ms);
+    }
+    CHECK(sleeping);
+  } else {
+    retrying.join();
+  }
+  PurgeRequest r;
+  r.processed_before = kT0 - std::chrono::hours(24 * 7);
+  r.dead_before = kT0 - std::chrono::hours(24 * 30);
+  r.sequences_before = kT0 - std::chrono::hours(24 * 90);
+  auto purged = t->Purge(r);
+  if (retrying.joinable()) retrying.join();
+
+  REQUIRE(retried.ok());
+  CHECK(*retried == rearms);
+  REQUIRE(purged.ok());
+  CHECK(purged->dead == 1);  // the bystander
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE endpoint = 'other'") == 0);
+  // The re-armed row and its jobs survive: re-armed, as the retry said.
+  CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id = 'rearmed' AND status = '" + row_after +
+                "'") == 1);
+  CHECK(t.Count("SELECT count(*) FROM jobs WHERE status = 'pending'") == rearms);
+  CHECK(t.Count("SELECT count(*) FROM jobs") == 2);
 }

@@ -146,7 +146,7 @@ TEST_CASE("replay of 100 rows: the handler sees new keys and generation 1, each 
   for (int i = 0; i < 100; ++i) {
     const std::string id = "e" + std::to_string(i);
     CHECK(keys["ep:" + id + " 0"] == 1);
-    CHECK(keys["ep:" + id + ":replay-1 1"] == 1);
+    CHECK(keys["ep/replay-1:" + id + " 1"] == 1);
   }
   auto shown = d.Cli({"inbox", "show", "ep", "e7", "--json"});
   REQUIRE(shown.exit_code == 0);
@@ -203,5 +203,5 @@ TEST_CASE("replicas: two operators' bulk retries at once re-arm each job once; r
            db.Count("SELECT count(*) FROM jobs WHERE status = 'done' AND generation = 1") == 50;
   }));
   keys = Keys(shared);
-  for (int i = 0; i < 50; ++i) CHECK(keys["ep:e" + std::to_string(i) + ":replay-1 1"] == 1);
+  for (int i = 0; i < 50; ++i) CHECK(keys["ep/replay-1:e" + std::to_string(i) + " 1"] == 1);
 }

@@ -201,9 +201,9 @@ TEST_CASE("outage: pause, 1,000 deliveries, resume at 100/s; bulk retry; replay 
   REQUIRE(Eventually([&] { return Statuses(d)["processed"] == kEvents + 20; }));
   seen = downstream.seen();
   for (int i = 0; i < kEvents; ++i) {
-    const std::string key = "gh:ev-" + std::to_string(i);
-    CHECK(seen[key] == 1);
-    if (i < 100) CHECK(seen[key + ":replay-1"] == 1);
+    const std::string id = "ev-" + std::to_string(i);
+    CHECK(seen["gh:" + id] == 1);
+    if (i < 100) CHECK(seen["gh/replay-1:" + id] == 1);
   }
   CHECK(Statuses(d)["dead"] == 0);
 }
