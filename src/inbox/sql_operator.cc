@@ -113,6 +113,11 @@ StatusOr<int> SqlInbox::Retry(const std::string& endpoint, const std::string& ev
     if (const std::string& resource = row.Text(0, 1); !resource.empty()) {
       RETURN_IF_ERROR(LockKey(tx, KeyLock::kClaim, ResourceKey(endpoint, resource)));
     }
+    // The row's jobs locked in id order, as the purge and the bulk verbs take them, so that a
+    // purge of a row with several jobs and this retry never wait for each other in a cycle.
+    RETURN_IF_ERROR(tx.Run(
+        std::string("SELECT id FROM jobs WHERE inbox_id = $1 ORDER BY id") + d_.Lock(" FOR UPDATE"),
+        {inbox_id}));
     ASSIGN_OR_RETURN(
         const SqlRows& up,
         tx.Query(
