@@ -509,12 +509,6 @@ class Inbox {
   // transaction. Returns how many jobs' leases it ended.
   virtual StatusOr<int64_t> RemoveInstance(const std::string& id, TimePoint now) = 0;
 
-  // Crash recovery: the distinct owners of live-or-expired leases, and a way to end the
-  // leases of owners known to be dead (a process of this host that no longer runs), so
-  // their jobs run again at once instead of when the leases run out.
-  virtual StatusOr<std::vector<std::string>> LeaseOwners() = 0;
-  virtual Status ExpireLeases(const std::string& owner_prefix, TimePoint now) = 0;
-
   // Runs a `sql` handler's setup statements once (CREATE TABLE IF NOT EXISTS ...) and
   // prepares its statements, so a mistake is found at start, not at the first event.
   virtual Status PrepareSql(const SqlWork& sql) = 0;

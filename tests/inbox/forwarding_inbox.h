@@ -81,10 +81,6 @@ class ForwardingInbox : public Inbox {
   StatusOr<int64_t> RemoveInstance(const std::string& id, TimePoint now) override {
     return in_.RemoveInstance(id, now);
   }
-  StatusOr<std::vector<std::string>> LeaseOwners() override { return in_.LeaseOwners(); }
-  Status ExpireLeases(const std::string& prefix, TimePoint now) override {
-    return in_.ExpireLeases(prefix, now);
-  }
   Status PrepareSql(const SqlWork& sql) override { return in_.PrepareSql(sql); }
   StatusOr<std::vector<InboxRow>> List(const ListFilter& f) override { return in_.List(f); }
   StatusOr<std::vector<DeadJob>> DeadJobs(int64_t before, int limit) override {
