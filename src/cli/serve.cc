@@ -1,8 +1,8 @@
 // `hookbox serve`: the daemon. Serve() reads as the list of steps it takes — process, config,
-// descriptors, open and migrate, handlers, dispatcher, receiver, purge, listeners, READY,
-// then wait for signals — and Daemon holds the running parts. Here too: what /readyz asks
-// (Liveness; the admin port's routes are admin/routes.h), the queue gauges, SIGHUP's reload,
-// and the fitting of limits.max_connections under the open-file limit.
+// descriptors, open and migrate, handlers, heartbeat, dispatcher, receiver, purge, listeners,
+// READY, then wait for signals — and Daemon holds the running parts. Here too: what /readyz
+// asks (Liveness; the admin port's routes are admin/routes.h), the queue gauges, SIGHUP's
+// reload, and the fitting of limits.max_connections under the open-file limit.
 #include <openssl/rand.h>
 #include <signal.h>
 #include <unistd.h>
@@ -38,6 +38,7 @@
 #include "receive/receiver.h"
 #include "work/dispatcher.h"
 #include "work/held.h"
+#include "work/liveness.h"
 #include "work/purge.h"
 
 namespace hookbox::cli {
@@ -82,12 +83,14 @@ HttpLimits AdminLimits() {
   return l;
 }
 
-// The inbox answers reads (Ping) and its write path commits: a lease expiry for an owner no
-// process has (owner names start with a host name, never with '/') changes nothing, but a
-// stuck group commit or a dead disk makes it fail or hang.
+// The inbox answers reads (Ping) and its write path commits: the removal of an instance that
+// never exists (ids are hex, never '/') changes nothing, but a stuck group commit makes it
+// fail or hang. It writes no row, so a disk whose fsync fails does not fail it: that is
+// /readyz's storage health, which the watchdog does not ask (a restart mends no disk).
 Status InboxAlive(Inbox& inbox) {
   RETURN_IF_ERROR(inbox.Ping());
-  return inbox.ExpireLeases("/hookbox-liveness-probe/", std::chrono::system_clock::now());
+  return inbox.RemoveInstance("/hookbox-liveness-probe/", std::chrono::system_clock::now())
+      .status();
 }
 
 // What /readyz and the systemd watchdog both ask: is the daemon taking deliveries?
@@ -361,6 +364,7 @@ class Daemon {
         started_config_(*config_),
         handlers_(handlers),
         inbox_(std::move(inbox)),
+        instance_(*inbox_, clock_, started_config_.heartbeat_timeout),
         dispatcher_(*inbox_, config, handlers, clock_),
         receiver_({config, handlers}, *inbox_, clock_, [this] { dispatcher_.Wake(); }),
         purge_(*inbox_, config, clock_),
@@ -378,8 +382,8 @@ class Daemon {
                       guards_),
         admin_(AdminLimits(), [this](const Delivery& d) { return admin_routes_.Dispatch(d); }) {}
 
-  // Starts the dispatcher, the daily purge and the listeners, then tells the log and systemd
-  // the daemon is up. False, after logging why, when it cannot listen.
+  // Starts the heartbeat, the dispatcher, the daily purge and the listeners, then tells the
+  // log and systemd the daemon is up. False, after logging why, when it cannot listen.
   bool Start(const std::vector<int>& activated);
   // Waits for SIGTERM/SIGINT; SIGHUP reloads endpoints, secrets and handlers.
   void WaitForStop(const sigset_t& signals);
@@ -398,6 +402,7 @@ class Daemon {
   const std::shared_ptr<const HandlerSet> handlers_;  // as started, as config_
   std::unique_ptr<Inbox> inbox_;
   SystemClock clock_;
+  InstanceLiveness instance_;  // the lease owners' heartbeat (work/liveness.h)
   Dispatcher dispatcher_;
   Receiver receiver_;
   PurgeSchedule purge_;
@@ -418,6 +423,9 @@ class Daemon {
 bool Daemon::Start(const std::vector<int>& activated) {
   WarnAboutHeldJobs(*inbox_, started_config_, "start");
   NoteConfig(started_config_, *handlers_);
+  // The heartbeat first: it ends the leases of processes whose heartbeat has expired before
+  // the first claim, and beats for sync requests' leases too, dispatcher or not.
+  instance_.Start();
   dispatcher_.Start(started_config_.workers != 0);
   purge_.Start();
   AddQueueGauges(*inbox_);
@@ -533,14 +541,18 @@ int Daemon::Drain() {
   admin_thread_.join();
   purge_.Stop();
   if (!dispatcher_.Stop(started_config_.shutdown_grace)) {
-    // Everything committed is on disk; the unfinished attempts' leases will expire and
-    // their jobs run again after the restart.
+    // Everything committed is on disk; the unfinished attempts' leases end when this
+    // instance's heartbeat expires (it is not removed: attempts ran until the exit), and
+    // their jobs run again then, here after a restart or on another replica.
     LogWarn({{"msg", "stopped with attempts still running; they will be retried"},
              {"shutdown_grace", FormatDuration(started_config_.shutdown_grace)}});
     // Nothing an exec attempt started outlives the daemon.
     KillWatchedChildren();
     std::_Exit(kExitOk);
   }
+  // Nothing of this process holds a lease any more: its instance goes, and the leases of
+  // jobs it claimed and never started end at once.
+  instance_.Stop();
   inbox_.reset();
   LogLifecycle({{"msg", "stopped"}});
   return kExitOk;
@@ -580,8 +592,8 @@ int Serve(const std::string& config_path) {
   if (!handlers) return kExitUsage;
   if (!FitDescriptors(loaded, *handlers)) return kExitUsage;
   auto config = std::make_shared<const Config>(std::move(loaded));
-  // Start the dispatcher, then the receive pipeline that feeds it, the daily purge, and the
-  // listeners: webhooks on `listen` (or systemd's socket); health and metrics on
+  // Start the heartbeat and the dispatcher, then the receive pipeline that feeds it, the daily
+  // purge, and the listeners: webhooks on `listen` (or systemd's socket); health and metrics on
   // `admin_listen`, with the console's form key drawn for it.
   auto csrf_key = DrawCsrfKey();
   if (!csrf_key.ok()) {

@@ -246,6 +246,10 @@ void Loader::ReadDocument(const YAML::Node& root, const std::string& file, Confi
           {"purge_at", [&](auto& n, auto& w) { Set(config.purge_at, ClockTime(n, w)); }},
           {"shutdown_grace",
            [&](auto& n, auto& w) { Set(config.shutdown_grace, DurationValue(n, w, kZero)); }},
+          {"heartbeat_timeout",
+           [&](auto& n, auto& w) {
+             Set(config.heartbeat_timeout, DurationValue(n, w, std::chrono::seconds(1)));
+           }},
           {"log_level",
            [&](auto& n, auto& w) { Set(config.log_level, OneOf<LogLevel>(n, w, kLogLevels)); }},
           {"endpoints",

@@ -178,6 +178,9 @@ struct Config {
   Retention retention;
   std::string purge_at = "03:30";
   Duration shutdown_grace = std::chrono::seconds(30);
+  // Lease liveness (work/liveness.h): how long after this process's last heartbeat the others
+  // may count it dead and take over its jobs. It beats every sixth of it.
+  Duration heartbeat_timeout = std::chrono::seconds(30);
   // The lowest level `serve` writes (ops/log.h); a reload applies a new one. The operator's
   // CLI verbs write theirs whatever it says.
   LogLevel log_level = LogLevel::kInfo;

@@ -307,6 +307,23 @@ struct CircuitTransition {
   int64_t failures = 0;
 };
 
+// What a process writes of itself at each heartbeat (Inbox::Heartbeat).
+struct InstanceBeat {
+  std::string id;    // the instance: its lease owners' names start with "<id>:"
+  std::string host;  // host name and pid as the process sees them: for the operator's eyes
+  int64_t pid = 0;   // only (nothing compares them; a PID namespace has its own pids)
+  TimePoint now;
+  std::chrono::milliseconds timeout{0};  // alive until now + timeout unless it beats again
+};
+
+// An instance whose heartbeat expired and whose leases Inbox::ReleaseExpiredLeases ended.
+struct ExpiredInstance {
+  std::string id, host;
+  int64_t pid = 0;
+  std::string heartbeat_at;  // its last beat, RFC 3339
+  int64_t jobs = 0;          // jobs whose leases were ended
+};
+
 // A held job's next_attempt_at: later than any claim's now, so no claim takes it, and a
 // value no retry schedules (backoff is capped at hours). Text as the inbox writes times.
 inline constexpr std::string_view kHeldUntil = "9999-12-31T23:59:59.999Z";
@@ -477,11 +494,33 @@ class Inbox {
   virtual StatusOr<int64_t> DropJobs(const std::string& endpoint, const std::string& handler,
                                      TimePoint now) = 0;
 
-  // Crash recovery: the distinct owners of live-or-expired leases, and a way to end the
-  // leases of owners known to be dead (a process of this host that no longer runs), so
-  // their jobs run again at once instead of when the leases run out.
-  virtual StatusOr<std::vector<std::string>> LeaseOwners() = 0;
-  virtual Status ExpireLeases(const std::string& owner_prefix, TimePoint now) = 0;
+  // ---- Lease liveness (DESIGN.md, "Lease liveness"): crash recovery that needs no shared
+  // host or PID space. Every process that takes leases is an instance: a random id, the
+  // start of each of its lease owners' names ("<id>:dispatcher", "<id>:request:..."), kept
+  // alive by a heartbeat in the table `instances`. A lease ends before its lease_until only
+  // when its owner's instance has stopped beating (or removed itself at a clean stop), never
+  // by what one process can see of another's.
+  //
+  // Records that `beat.id` is alive: an upsert of its row (started_at = now when the row is
+  // new; heartbeat_at = now and expires_at = now + timeout every time, host and pid as
+  // given). A beat after the row expired or was removed makes it alive again.
+  virtual Status Heartbeat(const InstanceBeat& beat) = 0;
+  // Ends the leases of expired instances, so that their jobs are claimable at once rather
+  // than when those leases run out: every processing job whose lease is live (lease_until
+  // >= now) and whose lease_owner starts with "<id>:" of an instance whose expires_at <
+  // `now`, other than `self`, gets lease_until = now - 1 ms (a compare-and-swap on its lease
+  // token, in job id order); the next claim marks its open attempt abandoned, as for any
+  // lease that ran out. A lease whose owner has no instance row (an older hookbox's
+  // "<host>:<pid>:...", or an instance forgotten since) is left to its lease_until. Then
+  // deletes the instance rows that expired before `forget_before`. Returns the instances
+  // whose leases it ended, each with how many.
+  virtual StatusOr<std::vector<ExpiredInstance>> ReleaseExpiredLeases(TimePoint now,
+                                                                      const std::string& self,
+                                                                      TimePoint forget_before) = 0;
+  // A clean stop (nothing of the process runs any more): deletes the instance's row and ends
+  // the live leases its owners still hold (lease_until = now - 1 ms, as above), in one
+  // transaction. Returns how many jobs' leases it ended.
+  virtual StatusOr<int64_t> RemoveInstance(const std::string& id, TimePoint now) = 0;
 
   // Runs a `sql` handler's setup statements once (CREATE TABLE IF NOT EXISTS ...) and
   // prepares its statements, so a mistake is found at start, not at the first event.

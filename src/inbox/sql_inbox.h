@@ -183,8 +183,11 @@ class SqlInbox : public Inbox {
                                     const std::string& to, TimePoint now) override;
   StatusOr<int64_t> DropJobs(const std::string& endpoint, const std::string& handler,
                              TimePoint now) override;
-  StatusOr<std::vector<std::string>> LeaseOwners() override;
-  Status ExpireLeases(const std::string& owner_prefix, TimePoint now) override;
+  Status Heartbeat(const InstanceBeat& beat) override;
+  StatusOr<std::vector<ExpiredInstance>> ReleaseExpiredLeases(TimePoint now,
+                                                              const std::string& self,
+                                                              TimePoint forget_before) override;
+  StatusOr<int64_t> RemoveInstance(const std::string& id, TimePoint now) override;
   StatusOr<std::vector<InboxRow>> List(const ListFilter& filter) override;
   StatusOr<std::vector<DeadJob>> DeadJobs(int64_t before_job_id, int limit) override;
   StatusOr<InboxDetail> Show(const std::string& endpoint, const std::string& event_id) override;

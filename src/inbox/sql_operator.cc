@@ -222,22 +222,6 @@ StatusOr<int64_t> SqlInbox::DropJobs(const std::string& endpoint, const std::str
   });
 }
 
-StatusOr<std::vector<std::string>> SqlInbox::LeaseOwners() {
-  return ReadRows<std::string>(*this,
-                               "SELECT DISTINCT lease_owner FROM jobs WHERE status = 'processing'"
-                               " AND lease_owner IS NOT NULL",
-                               {}, [](const SqlRows& q, size_t i) { return q.Text(i, 0); });
-}
-
-Status SqlInbox::ExpireLeases(const std::string& owner_prefix, TimePoint now) {
-  return Transact(TxKind::kWrite, [&](SqlTx& tx) {
-    return tx.Run(
-        "UPDATE jobs SET lease_until = $1 WHERE status = 'processing'"
-        " AND substr(lease_owner, 1, length($2::text)) = $2::text",
-        {FormatTime(now - std::chrono::milliseconds(1)), owner_prefix});
-  });
-}
-
 // A job whose token no longer holds fails the transaction, so no lease changes.
 Status SqlInbox::RenewLeases(std::span<const ClaimedJob> jobs, TimePoint now,
                              std::chrono::milliseconds lease) {

@@ -52,7 +52,7 @@ DaemonMetrics::DaemonMetrics()
           "Reloads (SIGHUP) refused because the new config had errors; the old config stays.",
           {})) {
   // Present at 0 from the start, so that an alert on its rate has a series to read.
-  for (const char* op : {"accept", "checkpoint", "purge", "claim", "finish"}) {
+  for (const char* op : {"accept", "checkpoint", "purge", "claim", "finish", "heartbeat"}) {
     storage_errors.With({op});
   }
   for (const char* kind : {"processed", "stale", "ignored", "dead", "sequences"}) {

@@ -38,6 +38,8 @@ inline constexpr std::string_view kStorageCheckpoint = "checkpoint";
 inline constexpr std::string_view kStoragePurge = "purge";
 inline constexpr std::string_view kStorageClaim = "claim";
 inline constexpr std::string_view kStorageFinish = "finish";
+// The instance's heartbeat and the release of expired instances' leases (work/liveness.h).
+inline constexpr std::string_view kStorageHeartbeat = "heartbeat";
 
 // True for the backends' lock-contention status (Unavailable of kind kBusy, "storage busy"):
 // quiet, retried.

@@ -20,7 +20,7 @@
 #include "receive/identify.h"
 #include "verify/verify.h"
 #include "work/attempt.h"
-#include "work/dispatcher.h"
+#include "work/liveness.h"
 
 namespace hookbox {
 namespace {

@@ -14,6 +14,7 @@
 #include "ops/storage_health.h"
 #include "work/attempt.h"
 #include "work/held.h"
+#include "work/liveness.h"
 
 namespace hookbox {
 namespace {
@@ -24,30 +25,6 @@ constexpr std::chrono::milliseconds kStorageBackoff{1000};
 // reload, for the replicas of a rolling change (one without the handler may hold a job that
 // another has).
 constexpr std::chrono::seconds kReleaseHeldEvery{60};
-
-std::string HostName() {
-  char host[256] = "host";
-  gethostname(host, sizeof host - 1);
-  return host;
-}
-
-// Ends the leases of this host's processes that are gone.
-void ReleaseDeadLeases(Inbox& inbox, TimePoint now) {
-  auto owners = inbox.LeaseOwners();
-  if (!owners.ok()) return;
-  const std::string host = HostName() + ":";
-  for (const std::string& owner : *owners) {
-    if (owner.rfind(host, 0) != 0) continue;  // another host's: wait for its lease to end
-    size_t end = owner.find(':', host.size());
-    if (end == std::string::npos) continue;
-    pid_t pid = static_cast<pid_t>(std::atoi(owner.substr(host.size(), end - host.size()).c_str()));
-    if (pid <= 0 || pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH) continue;
-    const std::string prefix = owner.substr(0, end + 1);
-    if (inbox.ExpireLeases(prefix, now).ok()) {
-      LogInfo({{"msg", "released the leases of a process that is gone"}, {"owner", prefix}});
-    }
-  }
-}
 
 // What a batch of finishes says of the storage: its first fault (IsStorageFault: not a lost
 // lease, not a row gone), else Ok, so one batch is one line and one count.
@@ -143,11 +120,6 @@ struct Dispatcher::Attempt {
   HandlerResult result;
 };
 
-const std::string& LeaseOwnerPrefix() {
-  static const std::string prefix = HostName() + ":" + std::to_string(getpid()) + ":";
-  return prefix;
-}
-
 Dispatcher::Dispatcher(Inbox& inbox, std::shared_ptr<const Config> config,
                        std::shared_ptr<const HandlerSet> handlers, const Clock& clock)
     : inbox_(inbox),
@@ -160,7 +132,6 @@ Dispatcher::Dispatcher(Inbox& inbox, std::shared_ptr<const Config> config,
 Dispatcher::~Dispatcher() { Stop(std::chrono::hours(1)); }
 
 void Dispatcher::Start(bool enabled) {
-  ReleaseDeadLeases(inbox_, clock_.Now());
   CloseUnconfiguredCircuits(*config_, *controls_);
   ReleaseHeldJobs(inbox_, *config_, clock_.Now());
   released_held_at_ = std::chrono::steady_clock::now();

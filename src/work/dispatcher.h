@@ -17,7 +17,7 @@
 //
 // Leases last the longest handler timeout plus a margin, so no other process starts a job
 // while an attempt may still run; a job left `processing` by a crash becomes claimable when
-// its lease ends (earlier when its owner is known dead).
+// its lease ends (sooner, once its process's heartbeat has expired: work/liveness.h).
 //
 // Thread-safe: Wake(), Swap() and Stop() may be called from any thread.
 #pragma once
@@ -38,18 +38,14 @@
 
 namespace hookbox {
 
-// "<host>:<pid>:": the start of every lease owner name of this process (the dispatcher and
-// sync requests), so a restarted daemon can tell which leases died with a previous process.
-const std::string& LeaseOwnerPrefix();
-
 class Dispatcher final {
  public:
   Dispatcher(Inbox& inbox, std::shared_ptr<const Config> config,
              std::shared_ptr<const HandlerSet> handlers, const Clock& clock);
   ~Dispatcher();
 
-  // Ends the leases held by processes of this host that no longer run (a crash, kill -9),
-  // then starts dispatching (`enabled` false, `workers: 0`: nothing runs; jobs wait).
+  // Starts dispatching (`enabled` false, `workers: 0`: nothing runs; jobs wait). The leases
+  // of processes that died are ended by InstanceLiveness (work/liveness.h), started before.
   void Start(bool enabled);
   // New work may be due (an accept created jobs): look now, not at the next poll.
   void Wake();

@@ -34,6 +34,7 @@ workers: 6
 retention: {processed: 7d, dead: 30d, sequences: 90d}
 purge_at: "03:30"
 shutdown_grace: 45s
+heartbeat_timeout: 20s
 log_level: warn
 endpoints:
   - name: stripe
@@ -91,6 +92,7 @@ TEST_CASE("a complete config loads with every value", "[config]") {
   CHECK(c.retention.sequences == hours(24 * 90));
   CHECK(c.purge_at == "03:30");
   CHECK(c.shutdown_grace == seconds(45));
+  CHECK(c.heartbeat_timeout == seconds(20));
   REQUIRE(c.endpoints.size() == 3);
 
   const Endpoint& s = c.endpoints[0];
@@ -167,6 +169,7 @@ TEST_CASE("defaults apply to keys left out", "[config]") {
   CHECK(c.limits.max_buffered == 64u << 20);
   CHECK(c.workers == 4);
   CHECK(c.purge_at == "03:30");
+  CHECK(c.heartbeat_timeout == seconds(30));
   const Endpoint& e = c.endpoints[0];
   CHECK(e.retry.max_attempts == 12);
   CHECK(e.hmac.algorithm == "sha256");
@@ -275,6 +278,8 @@ TEST_CASE("each kind of mistake is reported where it is", "[config]") {
       {"purge_at: \"3:30\"\n" + std::string(kOpen), "purge_at: \"3:30\" is not a time of day"},
       {"purge_at: \"03:60\"\n" + std::string(kOpen), "purge_at: \"03:60\""},
       {"shutdown_grace: soon\n" + std::string(kOpen), "shutdown_grace: \"soon\" is not a duration"},
+      {"heartbeat_timeout: 500ms\n" + std::string(kOpen),
+       "heartbeat_timeout: \"500ms\" is too short (at least 1s)"},
       {"listen: [a, b]\n" + std::string(kOpen), "listen: expected a single value, found a list"},
       {"listen:\n" + std::string(kOpen), "listen: expected a value, found nothing"},
       {"workers: 4\n", "endpoints: required"},

@@ -1,7 +1,7 @@
 // What the files of the Inbox contract suite share (accept_test.cc, claim_finish_test.cc,
 // order_test.cc, sync_test.cc, replicas_test.cc, retry_replay_test.cc, held_test.cc,
-// reads_test.cc, purge_test.cc, open_test.cc; one file per section of inbox.h). ctest runs
-// the suite twice, on a fresh SQLite file per test (`inbox`) and, with
+// reads_test.cc, purge_test.cc, open_test.cc, liveness_test.cc; one file per section of
+// inbox.h). ctest runs the suite twice, on a fresh SQLite file per test (`inbox`) and, with
 // HOOKBOX_TEST_BACKEND=postgres, on a fresh database of the throwaway PostgreSQL cluster per
 // test (`inbox_postgres`); TestInbox (test_inbox.h) opens the one or the other. Raw-SQL checks
 // go through TestInbox::Count, which asks the backend's own database as an operator would

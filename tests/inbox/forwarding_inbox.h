@@ -72,9 +72,14 @@ class ForwardingInbox : public Inbox {
                              TimePoint now) override {
     return in_.DropJobs(endpoint, handler, now);
   }
-  StatusOr<std::vector<std::string>> LeaseOwners() override { return in_.LeaseOwners(); }
-  Status ExpireLeases(const std::string& prefix, TimePoint now) override {
-    return in_.ExpireLeases(prefix, now);
+  Status Heartbeat(const InstanceBeat& beat) override { return in_.Heartbeat(beat); }
+  StatusOr<std::vector<ExpiredInstance>> ReleaseExpiredLeases(TimePoint now,
+                                                              const std::string& self,
+                                                              TimePoint forget_before) override {
+    return in_.ReleaseExpiredLeases(now, self, forget_before);
+  }
+  StatusOr<int64_t> RemoveInstance(const std::string& id, TimePoint now) override {
+    return in_.RemoveInstance(id, now);
   }
   Status PrepareSql(const SqlWork& sql) override { return in_.PrepareSql(sql); }
   StatusOr<std::vector<InboxRow>> List(const ListFilter& f) override { return in_.List(f); }

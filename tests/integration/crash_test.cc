@@ -14,7 +14,8 @@
 //   - `sql` side effects happened exactly once per event;
 //   - PRAGMA integrity_check is ok.
 // HOOKBOX_CRASH_ROUNDS sets the number of kills (default 3 in `make test`; `make crash-test`
-// runs many more).
+// runs many more). `heartbeat_timeout: 2s`: each restart runs the killed daemon's jobs again
+// 2 s after its last heartbeat (work/liveness.h), not when their leases run out.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/file.h>
@@ -87,6 +88,7 @@ listen: 127.0.0.1:)yaml" +
 admin_listen: ""
 database: {DB}
 workers: 3
+heartbeat_timeout: 2s
 endpoints:
   - name: orders
     path: /hooks/orders

@@ -93,9 +93,12 @@ TEST_CASE("exec concurrency 32: the children run at the same time, never more th
 TEST_CASE("kill -9 between a batched claim and its finishes: every job runs again, once") {
   TempDir dir;
   // Each run records "<id> <attempt> <pid>", then (until {DIR}/fast exists) becomes a
-  // 60 s sleep: the same process, so the daemon's death must take it along.
-  const std::string config = OpenEndpoint(
-      R"({command: [/bin/sh, -c, 'echo "$HOOKBOX_EVENT_ID $HOOKBOX_ATTEMPT $$" >> {DIR}/runs; [ -e {DIR}/fast ] || exec sleep 60'], timeout: 120s, concurrency: 32})");
+  // 60 s sleep: the same process, so the daemon's death must take it along. The dead
+  // daemon's heartbeat expires 2 s after its last beat.
+  const std::string config =
+      "heartbeat_timeout: 2s" +
+      OpenEndpoint(
+          R"({command: [/bin/sh, -c, 'echo "$HOOKBOX_EVENT_ID $HOOKBOX_ATTEMPT $$" >> {DIR}/runs; [ -e {DIR}/fast ] || exec sleep 60'], timeout: 120s, concurrency: 32})");
   Daemon d(dir, config);
   Send(d, 20);
   // All 20 claimed and running, none finished.
@@ -117,7 +120,9 @@ TEST_CASE("kill -9 between a batched claim and its finishes: every job runs agai
       10s));
 
   WriteFile(dir / "fast", "");
-  d.Start();  // ends the dead process's leases at once: no wait for the 150 s lease
+  // The restart ends the dead process's leases once its heartbeat has expired: no wait for
+  // the 150 s lease.
+  d.Start();
   REQUIRE(Eventually(
       [&] { return Count(d, "SELECT count(*) FROM jobs WHERE status = 'done'") == 20; }, 30s));
   // Each event ran twice: the killed attempt 1, then attempt 2, which finished.

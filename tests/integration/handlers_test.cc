@@ -391,11 +391,13 @@ endpoints:
 
 TEST_CASE("crash recovery: kill -9 while jobs run; after restart everything is processed") {
   TempDir dir;
+  // heartbeat_timeout: the killed daemon's leases end 2 s after its last heartbeat.
   Daemon d(dir, R"yaml(
 listen: 127.0.0.1:0
 admin_listen: ""
 database: {DB}
 workers: 2
+heartbeat_timeout: 2s
 endpoints:
   - name: open
     path: /hooks/open
@@ -461,6 +463,7 @@ listen: 127.0.0.1:0
 admin_listen: ""
 database: {DB}
 workers: 1
+heartbeat_timeout: 2s
 endpoints:
   - name: open
     path: /hooks/open
@@ -476,7 +479,8 @@ endpoints:
   const int pid = std::stoi(ReadLines(dir / "pids")[0]);
   CHECK(d.Kill(SIGKILL) == 128 + SIGKILL);
   CHECK(Eventually([&] { return kill(pid, 0) != 0 && errno == ESRCH; }, 5s));
-  // The restarted daemon releases the dead process's lease and runs the job again at once.
+  // The restarted daemon releases the dead process's lease once its heartbeat has expired
+  // (2 s), not when the 2 min lease does, and runs the job again.
   d.Start();
   CHECK(Eventually([&] { return ReadLines(dir / "pids").size() == 2; }));
 }

@@ -4,7 +4,8 @@
 // claimed to wait in memory; a kill -9 re-runs only what was running; a circuit the config
 // no longer has, and one an operator resumes, stop throttling the handler. Real HTTP, real
 // exec children; a handler's script appends a line per start, and the slow one waits for a
-// gate file the test creates, so nothing depends on how long anything takes.
+// gate file the test creates, so nothing depends on how long anything takes. (A restart
+// after kill -9 re-runs what ran once the dead instance's heartbeat has expired: 2 s here.)
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <set>
@@ -33,6 +34,7 @@ std::string Config(const std::string& slow_extra = "", const std::string& retry 
 listen: 127.0.0.1:0
 admin_listen: ""
 database: "{DB}"
+heartbeat_timeout: 2s
 endpoints:
   - name: orders
     path: /hooks/orders

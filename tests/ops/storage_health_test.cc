@@ -80,7 +80,7 @@ TEST_CASE(
 
 TEST_CASE("storage health: every op is a series at 0 from the start") {
   const std::string text = Metrics().registry.Render();
-  for (const char* op : {"accept", "checkpoint", "purge", "claim", "finish"}) {
+  for (const char* op : {"accept", "checkpoint", "purge", "claim", "finish", "heartbeat"}) {
     INFO(op);
     CHECK(text.find("hookbox_storage_errors_total{op=\"" + std::string(op) + "\"}") !=
           std::string::npos);
