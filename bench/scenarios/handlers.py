@@ -18,7 +18,9 @@ attempt finished, attempts.finished_at):
                   last one ended
 A handler's `concurrency: N` (--handler-concurrency) and `workers: N` (--handler-workers) are
 written into the handler rows' configs only when given. Before its timed load, each run's
-warm-up events are handled first (the wait is not timed).
+warm-up events are handled first (the wait is not timed). Then, alone, the isolation row
+(bench/scenarios/isolation.py): a fast exec handler's start latency while a slow one
+(concurrency 1) has a backlog; target p99 ≤ 50 ms.
 """
 import datetime
 import os
@@ -30,6 +32,7 @@ from harness.host import loadavg
 from harness.report import emit, rounds_table
 from harness.servers import SECRET, Ceiling, Hookbox, Server, Webhook
 from harness.wrk import run_load, run_rounds, run_wrk
+from scenarios import isolation
 
 
 # adnanh/webhook's command in the handlers rows: one line per run (the delivery id webhook
@@ -308,6 +311,16 @@ def handler_servers(args, out):
 def run(args):
     out = os.path.join(args.out, "handlers")
     servers = handler_servers(args, out)
+    text, runs = handlers_table(args, servers) if servers else ("", {})
+    iso = None
+    if not args.only or re.search(args.only, isolation.NAME):
+        iso = isolation.Isolation(args).run()
+        text += ("\n" if text else "") + isolation.report(iso)
+    emit(args, "handlers", text, {"runs": runs, "isolation": iso})
+
+
+def handlers_table(args, servers):
+    """The rows' rounds, table, ratios and notes: (Markdown, the runs by server name)."""
 
     def one(s):
         s.fresh()
@@ -410,4 +423,4 @@ def run(args):
                              % (s.name, i + 1, r["loaded"]))
     if notes:
         text += "\n" + "\n".join(notes) + "\n"
-    emit(args, "handlers", text, {"runs": runs})
+    return text, runs
