@@ -23,7 +23,8 @@
 #   make bench       the benchmark (bench/bench.sh): ceiling, hookbox, adnanh/webhook
 #   make bench-replicas  hookbox on PostgreSQL, 1 replica vs 2, each capped at half a core
 #                    in its own cgroup (as root)
-#   make bench-handlers  hookbox's exec/file/http handlers end to end, adnanh/webhook's
+#   make bench-handlers  hookbox's exec/file/http handlers end to end, adnanh/webhook's;
+#                    a fast handler's start latency beside a slow one's backlog
 #   make bench-scale accept latency at 10 k vs 1 M rows, RSS, the purge of 1 M rows
 #   make bench-console the console's pages with 1 M rows in the inbox, beside /healthz
 #   make bench-search  the first page of `inbox list --where` at SEARCH_ROWS (default 1 M)

@@ -7,7 +7,9 @@
 #                            v1 or v2), PostgreSQL and wrk uncapped
 #   bench/bench.sh handlers  `make bench-handlers`: hookbox full with the exec, file and http
 #                            handlers, accepted req/s and handled end to end events/s, beside
-#                            its accept-only rate and adnanh/webhook's end to end
+#                            its accept-only rate and adnanh/webhook's end to end; then, alone,
+#                            the isolation row: a fast exec handler's start latency while a
+#                            slow one (concurrency 1) has 1,000 jobs queued
 #   bench/bench.sh scale     `make bench-scale`: 10 k vs 1 M rows, RSS, purge under load
 #   bench/bench.sh console   `make bench-console`: the console's pages with 1 M rows
 # On a fresh Debian 12 it installs what it needs (the build dependencies, wrk, webhook, a
@@ -23,8 +25,9 @@
 # BENCH_HANDLER_WORKERS (writes `workers: N`; unset: not written), BENCH_DRAIN_MAX (longest
 # wait for a run's jobs after its load, s, 120). replicas only: BENCH_CAP_CORES (each replica's
 # CPU cap, cores, 0.5). BENCH_SMOKE=1: run.py --smoke, a check that the mode still runs, in
-# seconds, not a measurement (one round of 1 s, small inboxes; RESULTS.md left alone); with
-# BENCH_EVENTS=3000 the deliveries are made in a second too.
+# seconds, not a measurement (one round of 1 s, small inboxes, the isolation row's 20 slow jobs
+# and 2 s of fast events; RESULTS.md left alone); with BENCH_EVENTS=3000 the deliveries are
+# made in a second too. BENCH_ONLY=isolation: handlers' isolation row alone.
 set -euo pipefail
 mode=${1:-table}
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -5,7 +5,8 @@
 what it measures:
   table      the table: ceiling, hookbox on SQLite and on PostgreSQL, adnanh/webhook
   replicas   hookbox on PostgreSQL, one replica against two, each capped by a cgroup
-  handlers   hookbox's exec, file and http handlers end to end, beside adnanh/webhook
+  handlers   hookbox's exec, file and http handlers end to end, beside adnanh/webhook; a
+             fast handler's start latency beside a slow one's backlog (isolation.py)
   scale      accept latency at 10 k vs 1 M rows, RSS, the purge of 1 M rows under load
   console    the console's pages with 1 M rows in the inbox
 The parts they share (servers, PostgreSQL, cgroups, wrk, pre-filled inboxes, the report)
@@ -27,7 +28,8 @@ from harness.host import BENCH
 from scenarios import console, handlers, replicas, scale, table
 
 SMOKE = ("one round of 1 s, at most 10 s of waiting for handlers or the purge, inboxes of "
-         "1,000 and 10,000 rows (scale, console), 5 GETs of each console page")
+         "1,000 and 10,000 rows (scale, console), 5 GETs of each console page, 20 slow jobs "
+         "and 2 s of fast events (handlers' isolation row)")
 SCENARIOS = {"table": table, "replicas": replicas, "handlers": handlers, "scale": scale,
              "console": console}
 

@@ -10,11 +10,12 @@ def signature(secret, body):
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
-def post_push(conn, delivery, sig, body, path="/hooks/github"):
-    """POSTs one signed GitHub push on conn (an http.client connection, kept alive) and reads
+def post_push(conn, delivery, sig, body, path="/hooks/github", event="push"):
+    """POSTs one signed GitHub delivery (a push unless event says otherwise: the
+    X-GitHub-Event routes pick by) on conn (an http.client connection, kept alive) and reads
     its answer; the answer's status."""
     conn.request("POST", path, body, {
-        "Content-Type": "application/json", "X-GitHub-Event": "push",
+        "Content-Type": "application/json", "X-GitHub-Event": event,
         "X-GitHub-Delivery": delivery, "X-Hub-Signature-256": sig})
     answer = conn.getresponse()
     answer.read()

@@ -18,7 +18,11 @@ attempt finished, attempts.finished_at):
                   last one ended
 A handler's `concurrency: N` (--handler-concurrency) and `workers: N` (--handler-workers) are
 written into the handler rows' configs only when given. Before its timed load, each run's
-warm-up events are handled first (the wait is not timed).
+warm-up events are handled first (the wait is not timed). The ratios: exec end to end ÷
+webhook's (target ≥ 3, with what bounds it: exec's end to end against the accept-only rate,
+and the CPU per event of each), file end to end ÷ the accept-only req/s (target ≥ 0.6).
+Then, alone, the isolation row (bench/scenarios/isolation.py): a fast exec handler's start
+latency while a slow one (concurrency 1) has a backlog; target p99 ≤ 50 ms.
 """
 import datetime
 import os
@@ -30,6 +34,7 @@ from harness.host import loadavg
 from harness.report import emit, rounds_table
 from harness.servers import SECRET, Ceiling, Hookbox, Server, Webhook
 from harness.wrk import run_load, run_rounds, run_wrk
+from scenarios import isolation
 
 
 # adnanh/webhook's command in the handlers rows: one line per run (the delivery id webhook
@@ -308,6 +313,16 @@ def handler_servers(args, out):
 def run(args):
     out = os.path.join(args.out, "handlers")
     servers = handler_servers(args, out)
+    text, runs = handlers_table(args, servers) if servers else ("", {})
+    iso = None
+    if not args.only or re.search(args.only, isolation.NAME):
+        iso = isolation.Isolation(args).run()
+        text += ("\n" if text else "") + isolation.report(iso)
+    emit(args, "handlers", text, {"runs": runs, "isolation": iso})
+
+
+def handlers_table(args, servers):
+    """The rows' rounds, table, ratios and notes: (Markdown, the runs by server name)."""
 
     def one(s):
         s.fresh()
@@ -370,9 +385,9 @@ def run(args):
         return ", ".join("-" if v is None else "%.2f" % v for v in vals)
 
     text = "\n".join(lines) + "\n\n"
-    text += "- hookbox `exec` end to end / adnanh/webhook end to end: %s; every round: %s.\n" % (
-        verdict(ratio("exec", "webhook", "e2e", "e2e"), 1.5),
-        per_round("exec", "webhook", "e2e", "e2e"))
+    text += "- hookbox `exec` end to end / adnanh/webhook end to end: %s; every round: %s.%s\n" % (
+        verdict(ratio("exec", "webhook", "e2e", "e2e"), 3.0),
+        per_round("exec", "webhook", "e2e", "e2e"), exec_bound(best, by_kind))
     text += ("- hookbox `file` end to end / hookbox accept only req/s: %s; every round: %s.\n" % (
         verdict(ratio("file", "accept", "e2e", "rps"), 0.6),
         per_round("file", "accept", "e2e", "rps")))
@@ -410,4 +425,24 @@ def run(args):
                              % (s.name, i + 1, r["loaded"]))
     if notes:
         text += "\n" + "\n".join(notes) + "\n"
-    emit(args, "handlers", text, {"runs": runs})
+    return text, runs
+
+
+def exec_bound(best, by_kind):
+    """What bounds the exec row's end to end, from the same run: its share of the
+    accept-only rate, and its CPU per event against webhook's (what the server's CPU alone
+    would allow on this machine's cores)."""
+    if "exec" not in by_kind or "e2e" not in best[by_kind["exec"]]:
+        return ""
+    r = best[by_kind["exec"]]
+    parts = []
+    if "accept" in by_kind:
+        a = best[by_kind["accept"]]["rps"]
+        parts.append("exec end to end is %.2f × hookbox's accept-only rate (%.0f req/s)" % (
+            r["e2e"] / a, a) if a else "no accept-only rate")
+    cpu = "hookbox spends %.0f CPU µs per event (with its children" % r["cpu_us_per_event"]
+    if "webhook" in by_kind:
+        cpu += "; adnanh/webhook %.0f" % best[by_kind["webhook"]]["cpu_us_per_event"]
+    parts.append(cpu + "): its CPU alone would allow %.0f events/s on %d cores" % (
+        os.cpu_count() * 1e6 / max(r["cpu_us_per_event"], 1), os.cpu_count()))
+    return " What bounds it: %s." % "; ".join(parts)
