@@ -1,7 +1,8 @@
 // Test helpers for the PostgreSQL backend: the throwaway cluster that ctest starts
 // (tests/pg/cluster.sh; its STATE file names the socket directory), a fresh database per
 // test, queries as an operator would run them with psql, and stopping / starting the
-// server under a running hookbox.
+// server under a running hookbox. A failover test starts a primary and a synchronous
+// standby of its own (FailoverPair), with the same script, leaving the shared cluster alone.
 //
 // The cluster's STATE file comes from $HOOKBOX_TEST_PG_STATE, else HOOKBOX_PG_STATE (set by
 // CMakeLists.txt to the build tree's file).
@@ -13,16 +14,22 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 
 namespace hookbox::pgtest {
 
-// The value of KEY='...' in the cluster's STATE file.
-inline std::string StateValue(const std::string& key) {
+// The shared cluster's STATE file.
+inline std::string StatePath() {
   const char* env = std::getenv("HOOKBOX_TEST_PG_STATE");
-  const std::string path = env && *env ? env : HOOKBOX_PG_STATE;
+  return env && *env ? env : HOOKBOX_PG_STATE;
+}
+
+// The value of KEY='...' in a cluster's STATE file (the shared cluster's by default).
+inline std::string StateValue(const std::string& key, const std::string& path = StatePath()) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("no PostgreSQL test cluster (" + path + "): ctest starts one");
   for (std::string line; std::getline(in, line);) {
@@ -99,13 +106,75 @@ class TestDatabase {
   std::string name_;
 };
 
-// Runs tests/pg/cluster.sh VERB STATE (server-stop, server-start); true when it succeeded.
-inline bool ClusterCommand(const std::string& verb) {
-  const char* env = std::getenv("HOOKBOX_TEST_PG_STATE");
-  const std::string state = env && *env ? env : HOOKBOX_PG_STATE;
+// Runs tests/pg/cluster.sh VERB STATE (server-stop, server-start, ...) on the shared
+// cluster, or on the cluster of `state`; true when it succeeded.
+inline bool ClusterCommand(const std::string& verb, const std::string& state = StatePath()) {
   const std::string cmd = std::string(HOOKBOX_PG_CLUSTER) + " " + verb + " '" + state + "'";
   int rc = std::system(cmd.c_str());
   return rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0;
 }
+
+// A primary and a synchronous standby of its own (cluster.sh start, then standby): every
+// commit the primary acknowledges is flushed on the standby too. Both are stopped and their
+// directories removed when this goes out of scope, whatever the test did to them. The
+// database `db` is created on the primary (and so on the standby).
+class FailoverPair {
+ public:
+  explicit FailoverPair(const std::string& db) : db_(db) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "hookbox-pair-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    dir_ = tmpl;
+    primary_state_ = dir_ + "/primary.env";
+    standby_state_ = dir_ + "/standby.env";
+    if (!ClusterCommand("start", primary_state_)) Fail("cluster.sh start failed");
+    if (!Run("standby '" + primary_state_ + "' '" + standby_state_ + "'")) {
+      Fail("cluster.sh standby failed");
+    }
+    primary_dir_ = StateValue("PG_DIR", primary_state_);
+    standby_dir_ = StateValue("PG_DIR", standby_state_);
+    const std::string r = pgtest::Query(PrimaryUrl("postgres"), "CREATE DATABASE " + db_);
+    if (!r.empty()) Fail("CREATE DATABASE failed: " + r);
+  }
+  ~FailoverPair() { Cleanup(); }
+  FailoverPair(const FailoverPair&) = delete;
+  FailoverPair& operator=(const FailoverPair&) = delete;
+
+  // What hookbox is given: both sockets, and libpq connects to whichever takes writes.
+  std::string Url() const {
+    return "postgresql:///" + db_ + "?host=" + primary_dir_ + "," + standby_dir_ +
+           "&target_session_attrs=read-write&user=postgres";
+  }
+  std::string PrimaryUrl(const std::string& db = "") const { return UrlOn(primary_dir_, db); }
+  std::string StandbyUrl(const std::string& db = "") const { return UrlOn(standby_dir_, db); }
+
+  // The primary lost: immediate shutdown, clients cut off mid-statement.
+  bool KillPrimary() const { return ClusterCommand("server-kill", primary_state_); }
+  // The standby ends its recovery and takes writes.
+  bool PromoteStandby() const { return ClusterCommand("promote", standby_state_); }
+
+ private:
+  static bool Run(const std::string& args) {
+    const std::string cmd = std::string(HOOKBOX_PG_CLUSTER) + " " + args;
+    int rc = std::system(cmd.c_str());
+    return rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0;
+  }
+  std::string UrlOn(const std::string& socket_dir, const std::string& db) const {
+    return "postgresql:///" + (db.empty() ? db_ : db) + "?host=" + socket_dir + "&user=postgres";
+  }
+  [[noreturn]] void Fail(const std::string& what) {
+    Cleanup();
+    throw std::runtime_error(what);
+  }
+  void Cleanup() {
+    // `stop` tolerates a server already down; each removes its directory and STATE.
+    for (const std::string* state : {&standby_state_, &primary_state_}) {
+      if (std::filesystem::exists(*state)) ClusterCommand("stop", *state);
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  std::string db_, dir_, primary_state_, standby_state_, primary_dir_, standby_dir_;
+};
 
 }  // namespace hookbox::pgtest
