@@ -550,8 +550,8 @@ int Daemon::Drain() {
     KillWatchedChildren();
     std::_Exit(kExitOk);
   }
-  // Nothing of this process holds a lease any more: its instance goes, and the leases of
-  // jobs it claimed and never started end at once.
+  // Nothing of this process holds a lease any more: its instance goes, and any lease still
+  // under its name ends at once.
   instance_.Stop();
   inbox_.reset();
   LogLifecycle({{"msg", "stopped"}});

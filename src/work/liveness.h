@@ -59,7 +59,7 @@ class InstanceLiveness final {
   Status Beat();
   // A clean stop, once nothing of this process holds or takes a lease any more (the
   // listeners and the dispatcher have stopped): stops the thread, removes the instance and
-  // ends the leases it still holds (claimed jobs that never started). Safe to call twice.
+  // ends any lease still under its name. Safe to call twice.
   void Stop();
 
  private:
