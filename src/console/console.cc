@@ -308,6 +308,15 @@ json BulkPlanView(const BulkPlan& plan, const BulkQuery& q) {
           {"label", (replay ? "Replay " : "Retry ") + std::to_string(plan.jobs) + " job(s)"}};
 }
 
+// The config's endpoints for a page's select, `selected` marked.
+json EndpointChoices(const ConsoleOptions& options, const std::string& selected) {
+  json out = json::array();
+  for (const std::string& name : options.endpoints) {
+    out.push_back({{"name", name}, {"selected", name == selected}});
+  }
+  return out;
+}
+
 }  // namespace
 
 Answer WrongHostPage() {
@@ -373,7 +382,6 @@ Answer Console::Login(const Delivery& d) {
 }
 
 Answer Console::ListPage(const Delivery& d) {
-  const std::shared_ptr<const ConsoleOptions> opts = Options();
   const FormFields query = ParseUrlEncoded(d.query);
   std::vector<std::string> where_lines;
   const std::vector<FilterOption> options = FilterOptions(query, &where_lines);
@@ -409,10 +417,7 @@ Answer Console::ListPage(const Delivery& d) {
                {"where", where_text},
                {"summary", SummaryView(*queue)}};
   view["filtered"] = !ef.Empty() || !f.event_id.empty();
-  view["endpoints"] = json::array();
-  for (const std::string& name : opts->endpoints) {
-    view["endpoints"].push_back({{"name", name}, {"selected", name == ef.endpoint}});
-  }
+  view["endpoints"] = EndpointChoices(*Options(), ef.endpoint);
   view["statuses"] = json::array();
   for (const char* status : kRowStatuses) {
     view["statuses"].push_back({{"name", status}, {"selected", ef.status == status}});
@@ -653,11 +658,8 @@ Answer Console::BulkPage(const Delivery& d) {
   const std::shared_ptr<const ConsoleOptions> opts = Options();
   const FormFields query = ParseUrlEncoded(d.query);
   json view = {{"title", "Bulk retry and replay"}};
-  view["endpoints"] = json::array();
   const std::string endpoint = FormText(query, "endpoint");
-  for (const std::string& name : opts->endpoints) {
-    view["endpoints"].push_back({{"name", name}, {"selected", name == endpoint}});
-  }
+  view["endpoints"] = EndpointChoices(*opts, endpoint);
   const std::string status = FormText(query, "status");
   view["statuses"] = json::array();
   for (const char* name : kRowStatuses) {

@@ -106,7 +106,7 @@ StatusOr<std::vector<ClaimedJob>> SqlInbox::ClaimJobs(const std::string& owner, 
 Status SqlInbox::ClaimInto(SqlTx& tx, const std::string& owner, int max, TimePoint now,
                            std::chrono::milliseconds lease, const ClaimLimits& limits,
                            std::vector<ClaimedJob>* out) {
-  const std::string now_text = FormatTime(now);
+  ClaimRun run{tx, owner, max, now, FormatTime(now), lease, out, {}};
   ASSIGN_OR_RETURN(
       const SqlRows& held,
       tx.Query("SELECT endpoint, handler FROM handler_state WHERE paused OR circuit <> 'closed'"));
@@ -117,43 +117,9 @@ Status SqlInbox::ClaimInto(SqlTx& tx, const std::string& owner, int max, TimePoi
   std::set<HandlerKey> apart_set;
   for (size_t i = 0; i < held.size(); ++i) apart_set.emplace(held.Text(i, 0), held.Text(i, 1));
   for (const auto& [key, rate] : rates) apart_set.insert(key);
-  const std::vector<HandlerKey> apart(apart_set.begin(), apart_set.end());
+  RETURN_IF_ERROR(ClaimLanes(run, apart_set, room_of));
 
-  // Leases what a step found and adds it to the claim, so that the next step's due query
-  // sees those jobs taken (and the later jobs of their resources not heading them).
-  std::set<int64_t> rows;
-  auto lease_them = [&](std::vector<ClaimedJob>& jobs) -> Status {
-    RETURN_IF_ERROR(LeaseJobs(tx, jobs, owner, now, lease, &rows));
-    for (ClaimedJob& job : jobs) out->push_back(std::move(job));
-    return Status::Ok();
-  };
-
-  std::set<HandlerKey> left_out = apart_set;
-  for (const auto& [key, room] : room_of) {
-    if (room == 0) left_out.insert(key);
-  }
-  for (;;) {
-    const size_t want = static_cast<size_t>(max) - std::min(out->size(), static_cast<size_t>(max));
-    if (want == 0) break;
-    std::vector<ClaimedJob> due, fits, kept;
-    RETURN_IF_ERROR(DueJobs(tx, now_text, static_cast<int>(want),
-                            {left_out.begin(), left_out.end()}, false, &due));
-    bool filled = false;  // a lane ran out of room: look again without it
-    for (ClaimedJob& job : due) {
-      auto lane = room_of.find({job.event.endpoint, job.handler});
-      if (lane != room_of.end()) {
-        if (lane->second == 0) continue;
-        if (--lane->second == 0) filled = left_out.insert(lane->first).second;
-      }
-      job.rate_due_at.reset();  // no rate holds these
-      fits.push_back(std::move(job));
-    }
-    RETURN_IF_ERROR(KeepHeads(tx, now_text, fits, &kept));
-    RETURN_IF_ERROR(lease_them(kept));
-    if (due.size() < want || !filled) break;
-  }
-
-  for (const HandlerKey& key : apart) {
+  for (const HandlerKey& key : apart_set) {
     if (out->size() >= static_cast<size_t>(max)) break;
     auto r = rates.find(key);
     const HandlerRate* rate = r == rates.end() ? nullptr : r->second;
@@ -166,8 +132,8 @@ Status SqlInbox::ClaimInto(SqlTx& tx, const std::string& owner, int max, TimePoi
     if (lane != room_of.end()) take = std::min(lane->second, take);
     if (take <= 0) continue;
     std::vector<ClaimedJob> mine, heads;
-    RETURN_IF_ERROR(DueJobs(tx, now_text, take, {key}, true, &mine));
-    RETURN_IF_ERROR(KeepHeads(tx, now_text, mine, &heads));
+    RETURN_IF_ERROR(DueJobs(tx, run.now_text, take, {key}, true, &mine));
+    RETURN_IF_ERROR(KeepHeads(tx, run.now_text, mine, &heads));
     if (heads.empty()) continue;
     auto t = AfterClaim(st, rate, decision, static_cast<int>(heads.size()), now, lease);
     RETURN_IF_ERROR(StoreState(tx, st));
@@ -175,9 +141,47 @@ Status SqlInbox::ClaimInto(SqlTx& tx, const std::string& owner, int max, TimePoi
       if (!rate) job.rate_due_at.reset();
       job.probe = t.has_value();
     }
-    RETURN_IF_ERROR(lease_them(heads));
+    RETURN_IF_ERROR(Take(run, heads));
   }
-  return MarkProcessing(tx, rows);
+  return MarkProcessing(tx, run.rows);
+}
+
+// The plain due query over every handler but those `left_out` (held apart, or lanes with no
+// room), again without each lane that fills up, while there is room (ClaimInto's "Lanes").
+Status SqlInbox::ClaimLanes(ClaimRun& run, std::set<HandlerKey> left_out,
+                            std::map<HandlerKey, int>& room_of) {
+  for (const auto& [key, room] : room_of) {
+    if (room == 0) left_out.insert(key);
+  }
+  const size_t max = static_cast<size_t>(run.max);
+  for (;;) {
+    const size_t want = max - std::min(run.out->size(), max);
+    if (want == 0) return Status::Ok();
+    std::vector<ClaimedJob> due, fits, kept;
+    RETURN_IF_ERROR(DueJobs(run.tx, run.now_text, static_cast<int>(want),
+                            {left_out.begin(), left_out.end()}, false, &due));
+    bool filled = false;  // a lane ran out of room: look again without it
+    for (ClaimedJob& job : due) {
+      auto lane = room_of.find({job.event.endpoint, job.handler});
+      if (lane != room_of.end()) {
+        if (lane->second == 0) continue;
+        if (--lane->second == 0) filled = left_out.insert(lane->first).second;
+      }
+      job.rate_due_at.reset();  // no rate holds these
+      fits.push_back(std::move(job));
+    }
+    RETURN_IF_ERROR(KeepHeads(run.tx, run.now_text, fits, &kept));
+    RETURN_IF_ERROR(Take(run, kept));
+    if (due.size() < want || !filled) return Status::Ok();
+  }
+}
+
+// Leases what a step of the claim found and adds it to the claim, so that the next step's
+// due query sees those jobs taken (and the later jobs of their resources not heading them).
+Status SqlInbox::Take(ClaimRun& run, std::vector<ClaimedJob>& jobs) {
+  RETURN_IF_ERROR(LeaseJobs(run.tx, jobs, run.owner, run.now, run.lease, &run.rows));
+  for (ClaimedJob& job : jobs) run.out->push_back(std::move(job));
+  return Status::Ok();
 }
 
 Status SqlInbox::LockKey(SqlTx& tx, KeyLock which, const std::string& key) {

@@ -242,6 +242,20 @@ class SqlInbox : public Inbox {
                    std::chrono::milliseconds lease, const ClaimLimits& limits,
                    std::vector<ClaimedJob>* out);
   using HandlerKey = std::pair<std::string, std::string>;
+  // One claim's terms and what it has taken so far (ClaimInto's steps).
+  struct ClaimRun {
+    SqlTx& tx;
+    const std::string& owner;
+    int max;
+    TimePoint now;
+    std::string now_text;
+    std::chrono::milliseconds lease;
+    std::vector<ClaimedJob>* out;
+    std::set<int64_t> rows;  // the inbox rows of the jobs taken, for MarkProcessing
+  };
+  Status ClaimLanes(ClaimRun& run, std::set<HandlerKey> left_out,
+                    std::map<HandlerKey, int>& room_of);
+  Status Take(ClaimRun& run, std::vector<ClaimedJob>& jobs);
   Status DueJobs(SqlTx& tx, const std::string& now, int max, const std::vector<HandlerKey>& apart,
                  bool only, std::vector<ClaimedJob>* out);
   Status ClaimEventInto(SqlTx& tx, int64_t inbox_id, const std::string& owner, TimePoint now,
