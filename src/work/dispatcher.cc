@@ -50,6 +50,18 @@ void ReportTransition(const CircuitTransition& t) {
        {"failures", std::to_string(t.failures)}});
 }
 
+// A claimed job's metric of its wait on a rate, and a probe's transition.
+void ReportClaimed(const ClaimedJob& job, TimePoint now) {
+  if (job.rate_due_at) {
+    Metrics()
+        .rate_wait.With({job.event.endpoint, job.handler})
+        .Observe(std::max(0.0, std::chrono::duration<double>(now - *job.rate_due_at).count()));
+  }
+  if (job.probe) {
+    ReportTransition({job.event.endpoint, job.handler, Circuit::kOpen, Circuit::kHalfOpen, 0});
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<const Dispatcher::Controls> Dispatcher::ControlsOf(const Config& config) {
@@ -205,6 +217,22 @@ void Dispatcher::Loop() {
   stopped_cv_.notify_all();
 }
 
+// Each handler's free slots (its concurrency less the attempts it runs), into `slots`; their
+// sum. Called under mu_.
+int Dispatcher::FreeSlots(const HandlerSet& handlers, std::vector<HandlerSlots>* slots) const {
+  int free = 0;
+  for (const auto& [endpoint, by_name] : handlers.by_endpoint) {
+    for (const auto& [name, handler] : by_name) {
+      auto running = running_.find(endpoint + "\n" + name);
+      const int n =
+          std::max(0, handler->concurrency() - (running == running_.end() ? 0 : running->second));
+      slots->push_back({endpoint, name, n});
+      free += n;
+    }
+  }
+  return free;
+}
+
 // Each handler its own lane: the claim takes, of each handler, at most its free slots (its
 // concurrency less what it runs), so every job claimed begins at once. No claimed job waits
 // in memory for a slot, holding a lease and a try while a pause, an open circuit or a crash
@@ -220,15 +248,7 @@ bool Dispatcher::Claim() {
     handlers = handlers_;
     controls = controls_;
     limits.rates = controls->limits.rates;
-    for (const auto& [endpoint, by_name] : handlers->by_endpoint) {
-      for (const auto& [name, handler] : by_name) {
-        auto running = running_.find(endpoint + "\n" + name);
-        const int slots =
-            std::max(0, handler->concurrency() - (running == running_.end() ? 0 : running->second));
-        limits.slots.push_back({endpoint, name, slots});
-        free += slots;
-      }
-    }
+    free = FreeSlots(*handlers, &limits.slots);
   }
   if (free <= 0) return false;
   const std::chrono::milliseconds lease = LeaseFor(*handlers);
@@ -258,14 +278,7 @@ bool Dispatcher::Claim() {
   }
   std::vector<ClaimedJob> unconfigured;
   for (ClaimedJob& job : *claimed) {
-    if (job.rate_due_at) {
-      Metrics()
-          .rate_wait.With({job.event.endpoint, job.handler})
-          .Observe(std::max(0.0, std::chrono::duration<double>(now - *job.rate_due_at).count()));
-    }
-    if (job.probe) {
-      ReportTransition({job.event.endpoint, job.handler, Circuit::kOpen, Circuit::kHalfOpen, 0});
-    }
+    ReportClaimed(job, now);
     Handler* handler = handlers->Find(job.event.endpoint, job.handler);
     if (!handler) {
       unconfigured.push_back(std::move(job));

@@ -68,6 +68,7 @@ class Dispatcher final {
   // Claims up to each handler's free slots and starts what it claimed; false when nothing
   // was claimed.
   bool Claim();
+  int FreeSlots(const HandlerSet& handlers, std::vector<HandlerSlots>* slots) const;
   // Starts `a` in the slot its claim took.
   void Launch(std::unique_ptr<Attempt> a);
   void Ended(Attempt* a, HandlerResult result);
