@@ -263,6 +263,12 @@ TEST_CASE("postgres: a role without CREATE runs the read verbs; they create noth
     Daemon d(dir, kConfig, owner.Url());
     REQUIRE(AnswerLine(d.Post("/hooks/e", {}, R"({"id":"read-1"})")) == "200 accepted");
     REQUIRE(Eventually([&] { return ReadLines(dir / "ran").size() == 1; }));
+    // Its finish committed before the daemon goes (by SIGKILL): a lease it left would be
+    // released only once its heartbeat expires (30 s), past the server daemon's wait below.
+    REQUIRE(Eventually([&] {
+      return db.Count("SELECT count(*) FROM " + owner.name() +
+                      ".inbox WHERE status = 'processed'") == 1;
+    }));
   }
   REQUIRE(TablesIn(db, owner.name()) >= 5);
   REQUIRE(TablesIn(db, "public") == 0);
@@ -311,9 +317,11 @@ TEST_CASE("postgres: a role without CREATE runs the read verbs; they create noth
     CHECK(AnswerLine(d.Post("/hooks/e", {}, R"({"id":"read-1"})")) == "200 duplicate");
     CHECK(AnswerLine(d.Post("/hooks/e", {}, R"({"id":"read-2"})")) == "200 accepted");
     REQUIRE(Eventually([&] { return ReadLines(dir / "ran").size() == 2; }));
-    REQUIRE(Eventually([&] {
+    const bool processed = Eventually([&] {
       return db.Count("SELECT count(*) FROM " + o + ".inbox WHERE status = 'processed'") == 2;
-    }));
+    });
+    INFO(d.Log() << db.Query("SELECT id, status, lease_owner, lease_until FROM " + o + ".jobs"));
+    REQUIRE(processed);
   }
   CHECK(TablesIn(db, "public") == 0);
 
