@@ -26,7 +26,8 @@
 //
 // The thread matters: Linux sends the parent-death signal when the *thread* that created
 // the child exits, not the process. Call Spawn from a thread that outlives its children
-// (the exec handler's watcher thread), never from a short-lived one.
+// (in the daemon: the dispatcher's thread, and the listener's threads for sync requests,
+// both living as long as the process), never from a short-lived one.
 //
 // Spawn is safe to call from any thread of a multi-threaded process and allocates nothing
 // in the child. It returns once the child runs the program (pid > 0, error 0) or has
