@@ -199,10 +199,11 @@ TEST_CASE("lanes: a circuit removed by a reload, or resumed, stops throttling") 
   REQUIRE(Eventually([&] { return HandlerNamed(d, "slow")["running"] == 0; }));
   CHECK(HandlerNamed(d, "slow")["circuit"] == "open");
 
-  // The operator's resume closes it.
+  // The operator's resume closes it: the two jobs left run (and fail) at once, and open it
+  // again, which only a closed circuit can (its cooldown is an hour). (Not read back between:
+  // the two failures may already have re-opened it by then.)
   REQUIRE(d.Cli({"handler", "resume", "orders/slow"}).exit_code == 0);
-  CHECK(HandlerNamed(d, "slow")["circuit"] == "closed");
-  REQUIRE(d.WaitForLog("circuit opened: handler held", 2));  // two more failures
+  REQUIRE(d.WaitForLog("circuit opened: handler held", 2));
   REQUIRE(Eventually([&] { return HandlerNamed(d, "slow")["running"] == 0; }));
 
   // A reload without `circuit:` closes it: the handler runs its backlog unthrottled.
