@@ -113,7 +113,7 @@ TEST_CASE("liveness: start beats and ends expired leases at once; a clean stop e
   CHECK(s.inbox->beats >= 1);
   CHECK(s.Claimable() == 1);  // the dead one's job, before any beat of the thread
   CHECK(Eventually([&] { return s.inbox->beats >= 3; }));  // the thread beats on
-  CHECK(s.Claimable() == 0);  // this process's own lease stands
+  CHECK(s.Claimable() == 0);                               // this process's own lease stands
   live.Stop();
   CHECK(s.Claimable() == 1);  // ended by the clean stop
   const int beats = s.inbox->beats;
