@@ -73,6 +73,10 @@ class Server:
         """CPU seconds so far of what this server's CPU µs/req counts."""
         return cpu_seconds(self.proc.pid, self.children_cpu)
 
+    def own_cpu(self):
+        """CPU seconds so far of the server process alone, its children not counted."""
+        return cpu_seconds(self.proc.pid)
+
     def memory(self):
         return memory_kb(self.proc.pid)
 

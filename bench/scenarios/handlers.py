@@ -27,6 +27,7 @@ latency while a slow one (concurrency 1) has a backlog; target p99 ≤ 50 ms.
 import datetime
 import os
 import re
+import subprocess
 import threading
 import time
 
@@ -282,11 +283,11 @@ def measure_e2e(args, server, duration):
         warmup = run_load(args, server, args.warmup_data, 1)
         settled = server.settle(args.drain_max, warmup["requests"])
         mark = server.mark()
-        cpu0 = server.cpu()
+        cpu0, own0 = server.cpu(), server.own_cpu()
         r = run_wrk(args, server, args.data, duration)
         load_end = (r["start_unix"] + r["duration_s"]) if r.get("start_unix") else time.time()
         r.update(server.drain(mark, load_end, args.drain_max, r["requests"]))
-        cpu1 = server.cpu()
+        cpu1, own1 = server.cpu(), server.own_cpu()
         mem = server.memory()
     finally:
         server.stop()
@@ -295,7 +296,9 @@ def measure_e2e(args, server, duration):
         r["events"] = r["requests"]
     if r.get("drained"):
         r["e2e"] = r["handled"] / (r["duration_s"] + r["drain_s"])
-    r["cpu_us_per_event"] = (cpu1 - cpu0) * 1e6 / max(r["handled"] or r["events"], 1)
+    per = 1e6 / max(r["handled"] or r["events"], 1)
+    r["cpu_us_per_event"] = (cpu1 - cpu0) * per
+    r["own_cpu_us_per_event"] = (own1 - own0) * per
     r["hwm_kb"] = mem.get("VmHWM", 0)
     r["load_before"] = load
     return r
@@ -336,6 +339,8 @@ def handlers_table(args, servers):
             "%.0f" % r["e2e"] if "e2e" in r else "-", r["load_before"])
 
     runs = run_rounds(args, servers, one, line)
+    start_cost = spawn_cpu_us(args) if any(getattr(s, "kind", "") == "exec" for s in servers) \
+        else None
 
     def key(r):  # accept-only rows by req/s, the others by end to end (undrained last)
         return r.get("e2e", -1.0) if "drained" in r else r["rps"]
@@ -387,7 +392,7 @@ def handlers_table(args, servers):
     text = "\n".join(lines) + "\n\n"
     text += "- hookbox `exec` end to end / adnanh/webhook end to end: %s; every round: %s.%s\n" % (
         verdict(ratio("exec", "webhook", "e2e", "e2e"), 3.0),
-        per_round("exec", "webhook", "e2e", "e2e"), exec_bound(best, by_kind))
+        per_round("exec", "webhook", "e2e", "e2e"), exec_bound(best, by_kind, start_cost))
     text += ("- hookbox `file` end to end / hookbox accept only req/s: %s; every round: %s.\n" % (
         verdict(ratio("file", "accept", "e2e", "rps"), 0.6),
         per_round("file", "accept", "e2e", "rps")))
@@ -428,10 +433,27 @@ def handlers_table(args, servers):
     return text, runs
 
 
-def exec_bound(best, by_kind):
+def spawn_cpu_us(args):
+    """CPU µs (parent + child) of one start of /bin/true by hookbox's own Spawn in a 20 MB
+    process, one at a time (bench/spawn.cc, built beside the ceiling server): the floor of
+    an exec event's CPU on this machine, measured in the same run. None when it cannot run."""
+    tool = os.path.join(os.path.dirname(args.ceiling), "spawn")
+    try:
+        out = subprocess.run([tool, "1000", "3", "20"], capture_output=True, text=True,
+                             timeout=120, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for row in out.splitlines():
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        if len(cells) == 5 and cells[1].startswith("hookbox Spawn"):
+            return float(cells[4])
+    return None
+
+
+def exec_bound(best, by_kind, start_cost):
     """What bounds the exec row's end to end, from the same run: its share of the
-    accept-only rate, and its CPU per event against webhook's (what the server's CPU alone
-    would allow on this machine's cores)."""
+    accept-only rate, its CPU per event (its own and its children's) against webhook's, what
+    that CPU would allow on this machine's cores, and what starting /bin/true alone costs."""
     if "exec" not in by_kind or "e2e" not in best[by_kind["exec"]]:
         return ""
     r = best[by_kind["exec"]]
@@ -440,9 +462,16 @@ def exec_bound(best, by_kind):
         a = best[by_kind["accept"]]["rps"]
         parts.append("exec end to end is %.2f × hookbox's accept-only rate (%.0f req/s)" % (
             r["e2e"] / a, a) if a else "no accept-only rate")
-    cpu = "hookbox spends %.0f CPU µs per event (with its children" % r["cpu_us_per_event"]
+    cpu = "hookbox spends %.0f CPU µs per event (its own %.0f, its children %.0f" % (
+        r["cpu_us_per_event"], r["own_cpu_us_per_event"],
+        r["cpu_us_per_event"] - r["own_cpu_us_per_event"])
     if "webhook" in by_kind:
-        cpu += "; adnanh/webhook %.0f" % best[by_kind["webhook"]]["cpu_us_per_event"]
+        cpu += "; adnanh/webhook %.0f with its children" % (
+            best[by_kind["webhook"]]["cpu_us_per_event"])
     parts.append(cpu + "): its CPU alone would allow %.0f events/s on %d cores" % (
         os.cpu_count() * 1e6 / max(r["cpu_us_per_event"], 1), os.cpu_count()))
+    if start_cost:
+        parts.append("one start of /bin/true, one at a time, costs %.0f CPU µs here "
+                     "(bench/spawn.cc, hookbox's Spawn, 20 MB): starts alone would allow "
+                     "%.0f/s" % (start_cost, os.cpu_count() * 1e6 / start_cost))
     return " What bounds it: %s." % "; ".join(parts)
