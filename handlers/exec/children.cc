@@ -26,6 +26,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -83,7 +84,7 @@ struct ProcessIds {
   pid_t pgid = 0;
 };
 
-// The pids in a file of decimal numbers separated by spaces (/proc/self/task/*/children);
+// The pids in a file of decimal numbers separated by spaces (a task's `children`);
 // false when it cannot be opened.
 bool ReadPids(const std::string& path, std::set<pid_t>* pids) {
   Fd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -102,27 +103,26 @@ bool ReadPids(const std::string& path, std::set<pid_t>* pids) {
   return true;
 }
 
-// This process's children: each of its threads' `children` list, which costs a read per
-// thread and shows even a child whose own /proc entry is hidden (with hidepid=invisible,
-// ProtectProc=invisible in the unit, a non-dumpable one such as ssh-agent is). Kernels
-// without CONFIG_PROC_CHILDREN have no such list: then the ppid field of every
-// /proc/<pid>/stat (after the command name, which may hold spaces and parentheses, so after
-// the last ')'). Neither is a snapshot: a child reparented here while they are read may be
-// missed, which the sweep's looking again covers (children.h). Nothing else goes missing:
-// only the watch starts and reaps children, under its lock, and the kernel hands orphans to
-// the main thread, which lives as long as the process (a thread that exits hands its own
-// children, which the watch started, to another).
+// This process's children that are not the watch's running ones can only be orphans the
+// kernel reparented here, and it hands those to the main thread (the first live thread of
+// the group, which lives as long as the process): the only threads with children of their
+// own are those that started watched children, and a thread that exits hands its children
+// to the main thread too. So one list is read, the main thread's `children`
+// (/proc/self/task/<pid>/children), which shows even a child whose own /proc entry is hidden
+// (with hidepid=invisible, ProtectProc=invisible in the unit, a non-dumpable one such as
+// ssh-agent is). It used to be every thread's list: about 20 reads per sweep, a sweep per
+// round of the watch, measured as most of the watch thread's system calls in
+// `make bench-handlers` (perf trace: 31,671 openat for 1,808 children). Kernels without
+// CONFIG_PROC_CHILDREN have no such list: then the ppid field of every /proc/<pid>/stat
+// (after the command name, which may hold spaces and parentheses, so after the last ')'),
+// which names the process, whichever thread is the parent. Neither is a snapshot: a child
+// reparented here while it is read may be missed, which the sweep's looking again covers
+// (children.h). Nothing else goes missing: only the watch starts and reaps children, under
+// its lock.
 std::vector<ProcessIds> ChildrenOfThisProcess() {
   const pid_t self = ::getpid();
   std::set<pid_t> pids;
-  bool listed = false;
-  if (DIR* tasks = ::opendir("/proc/self/task")) {
-    while (const dirent* entry = ::readdir(tasks)) {
-      if (entry->d_name[0] == '.') continue;
-      listed |= ReadPids("/proc/self/task/" + std::string(entry->d_name) + "/children", &pids);
-    }
-    ::closedir(tasks);
-  }
+  const bool listed = ReadPids("/proc/self/task/" + std::to_string(self) + "/children", &pids);
   DIR* proc = listed ? nullptr : ::opendir("/proc");
   if (proc != nullptr) {
     while (const dirent* entry = ::readdir(proc)) {
