@@ -166,6 +166,12 @@ StatusOr<std::unique_ptr<Stmt>> Db::Prepare(const std::string& sql, Rewrite rewr
   return std::make_unique<Stmt>(*this, it->second);
 }
 
+Status Db::Run(const std::string& sql) {
+  StatusOr<std::unique_ptr<Stmt>> q = Prepare(sql);
+  if (!q.ok()) return q.status();
+  return (*q)->Run();
+}
+
 Status Db::Exec(const char* sql) {
   char* err = nullptr;
   int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);

@@ -91,6 +91,10 @@ class Db final {
   using Rewrite = std::string (*)(const std::string&);
   StatusOr<std::unique_ptr<Stmt>> Prepare(const std::string& sql, Rewrite rewrite);
   Status Exec(const char* sql);
+  // A statement that returns no rows (BEGIN, COMMIT, SAVEPOINT), run as a cached prepared
+  // statement: Exec (sqlite3_exec) parses it again each time, and the writer runs these for
+  // every delivery.
+  Status Run(const std::string& sql);
   int64_t Changes() const { return sqlite3_changes64(db_); }
   int64_t LastInsertId() const { return sqlite3_last_insert_rowid(db_); }
   bool InTransaction() const { return !sqlite3_get_autocommit(db_); }
@@ -113,20 +117,24 @@ class Transaction final {
  public:
   explicit Transaction(Db& db) : db_(db) {}
   Status Begin() {
-    Status s = db_.Exec("BEGIN IMMEDIATE");
+    Status s = db_.Run(kBegin);
     open_ = s.ok();
     return s;
   }
   Status Commit() {
-    Status s = db_.Exec("COMMIT");
+    Status s = db_.Run(kCommit);
     if (s.ok()) open_ = false;
     return s;
   }
   ~Transaction() {
-    if (open_ && db_.InTransaction()) (void)db_.Exec("ROLLBACK");
+    if (open_ && db_.InTransaction()) (void)db_.Run(kRollback);
   }
 
  private:
+  inline static const std::string kBegin = "BEGIN IMMEDIATE";
+  inline static const std::string kCommit = "COMMIT";
+  inline static const std::string kRollback = "ROLLBACK";
+
   Db& db_;
   bool open_ = false;
 };

@@ -156,14 +156,6 @@ Status CheckSchema(Db& db, const std::string& path) {
   return CheckVersion(path, version, kSqliteMigrations);
 }
 
-// Runs a statement that returns no rows (SAVEPOINT, RELEASE) as a cached prepared statement:
-// Db::Exec (sqlite3_exec) would parse it again each time, and the writer runs these for
-// every delivery.
-Status RunCached(Db& db, const std::string& sql) {
-  ASSIGN_OR_RETURN(const std::unique_ptr<sqlite::Stmt> q, db.Prepare(sql));
-  return q->Run();
-}
-
 // The writer's busy handler. Another process's write transaction (`hookbox purge`, `inbox
 // clear` from a shell) holds the database's write lock for a while; SQLite's busy_timeout
 // handler waits for it by sleeping 1, 2, 5, ... then 100 ms at a time, so it sleeps through
@@ -201,9 +193,9 @@ class SqliteInbox final : public SqlInbox {
     std::lock_guard lock(read_mu_);
     SqliteTx tx(*reader_);
     if (kind == TxKind::kRead) return fn(tx);
-    RETURN_IF_ERROR(reader_->Exec("BEGIN"));
+    RETURN_IF_ERROR(reader_->Run("BEGIN"));
     Status s = fn(tx);
-    (void)reader_->Exec("COMMIT");
+    (void)reader_->Run("COMMIT");
     return s;
   }
   Status PrepareSql(const SqlWork& sql) override {
@@ -244,20 +236,21 @@ class SqliteInbox final : public SqlInbox {
   // back on a full disk or an I/O error, its COMMIT failed, or a savepoint could not be set,
   // released or rolled back to, so that what it holds is unknown), nothing of the group is
   // committed: every write that had not failed on its own gets the failure.
+  //
+  // A group of one needs no savepoint: its transaction is the write's, rolled back whole when
+  // the write fails. That is every write when deliveries arrive one at a time, and the
+  // savepoint (its statements, and the statement journal's copy of every page the write
+  // changes) was about a tenth of an accept's instructions (bench/RESULTS.md).
   std::vector<Status> RunGroup(const std::vector<PendingWrite*>& batch) {
     Db& db = *writer_db_;
     std::vector<Status> results(batch.size());
     sqlite::Transaction tx(db);
     Status s = tx.Begin();
-    for (size_t i = 0; s.ok() && i < batch.size(); ++i) {
-      if (s = RunCached(db, kSavepoint); !s.ok()) break;
-      results[i] = (*batch[i]->fn)(db);
-      if (!results[i].ok() && !db.InTransaction()) {
-        s = results[i];  // SQLite rolled the whole transaction back
-        break;
-      }
-      if (!results[i].ok()) s = RunCached(db, kRollbackTo);
-      if (s.ok()) s = RunCached(db, kRelease);
+    if (s.ok() && batch.size() == 1) {
+      results[0] = (*batch[0]->fn)(db);
+      if (!results[0].ok()) return results;  // tx rolls the write back
+    } else if (s.ok()) {
+      s = RunEachInSavepoint(db, batch, results);
     }
     if (s.ok()) s = tx.Commit();
     if (s.ok()) return results;
@@ -268,6 +261,20 @@ class SqliteInbox final : public SqlInbox {
       if (r.ok()) r = lost;
     }
     return results;  // tx rolls back what is left of the transaction
+  }
+
+  // The writes of a group of more than one, each in a savepoint of the open transaction;
+  // each write's own result in `results`. Not Ok: the transaction itself failed.
+  static Status RunEachInSavepoint(Db& db, const std::vector<PendingWrite*>& batch,
+                                   std::vector<Status>& results) {
+    for (size_t i = 0; i < batch.size(); ++i) {
+      RETURN_IF_ERROR(db.Run(kSavepoint));
+      results[i] = (*batch[i]->fn)(db);
+      if (!results[i].ok() && !db.InTransaction()) return results[i];  // SQLite rolled it all back
+      if (!results[i].ok()) RETURN_IF_ERROR(db.Run(kRollbackTo));
+      RETURN_IF_ERROR(db.Run(kRelease));
+    }
+    return Status::Ok();
   }
 
   static constexpr size_t kMaxGroup = 256;
