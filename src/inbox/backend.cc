@@ -166,7 +166,7 @@ std::string FilterCondition(const EventFilter& f, SqlDialect dialect,
   return where;
 }
 
-std::string ListQueryTail(const ListFilter& f, SqlDialect dialect, std::vector<SqlValue>* params) {
+std::string ListQueryFrom(const ListFilter& f, SqlDialect dialect, std::vector<SqlValue>* params) {
   const bool pg = dialect == SqlDialect::kPostgres;
   auto param = [&](SqlValue v) {
     params->push_back(std::move(v));
@@ -182,8 +182,14 @@ std::string ListQueryTail(const ListFilter& f, SqlDialect dialect, std::vector<S
     const std::string at = param(f.before_received_at) + (pg ? "::timestamptz" : "");
     add("(received_at, id) < (" + at + ", " + param(f.before_id) + ")");
   }
-  return " FROM inbox" + (where.empty() ? "" : " WHERE " + where) +
-         " ORDER BY received_at DESC, id DESC LIMIT " + param(int64_t{f.limit});
+  return " FROM inbox" + (where.empty() ? "" : " WHERE " + where);
+}
+
+std::string ListQueryTail(const ListFilter& f, SqlDialect dialect, std::vector<SqlValue>* params) {
+  std::string tail = ListQueryFrom(f, dialect, params);
+  params->emplace_back(int64_t{f.limit});
+  return tail + " ORDER BY received_at DESC, id DESC LIMIT " +
+         (dialect == SqlDialect::kPostgres ? '$' : '?') + std::to_string(params->size());
 }
 
 const char* BulkVerbName(BulkVerb verb) { return verb == BulkVerb::kReplay ? "replay" : "retry"; }

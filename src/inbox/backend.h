@@ -105,5 +105,7 @@ std::string FilterCondition(const EventFilter& f, SqlDialect dialect,
 // parts not set, so that the planner can use the index that fits), the event id, the page's
 // keyset, ORDER BY and LIMIT. Parameter values are appended to *params in order.
 std::string ListQueryTail(const ListFilter& f, SqlDialect dialect, std::vector<SqlValue>* params);
+// The same without ORDER BY and LIMIT: FROM and WHERE, which Count() counts.
+std::string ListQueryFrom(const ListFilter& f, SqlDialect dialect, std::vector<SqlValue>* params);
 
 }  // namespace hookbox

@@ -528,6 +528,16 @@ class Inbox {
 
   // Newest first.
   virtual StatusOr<std::vector<InboxRow>> List(const ListFilter& filter) = 0;
+  // How many rows List() would give without its limit: the filter's and the keyset's
+  // condition, counted (for the CLI's "N more rows" once a page is full; asked only then).
+  virtual StatusOr<int64_t> Count(const ListFilter& filter) = 0;
+  // The dead jobs of these rows (inbox ids), by row then job id, for the dead view of
+  // `inbox list`: each DeadJob's `row` holds only its id. An index lookup per row.
+  virtual StatusOr<std::vector<DeadJob>> DeadJobsOf(std::span<const int64_t> inbox_ids) = 0;
+  // Every (endpoint, handler) that has a job of any status or a handler_state row, ordered
+  // by both: the names an operator may give that the config no longer has (the CLI's
+  // --handler). Reads every job: asked only for a name the config does not settle.
+  virtual StatusOr<std::vector<HandlerRef>> KnownHandlers() = 0;
   // Dead jobs, newest first (by job id): up to `limit` of those with an id below
   // `before_job_id` (0 = from the newest).
   virtual StatusOr<std::vector<DeadJob>> DeadJobs(int64_t before_job_id, int limit) = 0;

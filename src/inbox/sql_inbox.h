@@ -189,7 +189,10 @@ class SqlInbox : public Inbox {
                                                               TimePoint forget_before) override;
   StatusOr<int64_t> RemoveInstance(const std::string& id, TimePoint now) override;
   StatusOr<std::vector<InboxRow>> List(const ListFilter& filter) override;
+  StatusOr<int64_t> Count(const ListFilter& filter) override;
   StatusOr<std::vector<DeadJob>> DeadJobs(int64_t before_job_id, int limit) override;
+  StatusOr<std::vector<DeadJob>> DeadJobsOf(std::span<const int64_t> inbox_ids) override;
+  StatusOr<std::vector<HandlerRef>> KnownHandlers() override;
   StatusOr<InboxDetail> Show(const std::string& endpoint, const std::string& event_id) override;
   Status Clear(const std::string& endpoint, const std::string& event_id, TimePoint now) override;
   StatusOr<InboxStats> Stats() override;

@@ -254,6 +254,45 @@ StatusOr<std::vector<InboxRow>> SqlInbox::List(const ListFilter& f) {
   return ReadRows<InboxRow>(*this, sql, ArgsOf(values), ReadRow);
 }
 
+StatusOr<int64_t> SqlInbox::Count(const ListFilter& f) {
+  std::vector<SqlValue> values;
+  const std::string sql = "SELECT count(*)" + ListQueryFrom(f, d_.dialect, &values);
+  return ReadInto<int64_t>(*this, TxKind::kRead, [&](SqlTx& tx, int64_t& n) -> Status {
+    ASSIGN_OR_RETURN(const SqlRows& q, tx.Query(sql, ArgsOf(values)));
+    n = q.Int(0, 0);
+    return Status::Ok();
+  });
+}
+
+StatusOr<std::vector<DeadJob>> SqlInbox::DeadJobsOf(std::span<const int64_t> inbox_ids) {
+  if (inbox_ids.empty()) return std::vector<DeadJob>{};
+  const nlohmann::json ids(std::vector<int64_t>(inbox_ids.begin(), inbox_ids.end()));
+  return ReadRows<DeadJob>(
+      *this,
+      std::string("SELECT inbox_id, id, handler, coalesce(last_error, ''), attempts FROM jobs"
+                  " WHERE status = 'dead' AND inbox_id IN (SELECT value::bigint FROM ") +
+          d_.json_rows + ") ORDER BY inbox_id, id",
+      {JsonText(ids)}, [](const SqlRows& q, size_t i) {
+        DeadJob dead;
+        dead.row.id = q.Int(i, 0);
+        dead.job_id = q.Int(i, 1);
+        dead.handler = q.Text(i, 2);
+        dead.last_error = q.Text(i, 3);
+        dead.attempts = q.Int(i, 4);
+        return dead;
+      });
+}
+
+StatusOr<std::vector<HandlerRef>> SqlInbox::KnownHandlers() {
+  return ReadRows<HandlerRef>(*this,
+                              "SELECT i.endpoint, j.handler FROM jobs j JOIN inbox i"
+                              " ON i.id = j.inbox_id UNION SELECT endpoint, handler"
+                              " FROM handler_state ORDER BY 1, 2",
+                              {}, [](const SqlRows& q, size_t i) {
+                                return HandlerRef{q.Text(i, 0), q.Text(i, 1)};
+                              });
+}
+
 StatusOr<std::vector<DeadJob>> SqlInbox::DeadJobs(int64_t before_job_id, int limit) {
   return ReadRows<DeadJob>(
       *this,

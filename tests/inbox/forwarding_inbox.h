@@ -86,6 +86,11 @@ class ForwardingInbox : public Inbox {
   StatusOr<std::vector<DeadJob>> DeadJobs(int64_t before, int limit) override {
     return in_.DeadJobs(before, limit);
   }
+  StatusOr<int64_t> Count(const ListFilter& f) override { return in_.Count(f); }
+  StatusOr<std::vector<DeadJob>> DeadJobsOf(std::span<const int64_t> ids) override {
+    return in_.DeadJobsOf(ids);
+  }
+  StatusOr<std::vector<HandlerRef>> KnownHandlers() override { return in_.KnownHandlers(); }
   StatusOr<InboxDetail> Show(const std::string& endpoint, const std::string& id) override {
     return in_.Show(endpoint, id);
   }

@@ -1,7 +1,9 @@
-// The Inbox contract, the operator's calls on rows (inbox.h: List, DeadJobs, Show, Stats,
-// Clear): what was stored read back, the filter (inbox/filter.h) evaluated by each backend's
-// SQL, keyset paging, and Clear, which forgets a row but never one whose job is running.
+// The Inbox contract, the operator's calls on rows (inbox.h: List, Count, DeadJobs,
+// DeadJobsOf, KnownHandlers, Show, Stats, Clear): what was stored read back, the filter
+// (inbox/filter.h) evaluated by each backend's SQL, keyset paging, and Clear, which forgets a
+// row but never one whose job is running.
 // Part of the storage contract suite, on SQLite and PostgreSQL (tests/inbox/contract.h).
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <set>
 
@@ -348,4 +350,70 @@ TEST_CASE("DeadJobs lists dead jobs newest first with their last error, by pages
   REQUIRE(rest.ok());
   REQUIRE(rest->size() == 1);
   CHECK((*rest)[0].row.event_id == "dead-0");
+}
+
+TEST_CASE("Count counts what List would give without its limit; DeadJobsOf reads rows' dead jobs") {
+  TestInbox t;
+  for (int i = 0; i < 5; ++i) Accept(t, MakeEvent("e" + std::to_string(i), {"a", "b"}));
+  Event other = MakeEvent("elsewhere");
+  other.endpoint = "other";
+  Accept(t, other);
+  // Two rows' jobs die: e0's of both handlers, e1's of `a` only (in claim order: e0 a, e0 b,
+  // e1 a, e1 b, ...).
+  auto jobs = Claim(t, kT0, 4);
+  REQUIRE(jobs.size() == 4);
+  for (const ClaimedJob& j : jobs) {
+    if (j.event.event_id == "e1" && j.handler == "b") {
+      REQUIRE(t->FinishJob(j, Done(kT0 + 1s)).ok());
+      continue;
+    }
+    JobOutcome o;
+    o.outcome = Outcome::kPermanent;
+    o.detail = "exit 65; output: no " + j.handler;
+    o.next = JobOutcome::Next::kDead;
+    o.finished_at = kT0 + 1s;
+    REQUIRE(t->FinishJob(j, o).ok());
+  }
+  const ListFilter ep = {.filter = {.endpoint = "ep"}, .limit = 2};
+  CHECK(t->List(ep)->size() == 2);
+  CHECK(*t->Count(ep) == 5);
+  CHECK(*t->Count({.limit = 1}) == 6);
+  CHECK(*t->Count({.filter = {.status = "dead"}}) == 2);
+  CHECK(*t->Count({.filter = {.status = "nope", .handler = "a"}}) == 0);
+
+  auto dead_rows = t->List({.filter = {.status = "dead"}, .limit = 10});
+  REQUIRE(dead_rows->size() == 2);
+  std::vector<int64_t> ids;
+  for (const InboxRow& r : *dead_rows) ids.push_back(r.id);
+  ids.push_back(123456);  // no such row: nothing of it
+  auto dead = t->DeadJobsOf(ids);
+  REQUIRE(dead.ok());
+  REQUIRE(dead->size() == 3);
+  std::multiset<std::string> seen;
+  for (const DeadJob& j : *dead) {
+    const auto row = std::find_if(dead_rows->begin(), dead_rows->end(),
+                                  [&](const InboxRow& r) { return r.id == j.row.id; });
+    REQUIRE(row != dead_rows->end());
+    seen.insert(row->event_id + " " + j.handler + " " + j.last_error);
+    CHECK(j.attempts == 1);
+  }
+  CHECK(seen == std::multiset<std::string>{"e0 a exit 65; output: no a",
+                                           "e0 b exit 65; output: no b",
+                                           "e1 a exit 65; output: no a"});
+  CHECK(t->DeadJobsOf({})->empty());
+}
+
+TEST_CASE("KnownHandlers: every handler with a job of any status or a state row") {
+  TestInbox t;
+  Accept(t, MakeEvent("e0", {"a", "b"}));
+  Event other = MakeEvent("e1", {"a"});
+  other.endpoint = "other";
+  Accept(t, other);
+  for (const ClaimedJob& j : Claim(t, kT0)) REQUIRE(t->FinishJob(j, Done(kT0 + 1s)).ok());
+  REQUIRE(t->SetPaused({{"gone", "c"}}, true, "", kT0).ok());
+  auto known = t->KnownHandlers();
+  REQUIRE(known.ok());
+  std::vector<std::string> names;
+  for (const HandlerRef& h : *known) names.push_back(h.endpoint + "/" + h.handler);
+  CHECK(names == std::vector<std::string>{"ep/a", "ep/b", "gone/c", "other/a"});
 }
