@@ -51,13 +51,13 @@ void PrintPlan(BulkVerb verb, const BulkPlan& p, const std::string& handler) {
             << (replay ? " without a done job of the handler" : " without a dead job") << "\n";
 }
 
-// Replay names a handler the config must have (on the filter's endpoint, if any): a job of
-// a handler it lacks would only be held (work/held.h).
-bool HandlerConfigured(const Config& config, const std::string& endpoint,
-                       const std::string& handler) {
-  for (const HandlerRef& h : ConfiguredHandlers(config)) {
-    if (h.handler == handler && (endpoint.empty() || h.endpoint == endpoint)) return true;
-  }
+// Replay runs a handler the config has: a job of one it lacks would only be held
+// (work/held.h). The filter's handler is resolved (ResolveFilterHandler), so it may be one
+// the inbox alone still knows.
+bool ReplayableOrReport(const Config& config, const EventFilter& filter) {
+  if (IsConfigured(config, filter.endpoint, filter.handler)) return true;
+  std::cerr << "hookbox: no handler " << TerminalSafe(filter.endpoint + "/" + filter.handler)
+            << " in the config: replay runs a configured handler (its jobs would be held)\n";
   return false;
 }
 
@@ -118,21 +118,15 @@ int InboxBulk(const std::string& path, BulkVerb verb, const BulkArgs& args) {
   std::optional<BulkRequest> parsed = RequestOrReport(verb, args);
   if (!parsed) return kExitBadFilter;
   BulkRequest& request = *parsed;
-  Opened opened = LoadAndOpen(
-      path, {.endpoint = request.filter.endpoint, .check = [&](Config& c) {
-               if (verb != BulkVerb::kReplay ||
-                   HandlerConfigured(c, request.filter.endpoint, request.filter.handler)) {
-                 return true;
-               }
-               std::cerr << "hookbox: no handler " << TerminalSafe(request.filter.handler)
-                         << " in the config"
-                         << (request.filter.endpoint.empty()
-                                 ? ""
-                                 : " for endpoint " + TerminalSafe(request.filter.endpoint))
-                         << "\n";
-               return false;
-             }});
+  Opened opened = LoadAndOpen(path, {.endpoint = request.filter.endpoint});
   if (!opened.inbox) return opened.exit_code;
+  if (int code = kExitOk;
+      !ResolveFilterHandler(*opened.config, *opened.inbox, request.filter, &code)) {
+    return code;
+  }
+  if (verb == BulkVerb::kReplay && !ReplayableOrReport(*opened.config, request.filter)) {
+    return kExitUsage;
+  }
 
   request.now = std::chrono::system_clock::now();
   auto plan = opened.inbox->PlanBulk(request);

@@ -1,8 +1,9 @@
 // The hookbox command line, shared by its verbs: the exit codes and the one mapping from a
 // Status to them, the one way a verb loads its config and opens the inbox (or says why it
-// cannot), and the verbs themselves, one file per family (serve.cc; inbox.cc; held.cc; send.cc;
-// purge.cc for purge and stats; config.cc for check-config and migrate). src/main.cc is the
-// table that maps the command line onto them.
+// cannot), the one reading of a handler name (handler_name.cc), and the verbs themselves, one
+// file per family (serve.cc; inbox.cc; held.cc; send.cc; purge.cc for purge and stats;
+// config.cc for check-config and migrate). src/main.cc is the table that maps the command
+// line onto them.
 //
 // Exit status: 0 success; 1 usage, config or lookup error (unknown endpoint or id, a row
 // with no dead job); 2 the database cannot be opened or fails; 3 the row is busy (`inbox
@@ -105,6 +106,19 @@ struct FilterArgs {
 };
 // The filter parsed; a bad part is reported on stderr (the caller exits kExitBadFilter).
 std::optional<EventFilter> FilterOrReport(const FilterArgs& args);
+
+// handler_name.cc: the handler an operator names, the one reading for every verb. `name` is
+// ENDPOINT/HANDLER, or a bare HANDLER that one endpoint alone has; `endpoint` is the verb's
+// --endpoint ("" for none), which a bare name is looked up in and an ENDPOINT/ must equal.
+// The config's handlers first; with `inbox`, a name the config does not settle is looked up
+// among those the inbox has jobs or state of (Inbox::KnownHandlers). NotFound naming the
+// closest names for a name that matches none, InvalidArgument for a malformed or ambiguous
+// one (listing its ENDPOINT/HANDLER forms): exit 1. Names in the messages are escaped.
+StatusOr<HandlerRef> ResolveHandler(const Config& config, Inbox* inbox, const std::string& name,
+                                    const std::string& endpoint);
+// A filter's --handler resolved in place: its endpoint and bare name set from the answer.
+// False, having reported why and set *exit_code, when it names no one handler.
+bool ResolveFilterHandler(const Config& config, Inbox& inbox, EventFilter& filter, int* exit_code);
 
 struct ListArgs {
   FilterArgs filter;

@@ -9,6 +9,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "cli/cli.h"
@@ -40,26 +41,26 @@ std::string StateWord(const HandlerState& st, bool configured) {
   return "running";
 }
 
-// The handlers a pause or resume names: ENDPOINT/HANDLER, or every handler of --endpoint.
-// Each is checked against the config; sync endpoints are refused (README, "Pausing a
-// handler"). Empty, having said why, when the request cannot be done.
+// The handlers a pause or resume names: ENDPOINT/HANDLER or a bare HANDLER (ResolveHandler,
+// against the config: only a configured handler is paused), or every handler of --endpoint.
+// Sync endpoints are refused (README, "Pausing a handler"). Empty, having said why, when the
+// request cannot be done.
 std::vector<HandlerRef> Targets(const Config& config, const std::string& target,
                                 const std::string& endpoint) {
   if (target.empty() == endpoint.empty()) {
     std::cerr << "hookbox: name one ENDPOINT/HANDLER, or --endpoint E for all its handlers\n";
     return {};
   }
-  std::string ep_name = endpoint, handler;
+  std::optional<HandlerRef> named;
   if (!target.empty()) {
-    const size_t slash = target.find('/');
-    if (slash == std::string::npos || slash == 0 || slash + 1 == target.size()) {
-      std::cerr << "hookbox: " << TerminalSafe(target)
-                << " is not ENDPOINT/HANDLER (hookbox handler list shows the names)\n";
+    auto ref = ResolveHandler(config, nullptr, target, "");
+    if (!ref.ok()) {
+      ReportFailure(ref.status());
       return {};
     }
-    ep_name = target.substr(0, slash);
-    handler = target.substr(slash + 1);
+    named = *ref;
   }
+  const std::string& ep_name = named ? named->endpoint : endpoint;
   const Endpoint* ep = config.FindByName(ep_name);
   if (!ep) {
     std::cerr << "hookbox: no endpoint named " << TerminalSafe(ep_name) << " in the config\n";
@@ -71,13 +72,14 @@ std::vector<HandlerRef> Targets(const Config& config, const std::string& target,
                  "nothing to pause; make the producer stop, or switch the endpoint to async\n";
     return {};
   }
+  if (named) return {*named};
   std::vector<HandlerRef> refs;
   for (const HandlerRef& h : ConfiguredHandlers(config)) {
-    if (h.endpoint == ep_name && (handler.empty() || h.handler == handler)) refs.push_back(h);
+    if (h.endpoint == ep_name) refs.push_back(h);
   }
   if (refs.empty()) {
-    std::cerr << "hookbox: endpoint " << TerminalSafe(ep_name) << " has no handler named "
-              << TerminalSafe(handler) << " (hookbox handler list shows the names)\n";
+    std::cerr << "hookbox: endpoint " << TerminalSafe(ep_name)
+              << " has no handler (hookbox handler list shows the names)\n";
   }
   return refs;
 }

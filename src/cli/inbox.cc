@@ -187,6 +187,10 @@ int InboxList(const std::string& path, const ListArgs& args) {
   }
   Opened opened = LoadAndOpen(path, {.endpoint = list.filter.endpoint});
   if (!opened.inbox) return opened.exit_code;
+  if (int code = kExitOk;
+      !ResolveFilterHandler(*opened.config, *opened.inbox, list.filter, &code)) {
+    return code;
+  }
   auto rows = opened.inbox->List(list);
   if (!rows.ok()) return ReportFailure(rows.status());
   if (args.json) {
