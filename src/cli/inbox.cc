@@ -2,9 +2,11 @@
 // run while the daemon runs. Tables and text are for a terminal, so every field is escaped
 // (ops/terminal.h); `--json` and `--raw-body` are exact (a field that is not UTF-8 gets a
 // `<field>_base64` beside it, see SetText).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <map>
 
 #include "base/crypto.h"
 #include "base/utf8.h"
@@ -61,15 +63,86 @@ int ReportLookupFailure(const Status& s) {
   return ExitCodeFor(s);
 }
 
+// `text` escaped, padded with spaces to `width` bytes (longer text pushes the next column).
+std::string Cell(const std::string& text, size_t width) {
+  std::string out = TerminalSafe(text);
+  if (out.size() < width) out.append(width - out.size(), ' ');
+  return out;
+}
+
+// The columns every table of rows starts with: when, where, which event, its type.
+std::string RowCells(const InboxRow& r) {
+  return Cell(r.received_at, 24) + "  " + Cell(r.endpoint, 12) + "  " + Cell(r.event_id, 40) +
+         "  " + Cell(r.event_type, 24);
+}
+
+std::string HeaderCells() {
+  InboxRow header;
+  header.received_at = "RECEIVED";
+  header.endpoint = "ENDPOINT";
+  header.event_id = "EVENT ID";
+  header.event_type = "TYPE";
+  return RowCells(header);
+}
+
 void PrintRowTable(const std::vector<InboxRow>& rows) {
-  std::printf("%-24s  %-12s  %-40s  %-24s  %-9s  %s\n", "RECEIVED", "ENDPOINT", "EVENT ID", "TYPE",
-              "STATUS", "DUPS");
+  std::printf("%s  %-9s  %s\n", HeaderCells().c_str(), "STATUS", "DUPS");
   for (const InboxRow& r : rows) {
-    std::printf("%-24s  %-12s  %-40s  %-24s  %-9s  %lld\n", TerminalSafe(r.received_at).c_str(),
-                TerminalSafe(r.endpoint).c_str(), TerminalSafe(r.event_id).c_str(),
-                TerminalSafe(r.event_type).c_str(), TerminalSafe(r.status).c_str(),
+    std::printf("%s  %-9s  %lld\n", RowCells(r).c_str(), TerminalSafe(r.status).c_str(),
                 static_cast<long long>(r.duplicates));
   }
+}
+
+// A job's last error in one column of at most kErrorColumn characters: each run of
+// whitespace (newlines too) one space, escaped for the terminal, and when too long its start
+// and its end around "…": an exec handler's "exit 3; output: " and the output's last words.
+constexpr size_t kErrorColumn = 60;
+
+std::string ErrorCell(const std::string& error) {
+  std::string flat;
+  for (char c : error) {
+    const bool space = c == ' ' || c == '\n' || c == '\r' || c == '\t';
+    if (space && (flat.empty() || flat.back() == ' ')) continue;
+    flat += space ? ' ' : c;
+  }
+  if (!flat.empty() && flat.back() == ' ') flat.pop_back();
+  std::string safe = TerminalSafe(flat);  // valid UTF-8: cut between characters
+  std::vector<size_t> starts;
+  for (size_t i = 0; i < safe.size(); ++i) {
+    if ((static_cast<unsigned char>(safe[i]) & 0xC0) != 0x80) starts.push_back(i);
+  }
+  if (starts.size() <= kErrorColumn) return safe;
+  const size_t head = kErrorColumn / 3, tail = kErrorColumn - head - 1;
+  return safe.substr(0, starts[head]) + "\u2026" + safe.substr(starts[starts.size() - tail]);
+}
+
+// `inbox list --status dead`: what died and why, each row with its dead jobs' handlers and
+// last errors (a row with several dead jobs gets a line for each after the first).
+void PrintDeadTable(const std::vector<InboxRow>& rows, const std::vector<DeadJob>& dead) {
+  std::printf("%s  %-24s  %s\n", HeaderCells().c_str(), "HANDLER", "LAST ERROR");
+  std::map<int64_t, std::vector<const DeadJob*>> by_row;
+  for (const DeadJob& j : dead) by_row[j.row.id].push_back(&j);
+  const std::string blank(RowCells(InboxRow{}).size(), ' ');
+  for (const InboxRow& r : rows) {
+    const std::vector<const DeadJob*>& jobs = by_row[r.id];
+    if (jobs.empty()) std::printf("%s  %-24s\n", RowCells(r).c_str(), "-");  // retried since
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      std::printf("%s  %s  %s\n", i == 0 ? RowCells(r).c_str() : blank.c_str(),
+                  Cell(jobs[i]->handler, 24).c_str(), ErrorCell(jobs[i]->last_error).c_str());
+    }
+  }
+}
+
+// Under a page the limit cut short: how many rows match beyond it (one count, asked only
+// when the page came back full), and how to see them.
+int PrintMoreRows(Inbox& inbox, const ListFilter& list, int limit) {
+  auto all = inbox.Count(list);
+  if (!all.ok()) return ReportFailure(all.status());
+  const int64_t more = std::max<int64_t>(*all - limit, 1);  // at least the row past the page
+  std::printf("\u2026 %lld more %s; --limit %lld shows them all (or narrow the filter)\n",
+              static_cast<long long>(more), more == 1 ? "row matches" : "rows match",
+              static_cast<long long>(more) + limit);
+  return kExitOk;
 }
 
 // The exact body bytes and nothing else, for a pipe.
@@ -179,7 +252,7 @@ void PrintDetailText(const json& out, const InboxDetail& detail) {
 
 int InboxList(const std::string& path, const ListArgs& args) {
   ListFilter list;
-  list.limit = args.limit;
+  list.limit = args.limit + 1;  // one past the page: whether the limit left rows out
   if (auto filter = FilterOrReport(args.filter)) {
     list.filter = *std::move(filter);
   } else {
@@ -193,14 +266,24 @@ int InboxList(const std::string& path, const ListArgs& args) {
   }
   auto rows = opened.inbox->List(list);
   if (!rows.ok()) return ReportFailure(rows.status());
+  const bool cut = rows->size() > static_cast<size_t>(args.limit);
+  if (cut) rows->pop_back();
   if (args.json) {
     json out = json::array();
     for (const InboxRow& r : *rows) out.push_back(RowJson(r));
     std::cout << Dump(out, 2) << "\n";
     return kExitOk;
   }
-  PrintRowTable(*rows);
-  return kExitOk;
+  if (list.filter.status == "dead") {
+    std::vector<int64_t> ids;
+    for (const InboxRow& r : *rows) ids.push_back(r.id);
+    auto dead = opened.inbox->DeadJobsOf(ids);
+    if (!dead.ok()) return ReportFailure(dead.status());
+    PrintDeadTable(*rows, *dead);
+  } else {
+    PrintRowTable(*rows);
+  }
+  return cut ? PrintMoreRows(*opened.inbox, list, args.limit) : kExitOk;
 }
 
 int InboxShow(const std::string& path, const std::string& endpoint, const std::string& id,
