@@ -212,12 +212,22 @@ json HeadersView(const std::string& headers_json) {
   return headers;
 }
 
+// "replay N" for a run after the first (generation N), "" for the first: the mark the CLI's
+// `inbox show` gives a replayed job and each attempt of a replay.
+std::string ReplayMark(int64_t generation) {
+  return generation > 0 ? "replay " + std::to_string(generation) : "";
+}
+
+// Each job with its whole history: `attempts` counts the attempts rows shown under it (every
+// run's, as `inbox show` counts them), not the tries of its current budget (jobs.attempts,
+// which a retry or replay resets).
 json JobsView(const std::vector<JobRow>& jobs) {
   json out = json::array();
   for (const JobRow& j : jobs) {
     json attempts = json::array();
     for (const AttemptRow& a : j.attempt_rows) {
       attempts.push_back({{"number", a.number},
+                          {"replay", ReplayMark(a.generation)},
                           {"started_at", a.started_at},
                           {"finished_at", a.finished_at},
                           {"outcome", a.outcome},
@@ -225,7 +235,8 @@ json JobsView(const std::vector<JobRow>& jobs) {
     }
     out.push_back({{"handler", j.handler},
                    {"status", j.status},
-                   {"attempts", j.attempts},
+                   {"attempts", j.attempt_rows.size()},
+                   {"replay", ReplayMark(j.generation)},
                    {"next_attempt_at", j.status == "pending" ? j.next_attempt_at : ""},
                    {"lease_owner", j.status == "processing" ? j.lease_owner : ""},
                    {"lease_until", j.lease_until},

@@ -603,6 +603,47 @@ TEST_CASE("console: the bulk page's replay runs a handler again under a new key"
   CHECK(Show(d, "r1")["jobs"][0]["generation"] == 1);
 }
 
+TEST_CASE("console: the event page counts every attempt of a job and marks a replay's") {
+  TempDir dir;
+  Daemon d = Start(dir);
+  Deliver(d, {{"id", "h1"}});
+  // Dead at its first try, twice retried dead, then retried once the handler is fixed: four
+  // attempts, of which the current budget has spent one; then a replay, the fifth.
+  WaitForStatus(d, "h1", "dead");
+  for (int i = 0; i < 2; ++i) {
+    REQUIRE(d.Cli({"inbox", "retry", "open", "h1"}).exit_code == 0);
+    REQUIRE(Eventually([&] { return Show(d, "h1")["jobs"][0]["attempts"].size() == 2u + i; }));
+    WaitForStatus(d, "h1", "dead");
+  }
+  hookbox::testing::WriteFile(dir / "ok", "");
+  REQUIRE(d.Cli({"inbox", "retry", "open", "h1"}).exit_code == 0);
+  WaitForStatus(d, "h1", "processed");
+  const std::string handler = Show(d, "h1")["jobs"][0]["handler"];
+  REQUIRE(d.Cli({"inbox", "replay", "--endpoint", "open", "--handler", handler}).exit_code == 0);
+  REQUIRE(Eventually([&] { return Show(d, "h1")["jobs"][0]["attempts"].size() == 5; }));
+  WaitForStatus(d, "h1", "processed");
+  auto cli = d.Cli({"inbox", "show", "open", "h1"});
+  REQUIRE(cli.out.find("done (5 attempts, replay 1)") != std::string::npos);
+
+  auto c = Admin(d);
+  auto page = c.Get("/event?endpoint=open&id=h1");
+  REQUIRE(page);
+  REQUIRE(page->status == 200);
+  INFO(page->body);
+  CHECK(page->body.find("<p>5 attempt(s), replay 1") != std::string::npos);
+  // Only the replay's attempt is marked, as `inbox show` marks it.
+  CHECK(page->body.find("<td class=\"num\">5 <small class=\"replay\">replay 1</small></td>") !=
+        std::string::npos);
+  for (int n = 1; n <= 4; ++n) {
+    CHECK(page->body.find("<td class=\"num\">" + std::to_string(n) + "</td>") != std::string::npos);
+  }
+  size_t marks = 0;
+  for (size_t at = 0; (at = page->body.find("class=\"replay\"", at)) != std::string::npos; ++at) {
+    ++marks;
+  }
+  CHECK(marks == 1);
+}
+
 TEST_CASE("console: the bulk page takes the filter's status and where; its POST carries them") {
   TempDir dir;
   Daemon d = Start(dir);
