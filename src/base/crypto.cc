@@ -5,27 +5,78 @@
 // one accepted spelling.
 #include "base/crypto.h"
 
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <openssl/params.h>
 
+#include <array>
 #include <memory>
 #include <utility>
 
 namespace hookbox {
 namespace {
 
+// OpenSSL 3 finds an algorithm's implementation by name (a "fetch") each time it is handed
+// a name or one of the legacy EVP_sha256()-style handles: for a 2 KB delivery the fetches
+// cost about a third as much as the hashing itself (bench/RESULTS.md, instructions per
+// accept). So each algorithm is fetched once for the process, and each thread keeps one
+// context per algorithm and hash kind, re-initialised for every use.
+const char* DigestName(HashAlgorithm algorithm) {
+  switch (algorithm) {
+    case HashAlgorithm::kSha1:
+      return "SHA1";
+    case HashAlgorithm::kSha256:
+      return "SHA256";
+    case HashAlgorithm::kSha512:
+      return "SHA512";
+  }
+  return "SHA256";
+}
+
+constexpr size_t kAlgorithms = 3;
+
 const EVP_MD* Digest(HashAlgorithm algorithm) {
+  // Fetched once, kept for the process's life (never freed: threads may hash until exit).
+  static const std::array<EVP_MD*, kAlgorithms> kFetched = {
+      EVP_MD_fetch(nullptr, DigestName(HashAlgorithm::kSha1), nullptr),
+      EVP_MD_fetch(nullptr, DigestName(HashAlgorithm::kSha256), nullptr),
+      EVP_MD_fetch(nullptr, DigestName(HashAlgorithm::kSha512), nullptr)};
+  if (const EVP_MD* md = kFetched[static_cast<size_t>(algorithm)]) return md;
+  // Not fetched (a provider configuration without it): OpenSSL's legacy handle, which fetches
+  // at each use, and fails there as it would have.
   switch (algorithm) {
     case HashAlgorithm::kSha1:
       return EVP_sha1();
-    case HashAlgorithm::kSha256:
-      return EVP_sha256();
     case HashAlgorithm::kSha512:
       return EVP_sha512();
+    default:
+      return EVP_sha256();
   }
-  return EVP_sha256();
+}
+
+struct FreeMdCtx {
+  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+};
+struct FreeMacCtx {
+  void operator()(EVP_MAC_CTX* c) const { EVP_MAC_CTX_free(c); }
+};
+
+// This thread's HMAC context for `algorithm`, its digest set; null if OpenSSL has no HMAC.
+EVP_MAC_CTX* HmacContext(HashAlgorithm algorithm) {
+  static EVP_MAC* const kHmac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+  thread_local std::array<std::unique_ptr<EVP_MAC_CTX, FreeMacCtx>, kAlgorithms> contexts;
+  auto& ctx = contexts[static_cast<size_t>(algorithm)];
+  if (!ctx && kHmac != nullptr) {
+    ctx.reset(EVP_MAC_CTX_new(kHmac));
+    std::array<OSSL_PARAM, 2> params = {
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+                                         const_cast<char*>(DigestName(algorithm)), 0),
+        OSSL_PARAM_construct_end()};
+    if (ctx && EVP_MAC_CTX_set_params(ctx.get(), params.data()) != 1) ctx.reset();
+  }
+  return ctx.get();
 }
 
 int HexValue(char c) {
@@ -56,21 +107,27 @@ size_t DigestSize(HashAlgorithm algorithm) {
 std::string Hmac(HashAlgorithm algorithm, std::string_view key, std::string_view message) {
   // OpenSSL wants a non-null key pointer even for an empty key.
   static const unsigned char kEmpty = 0;
-  const void* key_data = key.empty() ? &kEmpty : static_cast<const void*>(key.data());
+  const auto* key_data = key.empty() ? &kEmpty : reinterpret_cast<const unsigned char*>(key.data());
   unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int mac_len = 0;
-  if (HMAC(Digest(algorithm), key_data, static_cast<int>(key.size()),
-           reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac,
-           &mac_len) == nullptr) {
+  size_t mac_len = 0;
+  EVP_MAC_CTX* ctx = HmacContext(algorithm);
+  // The key is given anew each time: init with a key starts a fresh MAC under it.
+  if (ctx == nullptr || EVP_MAC_init(ctx, key_data, key.size(), nullptr) != 1 ||
+      EVP_MAC_update(ctx, reinterpret_cast<const unsigned char*>(message.data()), message.size()) !=
+          1 ||
+      EVP_MAC_final(ctx, mac, &mac_len, sizeof mac) != 1) {
     return {};  // cannot happen with these digests; an empty MAC never compares equal
   }
   return std::string(reinterpret_cast<const char*>(mac), mac_len);
 }
 
 std::string Sha256(std::string_view data) {
+  thread_local std::unique_ptr<EVP_MD_CTX, FreeMdCtx> ctx(EVP_MD_CTX_new());
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int digest_len = 0;
-  if (EVP_Digest(data.data(), data.size(), digest, &digest_len, EVP_sha256(), nullptr) != 1) {
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), Digest(HashAlgorithm::kSha256), nullptr) != 1 ||
+      EVP_DigestUpdate(ctx.get(), data.data(), data.size()) != 1 ||
+      EVP_DigestFinal_ex(ctx.get(), digest, &digest_len) != 1) {
     return {};
   }
   return std::string(reinterpret_cast<const char*>(digest), digest_len);
