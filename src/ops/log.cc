@@ -56,13 +56,48 @@ void DetectJournal() {
 
 namespace {
 
+// The line's object: `fields` with "time" and "level" added (unless `fields` has its own),
+// keys in byte order as a JSON object of them would print, written member by member from
+// `fields` itself rather than from a merged copy.
+void AppendObject(std::string& text, LogLevel level, const nlohmann::json& fields) {
+  const std::string time = FormatTime(std::chrono::system_clock::now());
+  const std::pair<std::string_view, std::string_view> added[] = {{"level", LogLevelName(level)},
+                                                                 {"time", time}};
+  text += '{';
+  bool first = true;
+  auto key = [&](std::string_view name) {
+    if (!first) text += ',';
+    first = false;
+    AppendJsonString(text, name);
+    text += ':';
+  };
+  size_t next = 0;  // the next of `added` not yet written
+  auto add_before = [&](const std::string* name) {
+    for (; next < std::size(added) && (name == nullptr || *name >= added[next].first); ++next) {
+      if (name != nullptr && *name == added[next].first) continue;  // the caller's own
+      key(added[next].first);
+      AppendJsonString(text, added[next].second);
+    }
+  };
+  if (fields.is_object()) {
+    for (const auto& [name, value] : fields.items()) {
+      add_before(&name);
+      key(name);
+      if (value.is_string()) {
+        AppendJsonString(text, value.get_ref<const std::string&>());
+      } else {
+        text += value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      }
+    }
+  }
+  add_before(nullptr);
+  text += '}';
+}
+
 void Write(LogLevel level, const nlohmann::json& fields) {
-  nlohmann::json line = {{"time", FormatTime(std::chrono::system_clock::now())},
-                         {"level", LogLevelName(level)}};
-  line.update(fields);
   std::string text = g_journal.load(std::memory_order_relaxed) ? JournalPrefix(level) : "";
   // Invalid UTF-8 from a client (an event id, a path) is replaced, never thrown on.
-  text += line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  AppendObject(text, level, fields);
   text += '\n';
   // One write() per line: concurrent lines never interleave (stderr is unbuffered).
   size_t off = 0;
@@ -74,6 +109,19 @@ void Write(LogLevel level, const nlohmann::json& fields) {
 }
 
 }  // namespace
+
+void AppendJsonString(std::string& out, std::string_view text) {
+  for (unsigned char c : text) {
+    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+      out += nlohmann::json(std::string(text))
+                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      return;
+    }
+  }
+  out += '"';
+  out += text;
+  out += '"';
+}
 
 void Log(LogLevel level, const nlohmann::json& fields) {
   if (level >= CurrentLogLevel()) Write(level, fields);

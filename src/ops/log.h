@@ -10,6 +10,8 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
 
 #include "base/log_level.h"
 
@@ -32,6 +34,12 @@ void LogLifecycle(const nlohmann::json& fields);
 // a reload changes it while workers log.
 void SetLogLevel(LogLevel level);
 LogLevel CurrentLogLevel();
+
+// Appends `text` to `out` as a JSON string, exactly as nlohmann's dump() (with invalid UTF-8
+// replaced) writes it. Printable ASCII other than '"' and '\\' -- every header, id, verdict
+// and log field a real producer sends -- is copied as it is, without building a JSON value;
+// anything else takes nlohmann's escaping. (The log lines, the stored headers, the answers.)
+void AppendJsonString(std::string& out, std::string_view text);
 
 // Decides, from JOURNAL_STREAM and stderr as they are now, whether lines carry the journal's
 // priority prefix. Called once at start (main) and again by tests; until then, plain JSON.

@@ -50,22 +50,6 @@ bool IsCredentialHeader(std::string_view name) {
   return kCredentials.count(name) > 0;
 }
 
-// Appends `text` to `out` as a JSON string, exactly as nlohmann's dump() (with invalid UTF-8
-// replaced) writes it. Printable ASCII other than '"' and '\\' -- every header, id and verdict
-// a real producer sends -- is copied as it is, without building a JSON value; anything else
-// takes nlohmann's escaping.
-void AppendJsonString(std::string& out, std::string_view text) {
-  for (unsigned char c : text) {
-    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
-      out += json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace);
-      return;
-    }
-  }
-  out += '"';
-  out += text;
-  out += '"';
-}
-
 // 200 {"status":..., "event_id":...}: the verdict on a stored event (accepted, duplicate, ...).
 Answer VerdictAnswer(const char* status, const std::string& event_id) {
   // "status" first, as producers' logs and docs/DESIGN.md ("Answers") show it.

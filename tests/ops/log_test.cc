@@ -123,3 +123,28 @@ TEST_CASE("log: level names", "[log]") {
   CHECK_FALSE(ParseLogLevel("INFO").has_value());
   CHECK(LogLevelName(LogLevel::kWarn) == "warn");
 }
+
+TEST_CASE("log: a line is the fields' JSON object with time and level, byte for byte", "[log]") {
+  // Written member by member (ops/log.cc), the line must read exactly as nlohmann's dump of
+  // the merged object would: keys in byte order, "level" and "time" among them, a caller's
+  // own "time" kept, strings with quotes, control characters and invalid UTF-8 escaped or
+  // replaced, numbers, booleans, null and nested values as they print.
+  CapturedStderr err;
+  DetectJournal();
+  const nlohmann::json cases[] = {
+      {{"msg", "delivery"}, {"a", 1}, {"latency_ms", 0.25}, {"zz", true}, {"m", nullptr}},
+      {{"msg", "q\"uote\\back\nline\x01"}, {"bad", "\xff\xfe ok"}, {"ünï", "cödé"}},
+      {{"time", "the caller's"}, {"level", "its own"}, {"nested", {{"b", {1, 2}}, {"a", "x"}}}},
+      {{"tima", 1}, {"timz", 2}, {"leve", 3}, {"levelz", 4}, {"", 5}, {"~", "last"}},
+      nlohmann::json::object()};
+  for (const nlohmann::json& fields : cases) LogInfo(fields);
+  const auto lines = err.Lines();
+  REQUIRE(lines.size() == std::size(cases));
+  for (size_t i = 0; i < lines.size(); ++i) {
+    nlohmann::json expected = {{"level", "info"}};
+    // The line's own time (it is taken when the line is written).
+    expected["time"] = nlohmann::json::parse(lines[i])["time"];
+    expected.update(cases[i]);
+    CHECK(lines[i] == expected.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
+}
