@@ -44,6 +44,16 @@ class Stmt final {
     sqlite3_bind_blob(stmt_, i, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
     return *this;
   }
+  // The same without SQLite's copy: `text` must stay as it is until this Stmt is destroyed
+  // (it clears its bindings then), as a query's arguments do for the query's whole run.
+  Stmt& BindView(int i, std::string_view text) {
+    sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_STATIC);
+    return *this;
+  }
+  Stmt& BindBlobView(int i, std::string_view bytes) {
+    sqlite3_bind_blob(stmt_, i, bytes.data(), static_cast<int>(bytes.size()), SQLITE_STATIC);
+    return *this;
+  }
   Stmt& Bind(int i, int64_t v) {
     sqlite3_bind_int64(stmt_, i, v);
     return *this;

@@ -51,8 +51,9 @@ class SqliteTx final : public SqlTx {
     for (size_t i = 0; i < args.size(); ++i) {
       const int at = static_cast<int>(i + 1);
       const SqlArg& a = args[i];
-      if (a.kind() == SqlArg::Kind::kText) q.Bind(at, a.text());
-      if (a.kind() == SqlArg::Kind::kBytes) q.BindBlob(at, a.text());
+      // Not copied: `args` outlives the statement's use, which ends with this call.
+      if (a.kind() == SqlArg::Kind::kText) q.BindView(at, a.text());
+      if (a.kind() == SqlArg::Kind::kBytes) q.BindBlobView(at, a.text());
       if (a.kind() == SqlArg::Kind::kInt || a.kind() == SqlArg::Kind::kBool) q.Bind(at, a.number());
     }
     SqlRows out;
