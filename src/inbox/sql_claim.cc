@@ -54,13 +54,16 @@ Circuit CircuitFromName(const std::string& name) {
 }
 
 // A job heads its resource: no earlier unfinished job of the resource, by (inbox id, job
-// id), and no live lease on another of its jobs. The arguments are SQL expressions.
+// id), and no live lease on another of its jobs. The arguments are SQL expressions. The
+// resource is never empty here; saying so lets SQLite use inbox_by_resource, which holds
+// only rows with a resource (its migration 0010).
 std::string HeadsItsResource(const std::string& endpoint, const std::string& resource,
                              const std::string& row, const std::string& job,
                              const std::string& now) {
   return "NOT EXISTS (SELECT 1 FROM inbox i2 JOIN jobs j2 ON j2.inbox_id = i2.id"
          " WHERE i2.endpoint = " +
-         endpoint + " AND i2.resource_id = " + resource + " AND j2.id <> " + job +
+         endpoint + " AND i2.resource_id = " + resource +
+         " AND i2.resource_id <> '' AND j2.id <> " + job +
          " AND j2.status IN ('pending', 'processing') AND ((i2.id, j2.id) < (" + row + ", " + job +
          ") OR (j2.status = 'processing' AND j2.lease_until >= " + now + ")))";
 }

@@ -127,7 +127,8 @@ TEST_CASE("sqlite schema: a file of the older binary is rewritten in place, rows
 
   std::vector<std::string> applied;
   REQUIRE(OpenInbox({f.path, true, true}, &applied).ok());
-  CHECK(applied == std::vector<std::string>{"0009_checks_without_in_lists"});
+  CHECK(applied ==
+        std::vector<std::string>{"0009_checks_without_in_lists", "0010_inbox_by_resource_partial"});
   CHECK(Scalar(**old, "SELECT count(*) FROM inbox i JOIN jobs j ON j.inbox_id = i.id") == 1);
   auto q = (*old)->Prepare("PRAGMA integrity_check");
   REQUIRE(q.ok());
