@@ -12,6 +12,10 @@ with the start-up, the shutdown and the first requests' warm-up cancelled out. E
 delivery is a new event (~2 KB GitHub push, signed), so each is a real insert.
 
   python3 bench/accept_cost.py --hookbox build/hookbox [--hookbox other/hookbox ...]
+      [--durable-limit build-bench/tools/durable_limit]
+
+With --durable-limit, the durable limit (bench/durable_limit.cc: the HMAC check, an append
+and a group fdatasync) is counted the same way, as the floor hookbox's cost is read against.
 
 Only the Python standard library and valgrind (Debian's `valgrind`).
 """
@@ -26,7 +30,7 @@ import tempfile
 import uuid
 
 from gen_deliveries import push_event
-from harness.servers import SECRET, Hookbox
+from harness.servers import SECRET, DurableLimit, Hookbox
 from harness.signing import post_push, signature
 
 
@@ -43,6 +47,18 @@ class CallgrindHookbox(Hookbox):
         return ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + self.out] + super().argv()
 
 
+class CallgrindDurableLimit(DurableLimit):
+    """The durable limit under callgrind."""
+    start_timeout = stop_timeout = 120
+
+    def __init__(self, workdir, binary, durability):
+        super().__init__(os.path.join(workdir, "durable-limit"), binary, 2)
+        self.out = os.path.join(self.workdir, "callgrind.out")
+
+    def argv(self):
+        return ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + self.out] + super().argv()
+
+
 def deliveries(n, seed):
     rng = random.Random(seed)
     out = []
@@ -52,9 +68,10 @@ def deliveries(n, seed):
     return out
 
 
-def run_once(binary, durability, sends, workdir):
-    """Total instructions of one daemon lifetime that accepted `sends` deliveries."""
-    hb = CallgrindHookbox(workdir, binary, durability)
+def run_once(server, binary, durability, sends, workdir):
+    """Total instructions of one server lifetime (`server`: CallgrindHookbox or
+    CallgrindDurableLimit) that accepted `sends` deliveries."""
+    hb = server(workdir, binary, durability)
     hb.fresh()
     hb.start()
     try:
@@ -77,6 +94,7 @@ def run_once(binary, durability, sends, workdir):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--hookbox", action="append", required=True, help="a hookbox binary")
+    ap.add_argument("--durable-limit", help="bench/durable_limit.cc's binary")
     ap.add_argument("--small", type=int, default=50)
     ap.add_argument("--many", type=int, default=500)
     ap.add_argument("--durability", default="full")
@@ -86,10 +104,13 @@ def main():
     sends = deliveries(args.small + args.many, seed=27)
     print("| build | instructions per accept |")
     print("| --- | ---: |")
-    for binary in args.hookbox:
+    rows = [(CallgrindHookbox, binary) for binary in args.hookbox]
+    if args.durable_limit:
+        rows.append((CallgrindDurableLimit, args.durable_limit))
+    for server, binary in rows:
         with tempfile.TemporaryDirectory() as workdir:
-            base = run_once(binary, args.durability, sends[:args.small], workdir)
-            full = run_once(binary, args.durability, sends, workdir)
+            base = run_once(server, binary, args.durability, sends[:args.small], workdir)
+            full = run_once(server, binary, args.durability, sends, workdir)
         print("| %s | %d |" % (binary, (full - base) // args.many), flush=True)
 
 

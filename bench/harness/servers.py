@@ -1,7 +1,8 @@
 """The servers under test: the Server base (started, measured, stopped), the ceiling
-(bench/ceiling.cc), hookbox (HookboxServe: any config, for the standalone benchmarks;
-Hookbox: the scenarios' one-handler config on SQLite), and adnanh/webhook, each with its
-config written into its own working directory."""
+(bench/ceiling.cc), the durable limit (bench/durable_limit.cc), hookbox (HookboxServe: any
+config, for the standalone benchmarks; Hookbox: the scenarios' one-handler config on
+SQLite), and adnanh/webhook, each with its config written into its own working
+directory."""
 import os
 import shutil
 import signal
@@ -97,6 +98,25 @@ def remove_sqlite(path):
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(path + suffix):
             os.remove(path + suffix)
+
+
+class DurableLimit(Server):
+    """bench/durable_limit.cc: the HMAC check, an append of id and body to one file, a group
+    fdatasync before the 200; the least a receiver keeping hookbox's promise must do."""
+    name = "durable limit (HMAC, append, group fdatasync)"
+
+    def __init__(self, workdir, binary, threads):
+        super().__init__(workdir)
+        self.binary, self.threads = binary, threads
+        self.file = os.path.join(self.workdir, "deliveries.log")
+
+    def fresh(self):
+        """Removes the file of an earlier run."""
+        if os.path.exists(self.file):
+            os.remove(self.file)
+
+    def argv(self):
+        return [self.binary, str(self.port), self.file, SECRET, str(self.threads)]
 
 
 # hookbox on SQLite with one handler on the route; {top_level} holds the top-level keys

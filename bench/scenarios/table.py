@@ -3,6 +3,9 @@
 In ONE run, side by side, every server gets the same pre-generated signed deliveries
 (bench/gen_deliveries.py) from wrk (bench/deliveries.lua) with the same connections:
   ceiling         a bare cpp-httplib server set up like hookbox's listener (bench/ceiling.cc)
+  durable limit   the same server doing the least durable work: the HMAC check, the id and
+                  body appended to one file, a group fdatasync before the 200
+                  (bench/durable_limit.cc)
   hookbox ...     `durability: full` and `normal`; accept-only (`workers: 0`: the route's
                   jobs are created and wait in the inbox) and with the `file` handler running
                   in 4 workers (each event written to a file, fsynced)
@@ -16,22 +19,26 @@ In ONE run, side by side, every server gets the same pre-generated signed delive
                   /bin/true
 Each round runs every server once (a fresh database per hookbox run, a 1 s warm-up with
 other deliveries first); the table shows the median round of each server, its ratios
-against the ceiling and against adnanh/webhook, the server's CPU time per request (for the
-PostgreSQL rows: the hookbox processes' and every process of the cluster's) and its peak
-RSS (hookbox's, the larger replica's), and the load average (uptime) before each run.
+against the ceiling, the durable limit and adnanh/webhook, the server's CPU time per
+request (for the PostgreSQL rows: the hookbox processes' and every process of the
+cluster's) and its peak RSS (hookbox's, the larger replica's), and the load average
+(uptime) before each run.
 """
 import os
 import re
 
 from harness.postgres import HookboxPostgres, PgCluster
 from harness.report import emit, fmt_ms, load_notes, median_run, rounds_table
-from harness.servers import Ceiling, Hookbox, Webhook
+from harness.servers import Ceiling, DurableLimit, Hookbox, Webhook
 from harness.wrk import measure, run_rounds
 
 
 def run(args):
     out = os.path.join(args.out, "table")
-    servers = [Ceiling(os.path.join(out, "ceiling"), args.ceiling, args.server_threads)]
+    servers = [Ceiling(os.path.join(out, "ceiling"), args.ceiling, args.server_threads),
+               DurableLimit(os.path.join(out, "durable-limit"),
+                            os.path.join(os.path.dirname(args.ceiling), "durable_limit"),
+                            args.server_threads)]
     for durability in ("full", "normal"):
         for workers in (0, 4):
             servers.append(Hookbox(os.path.join(out, "hookbox-%s-w%d" % (durability, workers)),
@@ -47,7 +54,7 @@ def run(args):
     hookboxes = (Hookbox, HookboxPostgres)
 
     def one(s):
-        if isinstance(s, hookboxes):
+        if isinstance(s, hookboxes + (DurableLimit,)):
             s.fresh()
         r = measure(args, s, args.duration)
         if isinstance(s, hookboxes):
@@ -66,16 +73,18 @@ def run(args):
     ceiling = best.get(servers[0].name) if isinstance(servers[0], Ceiling) else None
     webhook = next((best[s.name] for s in servers if isinstance(s, Webhook) and not s.sync),
                    None)
+    limit = next((best[s.name] for s in servers if isinstance(s, DurableLimit)), None)
     lines = [
-        "| server | req/s | p50 ms | p99 ms | max ms | × ceiling | × webhook | CPU µs/req | "
-        "peak RSS MB | load before |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| server | req/s | p50 ms | p99 ms | max ms | × ceiling | × durable limit | × webhook | "
+        "CPU µs/req | peak RSS MB | load before |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for s in servers:
         r = best[s.name]
-        lines.append("| %s | %.0f | %s | %s | %s | %s | %s | %.0f | %.0f | %s |" % (
+        lines.append("| %s | %.0f | %s | %s | %s | %s | %s | %s | %.0f | %.0f | %s |" % (
             s.name, r["rps"], fmt_ms(r["p50_us"]), fmt_ms(r["p99_us"]), fmt_ms(r["max_us"]),
             "%.2f" % (r["rps"] / ceiling["rps"]) if ceiling else "-",
+            "%.2f" % (r["rps"] / limit["rps"]) if limit else "-",
             "%.1f" % (r["rps"] / webhook["rps"]) if webhook else "-",
             r["cpu_us_per_req"], r["hwm_kb"] / 1024, r["load_before"]))
     notes = []
