@@ -34,6 +34,7 @@ struct Args {
   std::string handler, to_handler;  // inbox reassign / drop
   BulkArgs bulk;                    // inbox retry --dead, inbox replay
   bool bulk_dead = false;
+  bool bulk_waiting = false;
   bool show_json = false, show_raw_body = false;
   SendArgs send;
   bool stats_json = false;
@@ -89,24 +90,27 @@ void AddBulkOptions(CLI::App* cmd, Args& a) {
   cmd->add_flag("--json", a.bulk.json, "the plan and result as JSON");
 }
 
-// `inbox retry ENDPOINT EVENT_ID` (one row), or `inbox retry --dead [FILTER]` (bulk).
+// `inbox retry ENDPOINT EVENT_ID` (one row), or `inbox retry --dead|--waiting [FILTER]`
+// (bulk).
 int RetryVerb(const Args& a) {
   const BulkArgs& b = a.bulk;
   const FilterArgs& f = b.filter;
   const bool bulk_options = !f.endpoint.empty() || !f.status.empty() || !f.type.empty() ||
                             !f.handler.empty() || !f.since.empty() || !f.until.empty() ||
                             !f.where.empty() || !b.rate.empty() || b.dry_run || b.yes || b.json;
-  if (a.bulk_dead) {
+  if (a.bulk_dead || a.bulk_waiting) {
+    const char* flag = a.bulk_dead ? "--dead" : "--waiting";
     if (!a.endpoint.empty()) {
-      std::cerr << "hookbox: inbox retry --dead takes a filter (--endpoint ...), not ENDPOINT "
-                   "EVENT_ID\n";
+      std::cerr << "hookbox: inbox retry " << flag
+                << " takes a filter (--endpoint ...), not ENDPOINT EVENT_ID\n";
       return kExitUsage;
     }
-    return InboxBulk(a.config_path, BulkVerb::kRetryDead, b);
+    return InboxBulk(a.config_path, a.bulk_dead ? BulkVerb::kRetryDead : BulkVerb::kRetryWaiting,
+                     b);
   }
   if (a.event_id.empty() || bulk_options) {
-    std::cerr << "hookbox: inbox retry takes ENDPOINT EVENT_ID (one row), or --dead with a "
-                 "filter (every matching row)\n";
+    std::cerr << "hookbox: inbox retry takes ENDPOINT EVENT_ID (one row), or --dead or "
+                 "--waiting with a filter (every matching row)\n";
     return kExitUsage;
   }
   return InboxRetry(a.config_path, a.endpoint, a.event_id);
@@ -149,12 +153,17 @@ void AddInboxVerbs(CLI::App& app, Args& a) {
              a);
   CLI::App* retry = Verb(inbox, "retry",
                          "re-arm the dead jobs of a row, or with --dead of every row a filter "
-                         "matches",
+                         "matches; --waiting: run jobs waiting in backoff now",
                          a, [&a] { return RetryVerb(a); });
   retry->add_option("ENDPOINT", a.endpoint);
   retry->add_option("EVENT_ID", a.event_id);
-  retry->add_flag("--dead", a.bulk_dead,
-                  "bulk: the dead jobs of every row the filter matches (plan first)");
+  auto* dead_flag = retry->add_flag(
+      "--dead", a.bulk_dead, "bulk: the dead jobs of every row the filter matches (plan first)");
+  retry
+      ->add_flag("--waiting", a.bulk_waiting,
+                 "bulk: make the jobs waiting in backoff of every row the filter matches due now "
+                 "(plan first)")
+      ->excludes(dead_flag);
   AddBulkOptions(retry, a);
 
   CLI::App* replay =

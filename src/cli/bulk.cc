@@ -1,5 +1,5 @@
-// `hookbox inbox retry --dead [FILTER]` and `hookbox inbox replay [FILTER] --handler NAME`:
-// the bulk verbs over the one inbox filter (inbox/filter.h). Each prints its plan first (the
+// `hookbox inbox retry --dead|--waiting [FILTER]` and `hookbox inbox replay [FILTER] --handler
+// NAME`: the bulk verbs over the one inbox filter (inbox/filter.h). Each prints its plan first (the
 // numbers of Inbox::PlanBulk, the same the console's bulk page shows), changes nothing with
 // --dry-run, and acts on more than one row only with --yes. Safe beside the running daemon
 // and other replicas: the inbox changes each job by a compare-and-swap (inbox.h).
@@ -31,10 +31,31 @@ json PlanJson(const BulkPlan& p) {
        {{"stale", p.skipped_stale}, {"ignored", p.skipped_ignored}, {"no_job", p.skipped_no_job}}}};
 }
 
+// The words of each verb's plan and answers.
+struct VerbWords {
+  const char* title;    // "plan: " + title
+  const char* act;      // "add --yes to " + act
+  const char* skipped;  // "N without " + skipped
+  const char* done;     // done + ": re-armed N job(s)"
+};
+
+VerbWords WordsOf(BulkVerb verb) {
+  switch (verb) {
+    case BulkVerb::kReplay:
+      return {"replay handler ", "replay them", "a done job of the handler", "replay"};
+    case BulkVerb::kRetryWaiting:
+      return {"retry waiting jobs now", "make their waiting jobs due", "a job waiting in backoff",
+              "retry --waiting"};
+    case BulkVerb::kRetryDead:
+      break;
+  }
+  return {"retry dead jobs", "re-arm their dead jobs", "a dead job", "retry --dead"};
+}
+
 void PrintPlan(BulkVerb verb, const BulkPlan& p, const std::string& handler) {
   const bool replay = verb == BulkVerb::kReplay;
-  std::cout << "plan: " << (replay ? "replay handler " + TerminalSafe(handler) : "retry dead jobs")
-            << "\n"
+  const VerbWords words = WordsOf(verb);
+  std::cout << "plan: " << words.title << (replay ? TerminalSafe(handler) : "") << "\n"
             << "  rows matched       " << p.matched << "\n"
             << "  rows to " << (replay ? "replay    " : "retry     ") << p.rows << "\n"
             << "  jobs               " << p.jobs << "\n";
@@ -47,8 +68,7 @@ void PrintPlan(BulkVerb verb, const BulkPlan& p, const std::string& handler) {
               << "  newest event       " << TerminalSafe(p.newest) << "\n";
   }
   std::cout << "  skipped            " << p.skipped_stale << " stale, " << p.skipped_ignored
-            << " ignored, " << p.skipped_no_job
-            << (replay ? " without a done job of the handler" : " without a dead job") << "\n";
+            << " ignored, " << p.skipped_no_job << " without " << words.skipped << "\n";
 }
 
 // Replay runs a handler the config has: a job of one it lacks would only be held
@@ -92,8 +112,7 @@ std::optional<int> AnswerWithoutActing(BulkVerb verb, const BulkPlan& plan, cons
                                        json& out) {
   std::string refused;
   if (!args.dry_run && plan.rows > 1 && !args.yes) {
-    refused = std::to_string(plan.rows) + " rows match: add --yes to " +
-              (verb == BulkVerb::kReplay ? "replay them" : "re-arm their dead jobs") +
+    refused = std::to_string(plan.rows) + " rows match: add --yes to " + WordsOf(verb).act +
               " (nothing changed)";
   }
   if (!args.dry_run && refused.empty() && plan.rows != 0) return std::nullopt;
@@ -110,6 +129,18 @@ std::optional<int> AnswerWithoutActing(BulkVerb verb, const BulkPlan& plan, cons
   if (refused.empty()) return kExitOk;
   std::cerr << "hookbox: " << refused << "\n";
   return kExitBadFilter;
+}
+
+StatusOr<int64_t> Act(Inbox& inbox, const BulkRequest& request) {
+  switch (request.verb) {
+    case BulkVerb::kReplay:
+      return inbox.Replay(request);
+    case BulkVerb::kRetryWaiting:
+      return inbox.RetryWaiting(request);
+    case BulkVerb::kRetryDead:
+      break;
+  }
+  return inbox.RetryDead(request);
 }
 
 }  // namespace
@@ -137,8 +168,7 @@ int InboxBulk(const std::string& path, BulkVerb verb, const BulkArgs& args) {
   if (auto code = AnswerWithoutActing(verb, *plan, args, out)) return *code;
   request.now = std::chrono::system_clock::now();
   const auto started = std::chrono::steady_clock::now();
-  auto done =
-      verb == BulkVerb::kReplay ? opened.inbox->Replay(request) : opened.inbox->RetryDead(request);
+  auto done = Act(*opened.inbox, request);
   if (!done.ok()) return ReportFailure(done.status());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -157,8 +187,7 @@ int InboxBulk(const std::string& path, BulkVerb verb, const BulkArgs& args) {
     out["seconds"] = seconds;
     std::cout << Dump(out, 2) << "\n";
   } else {
-    std::cout << (verb == BulkVerb::kReplay ? "replay" : "retry --dead") << ": re-armed " << *done
-              << " job(s) in " << seconds << " s"
+    std::cout << WordsOf(verb).done << ": re-armed " << *done << " job(s) in " << seconds << " s"
               << (request.rate > 0 ? ", due times spread by --rate" : "") << "\n";
   }
   return kExitOk;

@@ -200,8 +200,8 @@ std::string DetailTail(const std::string& detail) {
   return "..." + detail.substr(from);
 }
 
-// One attempt under its job: number (and the replay it belongs to), when it finished (or
-// started, if it never did), its outcome and the end of its detail, as --json has them.
+// One attempt under its job: number (and the replay it belongs to), when it started and
+// ended ("ended -" while it runs), its outcome and the end of its detail, as --json has them.
 void PrintAttemptText(const json& a) {
   const int64_t generation = a["generation"].get<int64_t>();
   const std::string finished = a["finished_at"].get<std::string>();
@@ -209,9 +209,11 @@ void PrintAttemptText(const json& a) {
                                  ? DetailTail(a["detail"].get<std::string>())
                                  : "";
   std::printf(
-      "  attempt %lld%s  %s  %-9s %s\n", static_cast<long long>(a["number"].get<int64_t>()),
+      "  attempt %lld%s  started %s  ended %s  %-9s %s\n",
+      static_cast<long long>(a["number"].get<int64_t>()),
       generation > 0 ? (" (replay " + std::to_string(generation) + ")").c_str() : "",
-      TerminalSafe(finished.empty() ? a["started_at"].get<std::string>() : finished).c_str(),
+      TerminalSafe(a["started_at"].get<std::string>()).c_str(),
+      TerminalSafe(finished.empty() ? std::string("-") : finished).c_str(),
       TerminalSafe(a["outcome"].get<std::string>().empty() ? std::string("running")
                                                            : a["outcome"].get<std::string>())
           .c_str(),
@@ -243,6 +245,13 @@ void PrintDetailText(const json& out, const InboxDetail& detail) {
                 j["held"].get<bool>()
                     ? " held: its handler is not configured (hookbox inbox reassign / drop)"
                     : "");
+    // A job waiting in backoff: when its next try is due (`inbox retry --waiting` brings it
+    // forward); a held job's far-future time is not one.
+    if (j["status"] == "pending" && !j["held"].get<bool>() &&
+        j["next_attempt_at"] != std::string(kHeldUntil) && !j["attempts"].empty()) {
+      std::printf("  next attempt at %s\n",
+                  TerminalSafe(j["next_attempt_at"].get<std::string>()).c_str());
+    }
     for (const auto& a : j["attempts"]) PrintAttemptText(a);
   }
   std::printf("\n%s\n", TerminalSafeText(detail.row.body).c_str());

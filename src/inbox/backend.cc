@@ -192,7 +192,17 @@ std::string ListQueryTail(const ListFilter& f, SqlDialect dialect, std::vector<S
          (dialect == SqlDialect::kPostgres ? '$' : '?') + std::to_string(params->size());
 }
 
-const char* BulkVerbName(BulkVerb verb) { return verb == BulkVerb::kReplay ? "replay" : "retry"; }
+const char* BulkVerbName(BulkVerb verb) {
+  switch (verb) {
+    case BulkVerb::kReplay:
+      return "replay";
+    case BulkVerb::kRetryWaiting:
+      return "retry_waiting";
+    case BulkVerb::kRetryDead:
+      break;
+  }
+  return "retry";
+}
 
 std::optional<double> ParseBulkRate(std::string_view text) {
   const size_t slash = text.find('/');

@@ -209,11 +209,13 @@ struct ReassignCounts {
 };
 
 // The bulk verbs (README, "Bulk retry and replay"): `inbox retry --dead` re-arms the dead
-// jobs of every row the filter matches; `inbox replay` runs one handler's done jobs again as
-// a new generation. With `filter.handler` set, retry re-arms only that handler's dead jobs;
-// replay requires it (the handler to run again).
-enum class BulkVerb { kRetryDead, kReplay };
-const char* BulkVerbName(BulkVerb verb);  // "retry", "replay": the metric's label
+// jobs of every row the filter matches; `inbox retry --waiting` makes the jobs waiting in
+// backoff due now; `inbox replay` runs one handler's done jobs again as a new generation.
+// With `filter.handler` set, retry acts on only that handler's jobs; replay requires it (the
+// handler to run again).
+enum class BulkVerb { kRetryDead, kRetryWaiting, kReplay };
+// "retry", "retry_waiting", "replay": the metric's label
+const char* BulkVerbName(BulkVerb verb);
 
 struct BulkRequest {
   BulkVerb verb = BulkVerb::kRetryDead;
@@ -455,14 +457,18 @@ class Inbox {
   // Jobs go in chunks (BulkRequest::batch), a short write transaction at a time, so accepts
   // wait at most one of them.
   //
-  // The counts of what RetryDead / Replay would do now; changes nothing. InvalidArgument for
-  // a replay without a handler.
+  // The counts of what RetryDead / RetryWaiting / Replay would do now; changes nothing.
+  // InvalidArgument for a replay without a handler.
   virtual StatusOr<BulkPlan> PlanBulk(const BulkRequest& request) = 0;
   // Re-arms the dead jobs of the matching rows as Retry() does (status pending, a fresh
   // attempt budget, sync jobs to the worker pool; the idempotency key, generation and
   // attempts history kept), due at `now` or spread by `rate`, and sets each row pending
   // (dead while another job of it stays dead). Returns how many jobs it re-armed.
   virtual StatusOr<int64_t> RetryDead(const BulkRequest& request) = 0;
+  // Brings the due time of the matching rows' jobs waiting in backoff (pending, attempts >
+  // 0, next_attempt_at after `now`, not held) forward to `now`, or spread by `rate`; their
+  // attempt budget and rows as they were. Returns how many jobs it changed.
+  virtual StatusOr<int64_t> RetryWaiting(const BulkRequest& request) = 0;
   // Runs the done job of `filter.handler` of each matching row again: generation + 1 (a new
   // idempotency key, HandlerEvent::IdempotencyKey), status pending, a fresh attempt budget,
   // due at `now` or spread by `rate`; the row pending as RetryDead sets it. The attempts of

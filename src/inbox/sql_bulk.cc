@@ -1,5 +1,5 @@
 // The bulk verbs (inbox.h, BulkRequest), once for both dialects (see sql_inbox.h): the plan,
-// counted as of one moment, and the act of RetryDead and Replay.
+// counted as of one moment, and the act of RetryDead, RetryWaiting and Replay.
 //
 // The act reads the jobs to act on at once (their ids, in received order), then changes them
 // a chunk per statement: one UPDATE over the chunk's (job id, due time) pairs, passed as one
@@ -53,12 +53,40 @@ std::string RowCondition(const BulkRequest& r, SqlDialect dialect, std::vector<S
   return FilterCondition(rows, dialect, params);
 }
 
-// The jobs the verb acts on, as `j`, with their rows as `i`: dead ones (retry; of
-// filter.handler only, when set) or filter.handler's done ones (replay), of matching rows.
+// The status a verb's jobs are in: the compare-and-swap's old value.
+const char* FromStatus(BulkVerb verb) {
+  switch (verb) {
+    case BulkVerb::kReplay:
+      return "done";
+    case BulkVerb::kRetryWaiting:
+      return "pending";
+    case BulkVerb::kRetryDead:
+      break;
+  }
+  return "dead";
+}
+
+// A pending job waiting in backoff (retry --waiting), as `<table>.`: tried before, due after
+// `now` (its parameter $<now>), and not held for a missing handler (kHeldUntil, $<held>).
+std::string WaitingCondition(const std::string& table, size_t now, size_t held) {
+  return " AND " + table + ".attempts > 0 AND " + table + ".next_attempt_at > $" +
+         std::to_string(now) + "::timestamptz AND " + table + ".next_attempt_at <> $" +
+         std::to_string(held) + "::timestamptz";
+}
+
+// The jobs the verb acts on, as `j`, with their rows as `i`: dead ones (retry --dead), ones
+// waiting in backoff (retry --waiting), of filter.handler only when set, or filter.handler's
+// done ones (replay), of matching rows.
 std::string BulkJobsTail(const BulkRequest& r, SqlDialect dialect, std::vector<SqlValue>* params) {
   const char mark = dialect == SqlDialect::kSqlite ? '?' : '$';
-  std::string sql = " FROM jobs j JOIN inbox i ON i.id = j.inbox_id WHERE j.status = ";
-  sql += r.verb == BulkVerb::kReplay ? "'done'" : "'dead'";
+  std::string sql = " FROM jobs j JOIN inbox i ON i.id = j.inbox_id WHERE j.status = '";
+  sql += FromStatus(r.verb);
+  sql += "'";
+  if (r.verb == BulkVerb::kRetryWaiting) {
+    params->emplace_back(FormatTime(r.now));
+    params->emplace_back(std::string(kHeldUntil));
+    sql += WaitingCondition("j", params->size() - 1, params->size());
+  }
   if (!r.filter.handler.empty()) {
     params->emplace_back(r.filter.handler);
     sql += std::string(" AND j.handler = ") + mark + std::to_string(params->size());
@@ -138,6 +166,7 @@ StatusOr<BulkPlan> SqlInbox::PlanBulk(const BulkRequest& r) {
 }
 
 StatusOr<int64_t> SqlInbox::RetryDead(const BulkRequest& r) { return ActBulk(r); }
+StatusOr<int64_t> SqlInbox::RetryWaiting(const BulkRequest& r) { return ActBulk(r); }
 StatusOr<int64_t> SqlInbox::Replay(const BulkRequest& r) { return ActBulk(r); }
 
 StatusOr<std::vector<SqlInbox::BulkTarget>> SqlInbox::BulkTargets(const BulkRequest& r) {
@@ -203,7 +232,8 @@ StatusOr<int64_t> SqlInbox::ActBulk(const BulkRequest& r) {
 Status SqlInbox::RearmChunk(SqlTx& tx, const BulkRequest& r, const std::vector<BulkTarget>& targets,
                             size_t from, size_t to, int64_t* changed) {
   const bool replay = r.verb == BulkVerb::kReplay;
-  const char* from_status = replay ? "done" : "dead";
+  const bool waiting = r.verb == BulkVerb::kRetryWaiting;
+  const char* from_status = FromStatus(r.verb);
   std::set<std::string> resources;
   const std::string due_now = FormatTime(r.now);
   nlohmann::json due = nlohmann::json::array();  // [[job id, "due time"], ...]
@@ -225,14 +255,22 @@ Status SqlInbox::RearmChunk(SqlTx& tx, const BulkRequest& r, const std::vector<B
                                ") AS p) AND status = $2 ORDER BY id FOR UPDATE",
                            {pairs, from_status}));
   }
-  ASSIGN_OR_RETURN(const SqlRows& moved,
-                   tx.Query(std::string("UPDATE jobs SET status = 'pending', attempts = 0,"
-                                        " next_attempt_at = p.due, sync = false") +
-                                (replay ? ", generation = generation + 1, last_error = NULL" : "") +
-                                " FROM (" + chunk_jobs + ") AS p WHERE jobs.id = p.id AND " +
-                                d_.no_index + "jobs.status = $2 RETURNING jobs.inbox_id",
-                            {pairs, from_status}));
+  // A waiting job keeps its attempt budget and its row (pending already): only its due time
+  // comes forward, if it is still waiting (the claim may have taken it since it was read).
+  ASSIGN_OR_RETURN(
+      const SqlRows& moved,
+      tx.Query(std::string("UPDATE jobs SET ") +
+                   (waiting ? "next_attempt_at = p.due"
+                            : "status = 'pending', attempts = 0, next_attempt_at = p.due,"
+                              " sync = false") +
+                   (replay ? ", generation = generation + 1, last_error = NULL" : "") + " FROM (" +
+                   chunk_jobs + ") AS p WHERE jobs.id = p.id AND " + d_.no_index +
+                   "jobs.status = $2" + (waiting ? WaitingCondition("jobs", 3, 4) : "") +
+                   " RETURNING jobs.inbox_id",
+               waiting ? SqlArgs{pairs, from_status, due_now, std::string(kHeldUntil)}
+                       : SqlArgs{pairs, from_status}));
   *changed += static_cast<int64_t>(moved.size());
+  if (waiting) return Status::Ok();
   std::set<int64_t> rows;  // each once, in id order: the order rows are locked in
   for (size_t i = 0; i < moved.size(); ++i) rows.insert(moved.Int(i, 0));
   if (rows.empty()) return Status::Ok();

@@ -200,6 +200,7 @@ class SqlInbox : public Inbox {
   StatusOr<PurgeCounts> Purge(const PurgeRequest& request) override;
   StatusOr<BulkPlan> PlanBulk(const BulkRequest& request) override;
   StatusOr<int64_t> RetryDead(const BulkRequest& request) override;
+  StatusOr<int64_t> RetryWaiting(const BulkRequest& request) override;
   StatusOr<int64_t> Replay(const BulkRequest& request) override;
   Status Ping() override;
 

@@ -42,6 +42,7 @@ class ForwardingInbox : public Inbox {
   }
   StatusOr<BulkPlan> PlanBulk(const BulkRequest& r) override { return in_.PlanBulk(r); }
   StatusOr<int64_t> RetryDead(const BulkRequest& r) override { return in_.RetryDead(r); }
+  StatusOr<int64_t> RetryWaiting(const BulkRequest& r) override { return in_.RetryWaiting(r); }
   StatusOr<int64_t> Replay(const BulkRequest& r) override { return in_.Replay(r); }
   Status HoldForHandler(const std::vector<ClaimedJob>& jobs, TimePoint now) override {
     return in_.HoldForHandler(jobs, now);
