@@ -185,7 +185,8 @@ void AddInboxVerbs(CLI::App& app, Args& a) {
 }
 
 void AddHandlerVerbs(CLI::App& app, Args& a) {
-  CLI::App* handler = app.add_subcommand("handler", "the handlers' state: list, pause, resume");
+  CLI::App* handler =
+      app.add_subcommand("handler", "the handlers' state: list, pause, resume, forget");
   handler->require_subcommand(1);
   Verb(handler, "list", "each handler: running, paused or circuit-open, its jobs, rate", a, [&a] {
     return HandlerList(a.config_path, a.handlers_json);
@@ -200,8 +201,13 @@ void AddHandlerVerbs(CLI::App& app, Args& a) {
   CLI::App* resume = Verb(handler, "resume", "let a paused handler's jobs run again", a, [&a] {
     return HandlerPause(a.config_path, a.handler_target, a.endpoint, "", false);
   });
-  resume->add_option("ENDPOINT/HANDLER", a.handler_target, "as handler list shows it");
+  resume->add_option("ENDPOINT/HANDLER", a.handler_target,
+                     "as handler list shows it (one the config no longer has: forget it)");
   resume->add_option("--endpoint", a.endpoint, "every handler of this endpoint");
+  Verb(handler, "forget", "clear the state (pause, circuit) of a handler the config no longer has",
+       a, [&a] { return HandlerForget(a.config_path, a.handler_target); })
+      ->add_option("ENDPOINT/HANDLER", a.handler_target, "as handler list shows it")
+      ->required();
 }
 
 void AddToolVerbs(CLI::App& app, Args& a) {

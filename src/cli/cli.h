@@ -149,6 +149,8 @@ int InboxDrop(const std::string& path, const std::string& endpoint, const std::s
 int HandlerList(const std::string& path, bool as_json);
 int HandlerPause(const std::string& path, const std::string& target, const std::string& endpoint,
                  const std::string& reason, bool pause);
+// `handler forget ENDPOINT/HANDLER`: the state row of a handler the config no longer has.
+int HandlerForget(const std::string& path, const std::string& target);
 
 struct SendArgs {
   std::string endpoint, file;

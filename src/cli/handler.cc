@@ -1,7 +1,8 @@
-// `hookbox handler list | pause | resume`: the operator's view of each handler's
-// state (paused, circuit, rate, concurrency) with its job counts, and the pause that holds
-// a handler's jobs while its downstream is down (DESIGN.md, "Handler state"). The state is
-// in the inbox database, so a pause from a shell holds on every replica from its next claim.
+// `hookbox handler list | pause | resume | forget`: the operator's view of each handler's
+// state (paused, circuit, rate, concurrency) with its job counts, the pause that holds a
+// handler's jobs while its downstream is down (DESIGN.md, "Handler state"), and forgetting
+// the state of a handler the config no longer has (a rename's old name). The state is in
+// the inbox database, so a pause from a shell holds on every replica from its next claim.
 #include "handlers/handler.h"
 
 #include <chrono>
@@ -132,7 +133,34 @@ std::vector<Line> CollectLines(const Config& config, std::vector<HandlerStatus> 
   return lines;
 }
 
+// `handler forget`, and `handler resume` of a handler the config no longer has: its state
+// row deleted, so `handler list` and hookbox_handler_paused forget it (the gauge is read
+// from the rows at each scrape). Its jobs stay held, for `inbox reassign` or `inbox drop`.
+int ForgetUnconfigured(Opened& opened, const std::string& target) {
+  auto ref = ResolveHandler(*opened.config, opened.inbox.get(), target, "");
+  if (!ref.ok()) return ReportFailure(ref.status());
+  const std::string name = TerminalSafe(ref->endpoint + "/" + ref->handler);
+  if (IsConfigured(*opened.config, ref->endpoint, ref->handler)) {
+    std::cerr << "hookbox: handler " << name
+              << " is configured: forget takes only a handler the config no longer has "
+                 "(pause or resume this one)\n";
+    return kExitUsage;
+  }
+  auto forgot = opened.inbox->ForgetHandler(*ref);
+  if (!forgot.ok()) return ReportFailure(forgot.status());
+  std::cout << (*forgot ? "forgot the state of " : "no state kept for ") << name
+            << " (not in the config); its jobs, if any, stay held: hookbox inbox reassign or "
+               "drop them\n";
+  return kExitOk;
+}
+
 }  // namespace
+
+int HandlerForget(const std::string& path, const std::string& target) {
+  Opened opened = LoadAndOpen(path, {});
+  if (!opened.inbox) return opened.exit_code;
+  return ForgetUnconfigured(opened, target);
+}
 
 int HandlerList(const std::string& path, bool as_json) {
   Opened opened = LoadAndOpen(path, {});
@@ -195,11 +223,19 @@ int HandlerList(const std::string& path, bool as_json) {
 int HandlerPause(const std::string& path, const std::string& target, const std::string& endpoint,
                  const std::string& reason, bool pause) {
   std::vector<HandlerRef> refs;
+  bool forget = false;  // resume of a handler the config no longer has
   Opened opened = LoadAndOpen(path, {.check = [&](Config& c) {
+                                if (!pause && !target.empty() && endpoint.empty()) {
+                                  auto ref = ResolveHandler(c, nullptr, target, "");
+                                  forget =
+                                      !ref.ok() && ref.status().code() == Status::Code::kNotFound;
+                                  if (forget) return true;
+                                }
                                 refs = Targets(c, target, endpoint);
                                 return !refs.empty();
                               }});
   if (!opened.inbox) return opened.exit_code;
+  if (forget) return ForgetUnconfigured(opened, target);
   auto changed = opened.inbox->SetPaused(refs, pause, reason, std::chrono::system_clock::now());
   if (!changed.ok()) return ReportFailure(changed.status());
   for (const HandlerRef& r : refs) {

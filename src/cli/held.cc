@@ -1,7 +1,8 @@
 // `hookbox inbox reassign` and `hookbox inbox drop`: what an operator does with the jobs of a
 // handler the config no longer has (renamed, or removed; DESIGN.md, Handler names). Such
 // jobs are held, never run by another handler nor made dead for it; these verbs give them
-// to a configured handler, or delete them so their rows can settle.
+// to a configured handler (with the old one's pause, if it was paused), or delete them so
+// their rows can settle.
 #include "work/held.h"
 
 #include <chrono>
@@ -24,6 +25,35 @@ bool RefuseConfigured(const Config& config, const std::string& endpoint,
   return true;
 }
 
+// The old handler's pause goes to the new one before any job moves, so the moved jobs do
+// not run against the downstream the pause was for (README, "Renaming a handler"); then the
+// old name's state row goes, so `handler list` and hookbox_handler_paused forget it.
+// Returns kExitOk, or the exit code of a failure it reported.
+int CarryPause(Inbox& inbox, const std::string& endpoint, const std::string& from,
+               const std::string& to, TimePoint now) {
+  auto all = inbox.Handlers(now, /*count_jobs=*/false);
+  if (!all.ok()) return ReportFailure(all.status());
+  const HandlerState* old_state = nullptr;
+  for (const HandlerStatus& h : *all) {
+    if (h.state.endpoint == endpoint && h.state.handler == from) old_state = &h.state;
+  }
+  if (old_state == nullptr) return kExitOk;
+  if (old_state->paused) {
+    auto paused = inbox.SetPaused({{endpoint, to}}, true, old_state->paused_reason, now);
+    if (!paused.ok()) return ReportFailure(paused.status());
+    std::cout << (*paused > 0 ? "paused " : "already paused: ") << TerminalSafe(endpoint + "/" + to)
+              << ", as " << TerminalSafe(from) << " was"
+              << (old_state->paused_reason.empty()
+                      ? ""
+                      : " (" + TerminalSafe(old_state->paused_reason) + ")")
+              << "; hookbox handler resume " << TerminalSafe(endpoint + "/" + to)
+              << " when its downstream is ready\n";
+  }
+  auto forgot = inbox.ForgetHandler({endpoint, from});
+  if (!forgot.ok()) return ReportFailure(forgot.status());
+  return kExitOk;
+}
+
 }  // namespace
 
 int InboxReassign(const std::string& path, const std::string& endpoint, const std::string& from,
@@ -37,6 +67,10 @@ int InboxReassign(const std::string& path, const std::string& endpoint, const st
                                        return false;
                                      }});
   if (!opened.inbox) return opened.exit_code;
+  if (int code = CarryPause(*opened.inbox, endpoint, from, to, std::chrono::system_clock::now());
+      code != kExitOk) {
+    return code;
+  }
   auto counts = opened.inbox->Reassign(endpoint, from, to, std::chrono::system_clock::now());
   if (!counts.ok()) return ReportFailure(counts.status());
   std::cout << "moved " << counts->moved << " job(s) of " << TerminalSafe(endpoint) << " from "

@@ -544,6 +544,10 @@ class Inbox {
   // by both: the names an operator may give that the config no longer has (the CLI's
   // --handler). Reads every job: asked only for a name the config does not settle.
   virtual StatusOr<std::vector<HandlerRef>> KnownHandlers() = 0;
+  // Deletes the handler_state row of a handler (its pause, circuit and rate bucket), so that
+  // `handler list` and hookbox_handler_paused forget it: for a handler the config no longer
+  // has (the CLI checks). Its jobs stay as they are. Returns whether there was a row.
+  virtual StatusOr<bool> ForgetHandler(const HandlerRef& handler) = 0;
   // Dead jobs, newest first (by job id): up to `limit` of those with an id below
   // `before_job_id` (0 = from the newest).
   virtual StatusOr<std::vector<DeadJob>> DeadJobs(int64_t before_job_id, int limit) = 0;

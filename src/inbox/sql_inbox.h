@@ -193,6 +193,7 @@ class SqlInbox : public Inbox {
   StatusOr<std::vector<DeadJob>> DeadJobs(int64_t before_job_id, int limit) override;
   StatusOr<std::vector<DeadJob>> DeadJobsOf(std::span<const int64_t> inbox_ids) override;
   StatusOr<std::vector<HandlerRef>> KnownHandlers() override;
+  StatusOr<bool> ForgetHandler(const HandlerRef& handler) override;
   StatusOr<InboxDetail> Show(const std::string& endpoint, const std::string& event_id) override;
   Status Clear(const std::string& endpoint, const std::string& event_id, TimePoint now) override;
   StatusOr<InboxStats> Stats() override;

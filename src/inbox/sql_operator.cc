@@ -1,5 +1,6 @@
 // The operator's verbs and reads, once for both dialects (see sql_inbox.h): retry, clear,
-// held jobs, reassign and drop, leases, the lists and counts, and the purge with its pacing.
+// held jobs, reassign and drop, forgetting a gone handler's state, leases, the lists and counts,
+// and the purge with its pacing.
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -291,6 +292,16 @@ StatusOr<std::vector<HandlerRef>> SqlInbox::KnownHandlers() {
                               {}, [](const SqlRows& q, size_t i) {
                                 return HandlerRef{q.Text(i, 0), q.Text(i, 1)};
                               });
+}
+
+StatusOr<bool> SqlInbox::ForgetHandler(const HandlerRef& h) {
+  return ReadInto<bool>(*this, TxKind::kWrite, [&](SqlTx& tx, bool& forgot) -> Status {
+    ASSIGN_OR_RETURN(const SqlRows& gone,
+                     tx.Query("DELETE FROM handler_state WHERE endpoint = $1 AND handler = $2",
+                              {h.endpoint, h.handler}));
+    forgot = gone.changed > 0;
+    return Status::Ok();
+  });
 }
 
 StatusOr<std::vector<DeadJob>> SqlInbox::DeadJobs(int64_t before_job_id, int limit) {

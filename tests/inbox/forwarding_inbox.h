@@ -92,6 +92,7 @@ class ForwardingInbox : public Inbox {
     return in_.DeadJobsOf(ids);
   }
   StatusOr<std::vector<HandlerRef>> KnownHandlers() override { return in_.KnownHandlers(); }
+  StatusOr<bool> ForgetHandler(const HandlerRef& h) override { return in_.ForgetHandler(h); }
   StatusOr<InboxDetail> Show(const std::string& endpoint, const std::string& id) override {
     return in_.Show(endpoint, id);
   }
