@@ -245,6 +245,10 @@ int Main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("hookbox ") + kVersion);
   app.require_subcommand(1);
   Args args;
+  // Also before the verb (`hookbox -c FILE inbox show ...`), as after it.
+  app.add_option("-c,--config", args.config_path,
+                 "config file ($HOOKBOX_CONFIG, else /etc/hookbox/config.yaml); also after the "
+                 "verb");
   AddDaemonVerbs(app, args);
   AddInboxVerbs(app, args);
   AddToolVerbs(app, args);

@@ -258,7 +258,8 @@ int InboxBulk(const std::string& path, BulkVerb verb, const BulkArgs& args) {
     out["seconds"] = seconds;
     std::cout << Dump(out, 2) << "\n";
   } else {
-    std::cout << WordsOf(verb).done << ": re-armed " << *done << " job(s) in " << seconds << " s"
+    std::cout << WordsOf(verb).done << ": re-armed " << *done << " job(s) in " << std::fixed
+              << std::setprecision(3) << seconds << " s"
               << (request.rate > 0 ? ", due times spread by --rate" : "") << "\n";
   }
   return kExitOk;
