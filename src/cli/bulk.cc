@@ -62,7 +62,7 @@ void PrintPlan(BulkVerb verb, const BulkPlan& p, const std::string& handler) {
   const VerbWords words = WordsOf(verb);
   std::cout << "plan: " << words.title << (replay ? TerminalSafe(handler) : "") << "\n"
             << "  rows matched       " << p.matched << "\n"
-            << "  rows to " << (replay ? "replay    " : "retry     ") << p.rows << "\n"
+            << "  rows to " << (replay ? "replay     " : "retry      ") << p.rows << "\n"
             << "  jobs               " << p.jobs << "\n";
   for (const auto& [name, n] : p.jobs_by_handler) {
     // Under "jobs", the counts in its column; a longer name pushes its count right.

@@ -86,9 +86,10 @@ std::string HeaderCells() {
 }
 
 void PrintRowTable(const std::vector<InboxRow>& rows) {
-  std::printf("%s  %-9s  %s\n", HeaderCells().c_str(), "STATUS", "DUPS");
+  // "processing", the longest status, fits its column.
+  std::printf("%s  %-10s  %s\n", HeaderCells().c_str(), "STATUS", "DUPS");
   for (const InboxRow& r : rows) {
-    std::printf("%s  %-9s  %lld\n", RowCells(r).c_str(), TerminalSafe(r.status).c_str(),
+    std::printf("%s  %-10s  %lld\n", RowCells(r).c_str(), TerminalSafe(r.status).c_str(),
                 static_cast<long long>(r.duplicates));
   }
 }

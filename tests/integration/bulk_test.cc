@@ -79,7 +79,8 @@ TEST_CASE("bulk retry: rows killed on purpose run again once the handler is fixe
   auto refused = d.Cli({"inbox", "retry", "--dead", "--endpoint", "ep"});
   CHECK(refused.exit_code == 2);
   CHECK(refused.err.find("add --yes") != std::string::npos);
-  CHECK(refused.out.find("rows to retry     20") != std::string::npos);
+  CHECK(refused.out.find("  rows to retry      20\n") != std::string::npos);  // in line
+  CHECK(refused.out.find("  rows matched       20\n") != std::string::npos);
   CHECK(refused.out.find("    ep/record" + std::string(8, ' ') + "20\n") !=
         std::string::npos);  // under "jobs"
   CHECK(CountStatus(d, "dead") == 20);

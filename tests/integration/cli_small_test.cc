@@ -1,5 +1,7 @@
 // The small CLI fixes of issue 44 (item 7), through the real binary: `-c FILE` before the
-// verb as after it, and a bulk verb's time printed in milliseconds, not as a raw double.
+// verb as after it, `inbox list`'s status column wide enough for "processing", the bulk
+// plan's numbers in one column, and a bulk verb's time printed in milliseconds, not as a
+// raw double.
 #include <catch2/catch.hpp>
 #include <regex>
 #include <string>
@@ -33,7 +35,7 @@ endpoints:
 
 }  // namespace
 
-TEST_CASE("cli: -c before the verb; a bulk verb's seconds in milliseconds", "[cli]") {
+TEST_CASE("cli: -c before the verb; status and plan columns; bulk seconds in ms", "[cli]") {
   TempDir dir;
   Daemon d(dir, kConfig);
   auto r = d.Post("/hooks/ep", {}, R"({"id":"e1","type":"t"})");
@@ -47,6 +49,17 @@ TEST_CASE("cli: -c before the verb; a bulk verb's seconds in milliseconds", "[cl
   auto before = RunHookbox({"-c", d.config_path(), "inbox", "show", "ep", "e1"}, dir / ".");
   CHECK(before.exit_code == 0);
   CHECK(before.out.find("status             dead") != std::string::npos);
+
+  // The table's status column holds its longest word; the plan's numbers are in one column.
+  auto table = d.Cli({"inbox", "list"});
+  REQUIRE(table.exit_code == 0);
+  const size_t header = table.out.find("STATUS");
+  const size_t dups = table.out.find("DUPS");
+  REQUIRE(dups != std::string::npos);
+  CHECK(dups - header == std::string("processing  ").size());
+  auto plan = d.Cli({"inbox", "retry", "--dead", "--endpoint", "ep", "--dry-run"});
+  CHECK(plan.out.find("  rows matched       1\n  rows to retry      1\n  jobs               1\n") !=
+        std::string::npos);
 
   auto retried = d.Cli({"inbox", "retry", "--dead", "--endpoint", "ep", "--yes"});
   REQUIRE(retried.exit_code == 0);
