@@ -255,6 +255,16 @@ int Main(int argc, char** argv) {
   AddHandlerVerbs(app, args);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ExtrasError& e) {
+    // CLI11's own message lists several last first ("1h --since"): the same words, with
+    // them in the order given.
+    const std::vector<std::string> extras = app.remaining(/*recurse=*/true);
+    if (extras.size() < 2) return app.exit(e) == 0 ? kExitOk : kExitUsage;
+    std::string text;
+    for (const std::string& arg : extras) text += " " + arg;
+    std::cerr << "The following arguments were not expected:" << text
+              << "\nRun with --help for more information.\n";
+    return kExitUsage;
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }

@@ -1,7 +1,7 @@
 // The small CLI fixes of issue 44 (item 7), through the real binary: `-c FILE` before the
 // verb as after it, `inbox list`'s status column wide enough for "processing", the bulk
-// plan's numbers in one column, and a bulk verb's time printed in milliseconds, not as a
-// raw double.
+// plan's numbers in one column, unexpected arguments named in the order given, and a bulk
+// verb's time printed in milliseconds, not as a raw double.
 #include <catch2/catch.hpp>
 #include <regex>
 #include <string>
@@ -35,7 +35,7 @@ endpoints:
 
 }  // namespace
 
-TEST_CASE("cli: -c before the verb; status and plan columns; bulk seconds in ms", "[cli]") {
+TEST_CASE("cli: -c before the verb; status and plan columns; extras; bulk seconds in ms", "[cli]") {
   TempDir dir;
   Daemon d(dir, kConfig);
   auto r = d.Post("/hooks/ep", {}, R"({"id":"e1","type":"t"})");
@@ -60,6 +60,11 @@ TEST_CASE("cli: -c before the verb; status and plan columns; bulk seconds in ms"
   auto plan = d.Cli({"inbox", "retry", "--dead", "--endpoint", "ep", "--dry-run"});
   CHECK(plan.out.find("  rows matched       1\n  rows to retry      1\n  jobs               1\n") !=
         std::string::npos);
+
+  // Arguments a verb does not take are named in the order given (CLI11 reversed them).
+  auto extras = d.Cli({"stats", "--since", "1h"});
+  CHECK(extras.exit_code == 1);
+  CHECK(extras.err.find("not expected: --since 1h") != std::string::npos);
 
   auto retried = d.Cli({"inbox", "retry", "--dead", "--endpoint", "ep", "--yes"});
   REQUIRE(retried.exit_code == 0);
