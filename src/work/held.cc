@@ -41,11 +41,19 @@ std::vector<HandlerBacklog> Unconfigured(const std::vector<HandlerBacklog>& back
   return out;
 }
 
+// How many of the unfinished jobs are held: all, none yet (each is held when a worker
+// claims it), or some.
+std::string HeldSoFar(const HandlerBacklog& b) {
+  if (b.held >= b.unfinished) return "are held";
+  if (b.held == 0) return "will be held when a worker claims them";
+  return "are held (" + std::to_string(b.held) + " so far, the rest when a worker claims them)";
+}
+
 std::string HeldWarning(const HandlerBacklog& b) {
   return "endpoint " + b.endpoint + ": " + std::to_string(b.unfinished) +
-         " unfinished job(s) of handler " + b.handler +
-         ", which this config does not have, are held (" + std::to_string(b.held) +
-         " already): configure a handler of that name again, or move them with"
+         " unfinished job(s) of handler " + b.handler + ", which this config does not have, " +
+         HeldSoFar(b) +
+         ": configure a handler of that name again, or move them with"
          " `hookbox inbox reassign " +
          b.endpoint + " " + b.handler + " NEW` or drop them with `hookbox inbox drop " +
          b.endpoint + " " + b.handler + "`";

@@ -131,6 +131,10 @@ TEST_CASE("a removed handler's jobs are held and reported, then reassigned or re
       {"check-config", "--no-secrets", "-c", dir / "next.yaml"}, dir.path().string());
   CHECK(check.exit_code == 0);
   CHECK(check.out.find("2 unfinished job(s) of handler " + invoice) != std::string::npos);
+  // None is held before a worker claims it: said so, not "are held (0 already)".
+  CHECK(check.out.find("does not have, will be held when a worker claims them: configure") !=
+        std::string::npos);
+  CHECK(check.out.find("0 already") == std::string::npos);
 
   Reload(d, without);
   CHECK(Eventually([&] { return d.LogCount("jobs held: their handler is not configured") >= 1; }));
