@@ -6,18 +6,15 @@
 // queued so far, one write and one fdatasync for the group, then hands the lead on. No
 // dedupe, no index, no log line, no jobs: hookbox's cost above this server is what its
 // inbox, its answers and its bookkeeping add (bench/RESULTS.md, issue 42). Its HTTP side is
-// the ceiling's (bench/ceiling.cc): the same cpp-httplib settings.
+// the ceiling's (bench/listener.h).
 //
 //   durable_limit PORT FILE SECRET [THREADS]
 //       prints {"msg":"listening","listen":"127.0.0.1:PORT"}
 #include <fcntl.h>
-#include <httplib.h>
-#include <netinet/in.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <array>
@@ -30,6 +27,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "listener.h"
 
 namespace {
 
@@ -146,18 +145,7 @@ int main(int argc, char** argv) {
   GroupLog log(fd);
 
   httplib::Server s;
-  // The ceiling's settings (bench/ceiling.cc), which are hookbox's listener's.
-  s.set_tcp_nodelay(true);
-  s.set_keep_alive_max_count(1000);
-  s.set_keep_alive_timeout(5);
-  s.set_read_timeout(std::chrono::seconds(10));
-  s.set_write_timeout(std::chrono::seconds(10));
-  s.set_payload_max_length(1 << 20);
-  s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  s.set_socket_options([](socket_t sock) {
-    int on = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-  });
+  bench::SetUpLikeHookbox(s, threads);  // the ceiling's listener
   s.Post(".*", [&](const httplib::Request& req, httplib::Response& res) {
     if (!Verified(secret, req.body, req.get_header_value("X-Hub-Signature-256"))) {
       res.status = 401;
@@ -177,12 +165,5 @@ int main(int argc, char** argv) {
     }
     res.set_content(R"({"status":"accepted"})", "application/json");
   });
-  if (!s.bind_to_port("127.0.0.1", port)) {
-    std::perror("durable_limit: bind");
-    return 1;
-  }
-  std::printf("{\"msg\":\"listening\",\"listen\":\"127.0.0.1:%d\"}\n", port);
-  std::fflush(stdout);
-  s.listen_after_bind();
-  return 0;
+  return bench::ListenAndServe(s, port, "durable_limit: bind");
 }
