@@ -120,6 +120,12 @@ TEST_CASE("--handler takes ENDPOINT/HANDLER or a bare unambiguous name; unknown 
     CliResult disagree = d.Cli({"inbox", "list", "--endpoint", "gh", "--handler", "shop/orders"});
     CHECK(disagree.exit_code == 1);
     CHECK(disagree.err.find("--endpoint is gh") != std::string::npos);
+    // Neither form: a name with two slashes, or with an empty side, is refused as such.
+    for (const char* malformed : {"gh/orders/x", "/orders", "gh/"}) {
+      CliResult r = d.Cli({"inbox", "list", "--handler", malformed});
+      CHECK(r.exit_code == 1);
+      CHECK(r.err.find("is neither ENDPOINT/HANDLER nor HANDLER") != std::string::npos);
+    }
   }
 
   SECTION("inbox retry --dead and inbox replay") {
