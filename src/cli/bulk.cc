@@ -6,14 +6,15 @@
 // jobs is refused (it would run out during the pause, and every job run at once on
 // resume). Safe beside the running daemon and other replicas: the inbox changes each job by
 // a compare-and-swap (inbox.h).
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
-#include <map>
 #include <optional>
 
 #include "cli/cli.h"
+#include "inbox/bulk_pace.h"
 #include "inbox/filter.h"
 #include "ops/log.h"
 #include "ops/terminal.h"
@@ -148,40 +149,22 @@ StatusOr<int64_t> Act(Inbox& inbox, const BulkRequest& request) {
   return inbox.RetryDead(request);
 }
 
-// The stored state of each handler the plan acts on ("endpoint/handler" -> state); a
-// handler without a state row is running.
-std::map<std::string, HandlerState> StatesOf(Inbox& inbox, const BulkPlan& plan) {
-  std::map<std::string, HandlerState> out;
-  auto all = inbox.Handlers(std::chrono::system_clock::now(), /*count_jobs=*/false);
-  if (!all.ok()) return out;
-  for (const HandlerStatus& h : *all) {
-    const std::string name = h.state.endpoint + "/" + h.state.handler;
-    if (plan.jobs_by_handler.contains(name)) out[name] = h.state;
-  }
-  return out;
-}
-
+// A handler's state as the plan prints it: a pause with its reason.
 std::string StateText(const HandlerState& st) {
-  if (st.paused) {
-    return "paused" + (st.paused_reason.empty() ? "" : " (" + TerminalSafe(st.paused_reason) + ")");
-  }
-  if (st.circuit == Circuit::kOpen) return "circuit-open";
-  if (st.circuit == Circuit::kHalfOpen) return "half-open";
-  return "running";
+  std::string text = HandlerStateName(st);
+  if (st.paused && !st.paused_reason.empty()) text += " (" + TerminalSafe(st.paused_reason) + ")";
+  return text;
 }
 
 // Under the plan: each handler's state, and how long the jobs take to come due.
-void PrintStatesAndDrain(const BulkPlan& p, const std::map<std::string, HandlerState>& states,
-                         double rate) {
-  for (const auto& [name, n] : p.jobs_by_handler) {
-    auto found = states.find(name);
-    std::cout << "  handler state      " << TerminalSafe(name) << " "
-              << (found == states.end() ? std::string("running") : StateText(found->second))
+void PrintStatesAndDrain(const BulkPlan& p, const std::vector<PlanHandler>& handlers, double rate) {
+  for (const PlanHandler& h : handlers) {
+    std::cout << "  handler state      " << TerminalSafe(h.name) << " " << StateText(h.state)
               << "\n";
   }
   if (rate > 0 && p.jobs > 0) {
-    const auto seconds = static_cast<int64_t>(static_cast<double>(p.jobs - 1) / rate) + 1;
-    std::cout << "  drain time         about " << seconds << " s (" << p.jobs
+    std::cout << "  drain time         about " << std::max<int64_t>(1, DrainSeconds(p.jobs, rate))
+              << " s (" << p.jobs
               << " jobs due one after another at --rate; the handler's own rate: may slow it)\n";
   } else if (p.jobs > 0) {
     std::cout << "  drain time         all due now (no --rate): as fast as the handler's "
@@ -189,21 +172,15 @@ void PrintStatesAndDrain(const BulkPlan& p, const std::map<std::string, HandlerS
   }
 }
 
-// A --rate spread starts now: the paused handler's jobs would come due while it waits and
-// all run at once on resume. The refusal names the choices; nullopt when none is paused.
-std::optional<std::string> PausedUnderRate(const std::map<std::string, HandlerState>& states,
-                                           double rate) {
-  if (rate <= 0) return std::nullopt;
-  for (const auto& [name, st] : states) {
-    if (!st.paused) continue;
-    return "handler " + TerminalSafe(name) +
-           " is paused: a --rate spread starts now and would run out while it waits, and on "
-           "resume every job would run at once. Resume it first (hookbox handler resume " +
-           TerminalSafe(name) +
-           "), then run this again; or leave out --rate and give the handler a rate: in the "
-           "config, which holds when it resumes (nothing changed)";
-  }
-  return std::nullopt;
+// The refusal of a --rate spread over a paused handler (inbox/bulk_pace.h), with the choices.
+std::string PausedRefusal(const PlanHandler& paused) {
+  const std::string name = TerminalSafe(paused.name);
+  return "handler " + name +
+         " is paused: a --rate spread starts now and would run out while it waits, and on "
+         "resume every job would run at once. Resume it first (hookbox handler resume " +
+         name +
+         "), then run this again; or leave out --rate and give the handler a rate: in the "
+         "config, which holds when it resumes (nothing changed)";
 }
 
 }  // namespace
@@ -226,13 +203,15 @@ int InboxBulk(const std::string& path, BulkVerb verb, const BulkArgs& args) {
   auto plan = opened.inbox->PlanBulk(request);
   if (!plan.ok()) return ReportFailure(plan.status());
   json out = {{"verb", BulkVerbName(verb)}, {"dry_run", args.dry_run}, {"plan", PlanJson(*plan)}};
-  const std::map<std::string, HandlerState> states = StatesOf(*opened.inbox, *plan);
+  auto handlers = HandlersOfPlan(*opened.inbox, *plan, request.now);
+  if (!handlers.ok()) return ReportFailure(handlers.status());
   if (!args.json) {
     PrintPlan(verb, *plan, request.filter.handler);
-    PrintStatesAndDrain(*plan, states, request.rate);
+    PrintStatesAndDrain(*plan, *handlers, request.rate);
   }
-  if (auto paused = PausedUnderRate(states, request.rate); paused && !args.dry_run) {
-    std::cerr << "hookbox: " << *paused << "\n";
+  if (const PlanHandler* paused = PausedUnderRate(*handlers, request.rate);
+      paused && !args.dry_run) {
+    std::cerr << "hookbox: " << PausedRefusal(*paused) << "\n";
     return kExitBadFilter;
   }
 

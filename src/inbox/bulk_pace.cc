@@ -1,0 +1,45 @@
+// A bulk verb's pace: see bulk_pace.h.
+#include "inbox/bulk_pace.h"
+
+#include <cmath>
+#include <map>
+
+#include "base/status_macros.h"
+
+namespace hookbox {
+
+StatusOr<std::vector<PlanHandler>> HandlersOfPlan(Inbox& inbox, const BulkPlan& plan,
+                                                  TimePoint now) {
+  ASSIGN_OR_RETURN(std::vector<HandlerStatus> all, inbox.Handlers(now, /*count_jobs=*/false));
+  std::map<std::string, const HandlerState*> stored;
+  for (const HandlerStatus& h : all) stored[h.state.endpoint + "/" + h.state.handler] = &h.state;
+  std::vector<PlanHandler> out;
+  for (const auto& [name, jobs] : plan.jobs_by_handler) {
+    PlanHandler p{.name = name, .jobs = jobs, .state = {}};
+    if (auto found = stored.find(name); found != stored.end()) p.state = *found->second;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+const char* HandlerStateName(const HandlerState& state) {
+  if (state.paused) return "paused";
+  if (state.circuit == Circuit::kOpen) return "circuit-open";
+  if (state.circuit == Circuit::kHalfOpen) return "half-open";
+  return "running";
+}
+
+int64_t DrainSeconds(int64_t jobs, double rate) {
+  if (rate <= 0 || jobs <= 0) return 0;
+  return static_cast<int64_t>(std::ceil(static_cast<double>(jobs - 1) / rate));
+}
+
+const PlanHandler* PausedUnderRate(const std::vector<PlanHandler>& handlers, double rate) {
+  if (rate <= 0) return nullptr;
+  for (const PlanHandler& h : handlers) {
+    if (h.state.paused) return &h;
+  }
+  return nullptr;
+}
+
+}  // namespace hookbox

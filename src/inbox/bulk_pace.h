@@ -1,0 +1,42 @@
+// The pace of a bulk verb (`inbox retry --dead|--waiting`, `inbox replay`, the console's bulk
+// page): the state of each handler a plan acts on, how long a --rate spread takes to come due,
+// and the one refusal both front ends give. A --rate spread starts when the verb acts; over a
+// paused handler its due times run out while the handler waits, and on resume every job would
+// run at once, so such a verb is refused (README, "Bulk retry and replay"). Policy over the
+// Inbox's reads: no SQL here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "inbox/inbox.h"
+#include "ops/clock.h"
+
+namespace hookbox {
+
+// A handler a plan acts on: "endpoint/handler", its jobs in the plan and its stored state (a
+// running one when it has no state row).
+struct PlanHandler {
+  std::string name;
+  int64_t jobs = 0;
+  HandlerState state;
+};
+
+// The handlers of plan.jobs_by_handler, in its order, with their states.
+StatusOr<std::vector<PlanHandler>> HandlersOfPlan(Inbox& inbox, const BulkPlan& plan,
+                                                  TimePoint now);
+
+// "paused", "circuit-open", "half-open" or "running"; a pause's reason is the caller's to show.
+const char* HandlerStateName(const HandlerState& state);
+
+// Whole seconds (rounded up) until the last of `jobs` jobs spread at `rate` a second comes
+// due: the i-th is due at i / rate (BulkRequest). 0 without a rate or without jobs.
+int64_t DrainSeconds(int64_t jobs, double rate);
+
+// The first paused handler of `handlers` when `rate` > 0: a spread that would not hold its
+// pace. nullptr when there is none, or no rate.
+const PlanHandler* PausedUnderRate(const std::vector<PlanHandler>& handlers, double rate);
+
+}  // namespace hookbox
