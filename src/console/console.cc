@@ -15,6 +15,7 @@
 #include "base/http_status.h"
 #include "base/status_macros.h"
 #include "console/render.h"
+#include "inbox/bulk_pace.h"
 #include "inbox/filter.h"
 #include "ops/clock.h"
 #include "ops/daemon_metrics.h"
@@ -246,6 +247,14 @@ json JobsView(const std::vector<JobRow>& jobs) {
   return out;
 }
 
+// The form's `verb`, as BulkVerbName spells it: "replay", "retry_waiting", else "retry" (the
+// dead jobs).
+BulkVerb BulkVerbOfForm(const std::string& verb) {
+  if (verb == BulkVerbName(BulkVerb::kReplay)) return BulkVerb::kReplay;
+  if (verb == BulkVerbName(BulkVerb::kRetryWaiting)) return BulkVerb::kRetryWaiting;
+  return BulkVerb::kRetryDead;
+}
+
 // The bulk page's request from a query (GET) or form (POST): the filter, parsed as the CLI
 // parses it and as the list's (FilterOptions: `where` one POINTER=VALUE or form:NAME=VALUE
 // a line, and the form's hidden fields one a line each), the verb and the rate. The times, once
@@ -260,7 +269,7 @@ StatusOr<BulkQuery> ParseBulkQuery(const FormFields& fields) {
   BulkQuery q;
   const std::vector<FilterOption> options = FilterOptions(fields, &q.where);
   ASSIGN_OR_RETURN(q.request.filter, ParseFilter(options, std::chrono::system_clock::now()));
-  q.request.verb = FormText(fields, "verb") == "replay" ? BulkVerb::kReplay : BulkVerb::kRetryDead;
+  q.request.verb = BulkVerbOfForm(FormText(fields, "verb"));
   q.rate_text = FormText(fields, "rate");
   if (!q.rate_text.empty()) {
     auto rate = ParseBulkRate(q.rate_text);
@@ -290,13 +299,64 @@ json BulkFormFields(const BulkQuery& q) {
   return fields;
 }
 
-// The bulk page's plan: the numbers of `--dry-run`, what acting does, and the form's fields
-// (the CSRF token is the caller's to add).
-json BulkPlanView(const BulkPlan& plan, const BulkQuery& q) {
-  const bool replay = q.request.verb == BulkVerb::kReplay;
+// What each verb's plan says: rows skipped for want of what, what acting does, the button.
+struct BulkWords {
+  const char* skipped;
+  const char* what;
+  const char* button;
+};
+
+BulkWords BulkWordsOf(BulkVerb verb) {
+  switch (verb) {
+    case BulkVerb::kReplay:
+      return {"without a done job of the handler",
+              "Each job runs again as a new run (a new idempotency key, "
+              "<endpoint>/replay-<n>:<event_id>), with a fresh attempt budget; its earlier "
+              "attempts stay in the history.",
+              "Replay "};
+    case BulkVerb::kRetryWaiting:
+      return {"without a job waiting in backoff",
+              "The jobs waiting in backoff are made due now (or spread by the rate), keeping "
+              "their attempt counts and their idempotency keys.",
+              "Run now "};
+    case BulkVerb::kRetryDead:
+      break;
+  }
+  return {"without a dead job",
+          "The dead jobs are re-armed with a fresh attempt budget and run again in the worker "
+          "pool, under their own idempotency keys.",
+          "Retry "};
+}
+
+// The bulk page's plan: the numbers of `--dry-run`, each handler's state, the drain time,
+// what acting does, and the form's fields (the CSRF token is the caller's to add). A rate
+// over a paused handler is refused (inbox/bulk_pace.h): no button, and the choices.
+json BulkPlanView(const BulkPlan& plan, const std::vector<PlanHandler>& handlers,
+                  const BulkQuery& q) {
+  const BulkWords words = BulkWordsOf(q.request.verb);
   json by_handler = json::array();
-  for (const auto& [name, n] : plan.jobs_by_handler) {
-    by_handler.push_back({{"name", name}, {"count", n}});
+  for (const PlanHandler& h : handlers) {
+    by_handler.push_back({{"name", h.name},
+                          {"count", h.jobs},
+                          {"state", HandlerStateName(h.state)},
+                          {"reason", h.state.paused ? h.state.paused_reason : ""}});
+  }
+  std::string drain;
+  if (plan.jobs > 0) {
+    drain =
+        q.request.rate > 0
+            ? "about " +
+                  std::to_string(std::max<int64_t>(1, DrainSeconds(plan.jobs, q.request.rate))) +
+                  " s at the rate (the handler's own rate: may slow it)"
+            : "all due now: as fast as the handler's concurrency and rate: allow";
+  }
+  std::string refusal;
+  if (const PlanHandler* paused = PausedUnderRate(handlers, q.request.rate)) {
+    refusal = "Handler " + paused->name +
+              " is paused: a spread at this rate starts now and would run out while it waits, "
+              "and on resume every job would run at once. Resume it on the Handlers page "
+              "first, then plan again; or leave the rate empty and give the handler a rate: "
+              "in the config, which holds when it resumes.";
   }
   return {{"matched", plan.matched},
           {"rows", plan.rows},
@@ -307,16 +367,14 @@ json BulkPlanView(const BulkPlan& plan, const BulkQuery& q) {
           {"skipped_stale", plan.skipped_stale},
           {"skipped_ignored", plan.skipped_ignored},
           {"skipped_no_job", plan.skipped_no_job},
-          {"skipped_what", replay ? "without a done job of the handler" : "without a dead job"},
-          {"what", replay ? "Each job runs again as a new run (a new idempotency key, "
-                            "<endpoint>/replay-<n>:<event_id>), with a fresh attempt budget; "
-                            "its earlier attempts stay in the history."
-                          : "The dead jobs are re-armed with a fresh attempt budget and run "
-                            "again in the worker pool, under their own idempotency keys."},
-          {"can_act", plan.jobs > 0},
+          {"skipped_what", words.skipped},
+          {"drain", drain},
+          {"refusal", refusal},
+          {"what", words.what},
+          {"can_act", plan.jobs > 0 && refusal.empty()},
           {"verb", BulkVerbName(q.request.verb)},
           {"fields", BulkFormFields(q)},
-          {"label", (replay ? "Replay " : "Retry ") + std::to_string(plan.jobs) + " job(s)"}};
+          {"label", words.button + std::to_string(plan.jobs) + " job(s)"}};
 }
 
 // The config's endpoints for a page's select, `selected` marked.
@@ -662,9 +720,10 @@ Answer Console::HandlerAction(const Delivery& d, bool pause) {
                   "&endpoint=" + UrlEncode(endpoint) + "&handler=" + UrlEncode(handler));
 }
 
-// The bulk page: the plan of a retry of the dead jobs, or a replay of one handler, over the
-// filter in the query (the same numbers as `hookbox inbox retry --dead --dry-run`), and the
-// form whose POST acts. GET changes nothing.
+// The bulk page: the plan of a retry of the dead jobs, of the jobs waiting in backoff, or a
+// replay of one handler, over the filter in the query (the same numbers and handler states
+// as `hookbox inbox retry --dead --dry-run`), and the form whose POST acts. GET changes
+// nothing.
 Answer Console::BulkPage(const Delivery& d) {
   const std::shared_ptr<const ConsoleOptions> opts = Options();
   const FormFields query = ParseUrlEncoded(d.query);
@@ -686,7 +745,14 @@ Answer Console::BulkPage(const Delivery& d) {
                     {"until", FormText(query, "until")},
                     {"where", where_text}};
   view["rate"] = FormText(query, "rate");
-  view["replay"] = FormText(query, "verb") == "replay";
+  const BulkVerb verb = BulkVerbOfForm(FormText(query, "verb"));
+  view["verbs"] = json::array();
+  for (auto [v, label] : {std::pair{BulkVerb::kRetryDead, "Retry dead jobs"},
+                          std::pair{BulkVerb::kRetryWaiting, "Run waiting jobs now"},
+                          std::pair{BulkVerb::kReplay, "Replay a handler"}}) {
+    view["verbs"].push_back(
+        {{"value", BulkVerbName(v)}, {"label", label}, {"selected", v == verb}});
+  }
   if (auto n = ParseAsciiDigits(FormText(query, "done"))) {
     view["notice"] = "Re-armed " + std::to_string(*n) + " job(s): they run in the worker pool.";
   }
@@ -700,7 +766,9 @@ Answer Console::BulkPage(const Delivery& d) {
     }
     auto plan = inbox_.PlanBulk(q->request);
     if (!plan.ok()) return Failed(plan.status());
-    view["plan"] = BulkPlanView(*plan, *q);
+    auto handlers = HandlersOfPlan(inbox_, *plan, q->request.now);
+    if (!handlers.ok()) return Failed(handlers.status());
+    view["plan"] = BulkPlanView(*plan, *handlers, *q);
     view["plan"]["csrf"] = guards_.BulkCsrfToken();
   }
   return Html(200, "bulk.html", view);
@@ -717,8 +785,29 @@ Answer Console::BulkAction(const Delivery& d) {
   if (q->request.verb == BulkVerb::kReplay && q->request.filter.handler.empty()) {
     return Message(400, "Which handler?", "A replay runs one handler again: name it.");
   }
-  auto done = q->request.verb == BulkVerb::kReplay ? inbox_.Replay(q->request)
-                                                   : inbox_.RetryDead(q->request);
+  // The rate's refusal again: the handler may have been paused since the page was shown.
+  auto plan = inbox_.PlanBulk(q->request);
+  if (!plan.ok()) return Failed(plan.status());
+  auto handlers = HandlersOfPlan(inbox_, *plan, q->request.now);
+  if (!handlers.ok()) return Failed(handlers.status());
+  if (const PlanHandler* paused = PausedUnderRate(*handlers, q->request.rate)) {
+    return Message(409, "Handler paused",
+                   "Handler " + paused->name +
+                       " is paused: a spread at this rate would run out while it waits. "
+                       "Resume it first, or leave the rate empty. Nothing was changed.");
+  }
+  StatusOr<int64_t> done = 0;
+  switch (q->request.verb) {
+    case BulkVerb::kReplay:
+      done = inbox_.Replay(q->request);
+      break;
+    case BulkVerb::kRetryWaiting:
+      done = inbox_.RetryWaiting(q->request);
+      break;
+    case BulkVerb::kRetryDead:
+      done = inbox_.RetryDead(q->request);
+      break;
+  }
   if (!done.ok()) return Failed(done.status());
   Metrics()
       .bulk_jobs_rearmed.With({BulkVerbName(q->request.verb)})

@@ -577,6 +577,89 @@ TEST_CASE("console: the bulk page plans a retry of dead jobs; its POST re-arms t
         std::string::npos);
 }
 
+// The bulk page's third verb, `inbox retry --waiting`'s: jobs waiting in backoff (an hour
+// here) made due now. Its plan names each handler's state and the drain time; a rate over a
+// paused handler's jobs is refused on the page (no button) and by the POST (409), nothing
+// changed; once resumed the POST runs them at once, each keeping its attempt count.
+TEST_CASE("console: the bulk page runs waiting jobs now; a rate over a paused one is refused") {
+  TempDir dir;
+  Daemon d(dir, R"(
+listen: 127.0.0.1:0
+admin_listen: 127.0.0.1:0
+database: {DB}
+workers: 2
+endpoints:
+  - name: open
+    path: /hooks/open
+    verify: none
+    event_id: body:/id
+    retry: {max_attempts: 10, base: 1h, max: 1h}
+    routes:
+      - events: ["*"]
+        handlers:
+          - name: flaky
+            exec: {command: [/bin/sh, -c, 'test -e {DIR}/ok || exit 1']}
+)");
+  for (const char* id : {"w1", "w2"}) Deliver(d, {{"id", id}});
+  auto waiting = [&](const std::string& id) {
+    const json row = Show(d, id);
+    if (row.is_null()) return false;
+    const json& job = row["jobs"][0];
+    return job["status"] == "pending" && job["attempts"].size() == 1 &&
+           !job["attempts"][0]["finished_at"].get<std::string>().empty();
+  };
+  for (const char* id : {"w1", "w2"}) REQUIRE(Eventually([&] { return waiting(id); }));
+  const json next = Show(d, "w1")["jobs"][0]["next_attempt_at"];
+  auto c = Admin(d);
+
+  auto page = c.Get("/bulk?verb=retry_waiting&endpoint=open");
+  REQUIRE(page);
+  CHECK(page->status == 200);
+  CHECK(page->body.find("<option value=\"retry_waiting\" selected>Run waiting jobs now") !=
+        std::string::npos);
+  CHECK(page->body.find("id=\"plan-jobs\">2<") != std::string::npos);
+  CHECK(page->body.find("open/flaky <span class=\"state\" data-state=\"running\">running<") !=
+        std::string::npos);
+  CHECK(page->body.find("id=\"plan-drain\">all due now") != std::string::npos);
+  CHECK(page->body.find("id=\"bulk-confirm\">Run now 2 job(s)<") != std::string::npos);
+  const std::string csrf = Hidden(page->body, "csrf");
+
+  // Paused, a rate is refused: the page offers no button and says why; the POST is 409.
+  auto paused = d.Cli({"handler", "pause", "open/flaky", "--reason", "target down"});
+  REQUIRE(paused.exit_code == 0);
+  auto refused = c.Get("/bulk?verb=retry_waiting&endpoint=open&rate=1%2Fs");
+  REQUIRE(refused);
+  CHECK(refused->body.find("data-state=\"paused\">paused (target down)<") != std::string::npos);
+  CHECK(refused->body.find("id=\"plan-drain\">about 1 s at the rate") != std::string::npos);
+  CHECK(refused->body.find("id=\"plan-refusal\">Handler open/flaky is paused") !=
+        std::string::npos);
+  CHECK(refused->body.find("bulk-confirm") == std::string::npos);
+  auto post =
+      PostForm(c, "/bulk",
+               {{"verb", "retry_waiting"}, {"endpoint", "open"}, {"rate", "1/s"}, {"csrf", csrf}});
+  REQUIRE(post);
+  CHECK(post->status == 409);
+  CHECK(post->body.find("Nothing was changed") != std::string::npos);
+  CHECK(Show(d, "w1")["jobs"][0]["next_attempt_at"] == next);
+
+  // Resumed and fixed: the POST makes both due now; they run, their attempts counted on.
+  REQUIRE(d.Cli({"handler", "resume", "open/flaky"}).exit_code == 0);
+  hookbox::testing::WriteFile(dir / "ok", "");
+  auto done =
+      PostForm(c, "/bulk", {{"verb", "retry_waiting"}, {"endpoint", "open"}, {"csrf", csrf}});
+  REQUIRE(done);
+  CHECK(done->status == 303);
+  CHECK(done->get_header_value("Location").find("done=2") != std::string::npos);
+  for (const char* id : {"w1", "w2"}) {
+    WaitForStatus(d, id, "processed");
+    CHECK(Show(d, id)["jobs"][0]["attempts"].size() == 2);
+  }
+  auto metrics = c.Get("/metrics");
+  REQUIRE(metrics);
+  CHECK(metrics->body.find("hookbox_bulk_jobs_rearmed_total{verb=\"retry_waiting\"} 2") !=
+        std::string::npos);
+}
+
 TEST_CASE("console: the bulk page's replay runs a handler again under a new key") {
   TempDir dir;
   hookbox::testing::WriteFile(dir / "ok", "");
