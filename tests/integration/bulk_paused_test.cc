@@ -2,26 +2,74 @@
 // the real daemon and CLI: the plan names each handler's state and the drain time; a --rate
 // spread of a paused handler's jobs is refused with the choices, nothing changed (the spread
 // would run out during the pause and every job run at once on resume), and a dry run shows
-// it; without --rate, or once resumed, the retry acts.
+// it; once resumed the retry acts, and a local downstream that notes when each request
+// arrives sees them at the rate, not all at once.
+#include <httplib.h>
+
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "daemon.h"
 
 using hookbox::testing::Daemon;
 using hookbox::testing::Eventually;
 using hookbox::testing::TempDir;
-using hookbox::testing::WriteFile;
 using nlohmann::json;
 
 namespace {
 
-// Handler `record` fails permanently (exit 65) until {DIR}/fixed exists.
-constexpr const char* kConfig = R"(
+// The service behind handler `record`: refuses every request (400: the job dies at once)
+// until fixed, then answers 200 and notes when each request arrived.
+class Downstream {
+ public:
+  Downstream() {
+    server_.Post(".*", [this](const httplib::Request&, httplib::Response& res) {
+      std::lock_guard lock(mu_);
+      if (!fixed_) {
+        res.status = 400;
+        return;
+      }
+      res.status = 200;
+      arrivals_.push_back(std::chrono::steady_clock::now());
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    while (!server_.is_running()) std::this_thread::yield();
+  }
+  ~Downstream() {
+    server_.stop();
+    thread_.join();
+  }
+  int port() const { return port_; }
+  void Fix() {
+    std::lock_guard lock(mu_);
+    fixed_ = true;
+  }
+  std::vector<std::chrono::steady_clock::time_point> arrivals() {
+    std::lock_guard lock(mu_);
+    return arrivals_;
+  }
+
+ private:
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = 0;
+  std::mutex mu_;
+  bool fixed_ = false;
+  std::vector<std::chrono::steady_clock::time_point> arrivals_;
+};
+
+std::string Config(int downstream_port) {
+  return R"(
 listen: 127.0.0.1:0
 admin_listen: ""
 database: "{DB}"
-workers: 2
+workers: 4
 endpoints:
   - name: ep
     path: /hooks/ep
@@ -31,8 +79,21 @@ endpoints:
       - events: ["*"]
         handlers:
           - name: record
-            exec: {command: [/bin/sh, -c, 'test -f {DIR}/fixed || exit 65']}
+            http: {url: "http://127.0.0.1:)" +
+         std::to_string(downstream_port) + R"(/", concurrency: 8}
 )";
+}
+
+// The most requests that arrived within any one second.
+size_t MostInOneSecond(std::vector<std::chrono::steady_clock::time_point> times) {
+  std::sort(times.begin(), times.end());
+  size_t most = 0;
+  for (size_t first = 0, last = 0; last < times.size(); ++last) {
+    while (times[last] - times[first] >= std::chrono::seconds(1)) ++first;
+    most = std::max(most, last - first + 1);
+  }
+  return most;
+}
 
 int Dead(const Daemon& d) {
   int n = 0;
@@ -44,7 +105,8 @@ int Dead(const Daemon& d) {
 
 TEST_CASE("bulk retry --rate refuses a paused handler's spread; the plan says state and drain") {
   TempDir dir;
-  Daemon d(dir, kConfig);
+  Downstream downstream;
+  Daemon d(dir, Config(downstream.port()));
   for (int i = 0; i < 30; ++i) {
     auto r = d.Post("/hooks/ep", {}, R"({"id":"e)" + std::to_string(i) + R"(","type":"t"})");
     REQUIRE(r);
@@ -52,7 +114,7 @@ TEST_CASE("bulk retry --rate refuses a paused handler's spread; the plan says st
   }
   REQUIRE(Eventually([&] { return Dead(d) == 30; }));
   REQUIRE(d.Cli({"handler", "pause", "ep/record", "--reason", "downstream down"}).exit_code == 0);
-  WriteFile(dir / "fixed", "");
+  downstream.Fix();
 
   const std::vector<std::string> retry = {"inbox", "retry",  "--dead", "--endpoint",
                                           "ep",    "--rate", "10/s",   "--yes"};
@@ -71,9 +133,20 @@ TEST_CASE("bulk retry --rate refuses a paused handler's spread; the plan says st
 
   // Resumed first, the spread holds from the act on: the plan says so and it acts.
   REQUIRE(d.Cli({"handler", "resume", "ep/record"}).exit_code == 0);
+  const auto acted = std::chrono::steady_clock::now();
   auto run = d.Cli(retry);
   REQUIRE(run.exit_code == 0);
   CHECK(run.out.find("  handler state      ep/record running\n") != std::string::npos);
   CHECK(run.out.find("re-armed 30 job(s)") != std::string::npos);
-  REQUIRE(Eventually([&] { return Dead(d) == 0; }));
+  REQUIRE(Eventually([&] { return downstream.arrivals().size() == 30; }));
+  CHECK(Dead(d) == 0);
+
+  // The pace held: the 30th job was due 2.9 s after the act, so the last request cannot
+  // come sooner (the due times are the bound, not this machine's speed); and no second saw
+  // a flood (all 30 at once is what the refused order would have done on resume). 20 leaves
+  // room for a worker that stalls and then claims the jobs that came due meanwhile.
+  const auto arrivals = downstream.arrivals();
+  CHECK(*std::max_element(arrivals.begin(), arrivals.end()) - acted >=
+        std::chrono::milliseconds(2900));
+  CHECK(MostInOneSecond(arrivals) <= 20);
 }
