@@ -6,7 +6,6 @@
 // jobs is refused (it would run out during the pause, and every job run at once on
 // resume). Safe beside the running daemon and other replicas: the inbox changes each job by
 // a compare-and-swap (inbox.h).
-#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <iomanip>
@@ -112,12 +111,12 @@ std::optional<BulkRequest> RequestOrReport(BulkVerb verb, const BulkArgs& args) 
   return request;
 }
 
-// A dry run, a refusal for want of --yes, or nothing to do: the answer without acting, as
-// an exit code; nullopt when the verb is to act.
+// A dry run, a refusal (`refused`: a --rate over a paused handler; or for want of --yes), or
+// nothing to do: the answer without acting, as an exit code; nullopt when the verb is to act.
 std::optional<int> AnswerWithoutActing(BulkVerb verb, const BulkPlan& plan, const BulkArgs& args,
-                                       json& out) {
-  std::string refused;
-  if (!args.dry_run && plan.rows > 1 && !args.yes) {
+                                       std::string refused, json& out) {
+  if (args.dry_run) refused.clear();
+  if (refused.empty() && !args.dry_run && plan.rows > 1 && !args.yes) {
     refused = std::to_string(plan.rows) + " rows match: add --yes to " + WordsOf(verb).act +
               " (nothing changed)";
   }
@@ -137,18 +136,6 @@ std::optional<int> AnswerWithoutActing(BulkVerb verb, const BulkPlan& plan, cons
   return kExitBadFilter;
 }
 
-StatusOr<int64_t> Act(Inbox& inbox, const BulkRequest& request) {
-  switch (request.verb) {
-    case BulkVerb::kReplay:
-      return inbox.Replay(request);
-    case BulkVerb::kRetryWaiting:
-      return inbox.RetryWaiting(request);
-    case BulkVerb::kRetryDead:
-      break;
-  }
-  return inbox.RetryDead(request);
-}
-
 // A handler's state as the plan prints it: a pause with its reason.
 std::string StateText(const HandlerState& st) {
   std::string text = HandlerStateName(st);
@@ -163,8 +150,7 @@ void PrintStatesAndDrain(const BulkPlan& p, const std::vector<PlanHandler>& hand
               << "\n";
   }
   if (rate > 0 && p.jobs > 0) {
-    std::cout << "  drain time         about " << std::max<int64_t>(1, DrainSeconds(p.jobs, rate))
-              << " s (" << p.jobs
+    std::cout << "  drain time         about " << DrainSeconds(p.jobs, rate) << " s (" << p.jobs
               << " jobs due one after another at --rate; the handler's own rate: may slow it)\n";
   } else if (p.jobs > 0) {
     std::cout << "  drain time         all due now (no --rate): as fast as the handler's "
@@ -205,20 +191,26 @@ int InboxBulk(const std::string& path, BulkVerb verb, const BulkArgs& args) {
   json out = {{"verb", BulkVerbName(verb)}, {"dry_run", args.dry_run}, {"plan", PlanJson(*plan)}};
   auto handlers = HandlersOfPlan(*opened.inbox, *plan, request.now);
   if (!handlers.ok()) return ReportFailure(handlers.status());
+  out["handlers"] = json::array();
+  for (const PlanHandler& h : *handlers) {
+    out["handlers"].push_back({{"handler", h.name},
+                               {"jobs", h.jobs},
+                               {"state", HandlerStateName(h.state)},
+                               {"reason", h.state.paused_reason}});
+  }
+  out["drain_seconds"] = DrainSeconds(plan->jobs, request.rate);
   if (!args.json) {
     PrintPlan(verb, *plan, request.filter.handler);
     PrintStatesAndDrain(*plan, *handlers, request.rate);
   }
-  if (const PlanHandler* paused = PausedUnderRate(*handlers, request.rate);
-      paused && !args.dry_run) {
-    std::cerr << "hookbox: " << PausedRefusal(*paused) << "\n";
-    return kExitBadFilter;
+  const PlanHandler* paused = PausedUnderRate(*handlers, request.rate);
+  if (auto code =
+          AnswerWithoutActing(verb, *plan, args, paused ? PausedRefusal(*paused) : "", out)) {
+    return *code;
   }
-
-  if (auto code = AnswerWithoutActing(verb, *plan, args, out)) return *code;
   request.now = std::chrono::system_clock::now();
   const auto started = std::chrono::steady_clock::now();
-  auto done = Act(*opened.inbox, request);
+  auto done = ActBulk(*opened.inbox, request);
   if (!done.ok()) return ReportFailure(done.status());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -35,11 +35,7 @@ const HandlerSpec* SpecOf(const Config& config, const std::string& endpoint,
 }
 
 std::string StateWord(const HandlerState& st, bool configured) {
-  if (!configured) return "not-configured";
-  if (st.paused) return "paused";
-  if (st.circuit == Circuit::kOpen) return "circuit-open";
-  if (st.circuit == Circuit::kHalfOpen) return "half-open";
-  return "running";
+  return configured ? HandlerStateName(st) : "not-configured";
 }
 
 // The handlers a pause or resume names: ENDPOINT/HANDLER or a bare HANDLER (ResolveHandler,

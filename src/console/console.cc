@@ -299,6 +299,15 @@ json BulkFormFields(const BulkQuery& q) {
   return fields;
 }
 
+// The page's and the POST's refusal of a rate over a paused handler (inbox/bulk_pace.h).
+std::string PausedRefusal(const PlanHandler& paused) {
+  return "Handler " + paused.name +
+         " is paused: a spread at this rate starts now and would run out while it waits, and "
+         "on resume every job would run at once. Resume it on the Handlers page first, then "
+         "plan again; or leave the rate empty and give the handler a rate: in the config, "
+         "which holds when it resumes. Nothing was changed.";
+}
+
 // What each verb's plan says: rows skipped for want of what, what acting does, the button.
 struct BulkWords {
   const char* skipped;
@@ -343,21 +352,13 @@ json BulkPlanView(const BulkPlan& plan, const std::vector<PlanHandler>& handlers
   }
   std::string drain;
   if (plan.jobs > 0) {
-    drain =
-        q.request.rate > 0
-            ? "about " +
-                  std::to_string(std::max<int64_t>(1, DrainSeconds(plan.jobs, q.request.rate))) +
-                  " s at the rate (the handler's own rate: may slow it)"
-            : "all due now: as fast as the handler's concurrency and rate: allow";
+    drain = q.request.rate > 0
+                ? "about " + std::to_string(DrainSeconds(plan.jobs, q.request.rate)) +
+                      " s at the rate (the handler's own rate: may slow it)"
+                : "all due now: as fast as the handler's concurrency and rate: allow";
   }
-  std::string refusal;
-  if (const PlanHandler* paused = PausedUnderRate(handlers, q.request.rate)) {
-    refusal = "Handler " + paused->name +
-              " is paused: a spread at this rate starts now and would run out while it waits, "
-              "and on resume every job would run at once. Resume it on the Handlers page "
-              "first, then plan again; or leave the rate empty and give the handler a rate: "
-              "in the config, which holds when it resumes.";
-  }
+  const PlanHandler* paused = PausedUnderRate(handlers, q.request.rate);
+  const std::string refusal = paused ? PausedRefusal(*paused) : "";
   return {{"matched", plan.matched},
           {"rows", plan.rows},
           {"jobs", plan.jobs},
@@ -650,13 +651,9 @@ Answer Console::HandlersPage(const Delivery& d) {
       if (s.state.endpoint == ph.endpoint && s.state.handler == ph.handler) h = s;
     }
     const HandlerState& st = h.state;
-    const std::string state = st.paused                          ? "paused"
-                              : st.circuit == Circuit::kOpen     ? "circuit open"
-                              : st.circuit == Circuit::kHalfOpen ? "half-open"
-                                                                 : "running";
     view["handlers"].push_back({{"endpoint", ph.endpoint},
                                 {"handler", ph.handler},
-                                {"state", state},
+                                {"state", HandlerStateName(st)},
                                 {"reason", st.paused_reason},
                                 {"pending", h.pending},
                                 {"due", h.due},
@@ -785,29 +782,18 @@ Answer Console::BulkAction(const Delivery& d) {
   if (q->request.verb == BulkVerb::kReplay && q->request.filter.handler.empty()) {
     return Message(400, "Which handler?", "A replay runs one handler again: name it.");
   }
-  // The rate's refusal again: the handler may have been paused since the page was shown.
-  auto plan = inbox_.PlanBulk(q->request);
-  if (!plan.ok()) return Failed(plan.status());
-  auto handlers = HandlersOfPlan(inbox_, *plan, q->request.now);
-  if (!handlers.ok()) return Failed(handlers.status());
-  if (const PlanHandler* paused = PausedUnderRate(*handlers, q->request.rate)) {
-    return Message(409, "Handler paused",
-                   "Handler " + paused->name +
-                       " is paused: a spread at this rate would run out while it waits. "
-                       "Resume it first, or leave the rate empty. Nothing was changed.");
+  // A rate's refusal again: the handler may have been paused since the page was shown.
+  // Without a rate there is nothing to refuse, and no plan to make again.
+  if (q->request.rate > 0) {
+    auto plan = inbox_.PlanBulk(q->request);
+    if (!plan.ok()) return Failed(plan.status());
+    auto handlers = HandlersOfPlan(inbox_, *plan, q->request.now);
+    if (!handlers.ok()) return Failed(handlers.status());
+    if (const PlanHandler* paused = PausedUnderRate(*handlers, q->request.rate)) {
+      return Message(409, "Handler paused", PausedRefusal(*paused));
+    }
   }
-  StatusOr<int64_t> done = 0;
-  switch (q->request.verb) {
-    case BulkVerb::kReplay:
-      done = inbox_.Replay(q->request);
-      break;
-    case BulkVerb::kRetryWaiting:
-      done = inbox_.RetryWaiting(q->request);
-      break;
-    case BulkVerb::kRetryDead:
-      done = inbox_.RetryDead(q->request);
-      break;
-  }
+  auto done = ActBulk(inbox_, q->request);
   if (!done.ok()) return Failed(done.status());
   Metrics()
       .bulk_jobs_rearmed.With({BulkVerbName(q->request.verb)})

@@ -1,6 +1,7 @@
 // A bulk verb's pace: see bulk_pace.h.
 #include "inbox/bulk_pace.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -22,16 +23,22 @@ StatusOr<std::vector<PlanHandler>> HandlersOfPlan(Inbox& inbox, const BulkPlan& 
   return out;
 }
 
-const char* HandlerStateName(const HandlerState& state) {
-  if (state.paused) return "paused";
-  if (state.circuit == Circuit::kOpen) return "circuit-open";
-  if (state.circuit == Circuit::kHalfOpen) return "half-open";
-  return "running";
-}
-
 int64_t DrainSeconds(int64_t jobs, double rate) {
   if (rate <= 0 || jobs <= 0) return 0;
-  return static_cast<int64_t>(std::ceil(static_cast<double>(jobs - 1) / rate));
+  return std::max<int64_t>(1,
+                           static_cast<int64_t>(std::ceil(static_cast<double>(jobs - 1) / rate)));
+}
+
+StatusOr<int64_t> ActBulk(Inbox& inbox, const BulkRequest& request) {
+  switch (request.verb) {
+    case BulkVerb::kReplay:
+      return inbox.Replay(request);
+    case BulkVerb::kRetryWaiting:
+      return inbox.RetryWaiting(request);
+    case BulkVerb::kRetryDead:
+      break;
+  }
+  return inbox.RetryDead(request);
 }
 
 const PlanHandler* PausedUnderRate(const std::vector<PlanHandler>& handlers, double rate) {

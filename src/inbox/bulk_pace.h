@@ -28,12 +28,13 @@ struct PlanHandler {
 StatusOr<std::vector<PlanHandler>> HandlersOfPlan(Inbox& inbox, const BulkPlan& plan,
                                                   TimePoint now);
 
-// "paused", "circuit-open", "half-open" or "running"; a pause's reason is the caller's to show.
-const char* HandlerStateName(const HandlerState& state);
-
-// Whole seconds (rounded up) until the last of `jobs` jobs spread at `rate` a second comes
-// due: the i-th is due at i / rate (BulkRequest). 0 without a rate or without jobs.
+// About how many seconds a spread of `jobs` jobs at `rate` a second takes to come due: the
+// i-th is due at i / rate (BulkRequest), so (jobs - 1) / rate rounded up, and at least 1.
+// 0 without a rate or without jobs.
 int64_t DrainSeconds(int64_t jobs, double rate);
+
+// The verb's act: Inbox::RetryDead, RetryWaiting or Replay. Returns the jobs re-armed.
+StatusOr<int64_t> ActBulk(Inbox& inbox, const BulkRequest& request);
 
 // The first paused handler of `handlers` when `rate` > 0: a spread that would not hold its
 // pace. nullptr when there is none, or no rate.

@@ -18,6 +18,13 @@ const char* CircuitName(Circuit c) {
   return "closed";
 }
 
+const char* HandlerStateName(const HandlerState& state) {
+  if (state.paused) return "paused";
+  if (state.circuit == Circuit::kOpen) return "circuit-open";
+  if (state.circuit == Circuit::kHalfOpen) return "half-open";
+  return "running";
+}
+
 std::optional<TimePoint> StateTime(const std::string& text) {
   if (text.empty()) return std::nullopt;
   auto micros = ParseRfc3339Micros(text);

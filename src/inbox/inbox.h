@@ -293,6 +293,10 @@ struct HandlerState {
   std::string refilled_at;
 };
 
+// A handler state in one word, as `handler list`, the console and a bulk plan print it:
+// "paused" (the operator's, named first), "circuit-open", "half-open" or "running".
+const char* HandlerStateName(const HandlerState& state);
+
 // A handler as `handler list` shows it: its state (a default one when it has no row) and
 // its jobs: pending (not yet due, or held), due (pending and due now), running
 // (processing), dead.

@@ -1,5 +1,6 @@
 // A bulk verb's pace (inbox/bulk_pace.h): the handlers of a plan with their stored states, the
-// drain time of a --rate spread, and the refusal of a spread over a paused handler. The states
+// drain time of a --rate spread, and the refusal of a spread over a paused handler (ActBulk
+// is the Inbox's verbs, tested in retry_replay_test.cc and through the CLI and console). The states
 // are read from a real inbox (SQLite here, the throwaway PostgreSQL cluster as
 // `inbox_postgres`); the arithmetic needs none.
 #include "inbox/bulk_pace.h"
@@ -41,21 +42,11 @@ TEST_CASE("bulk pace: a plan's handlers carry their stored state, paused with it
   CHECK(PausedUnderRate(*resumed, 10) == nullptr);
 }
 
-TEST_CASE("bulk pace: the circuit's states by name") {
-  HandlerState st;
-  st.circuit = Circuit::kOpen;
-  CHECK(std::string(HandlerStateName(st)) == "circuit-open");
-  st.circuit = Circuit::kHalfOpen;
-  CHECK(std::string(HandlerStateName(st)) == "half-open");
-  st.paused = true;  // a pause is what the operator did: it is named first
-  CHECK(std::string(HandlerStateName(st)) == "paused");
-}
-
 TEST_CASE("bulk pace: the drain time is when the last job of the spread comes due") {
   CHECK(DrainSeconds(30, 10) == 3);  // the 30th at 29/10 s
   CHECK(DrainSeconds(31, 10) == 3);
   CHECK(DrainSeconds(32, 10) == 4);
-  CHECK(DrainSeconds(1, 10) == 0);
+  CHECK(DrainSeconds(1, 10) == 1);                 // due at once: "about 1 s", never "about 0 s"
   CHECK(DrainSeconds(120, 1.0 / 60) == 119 * 60);  // 1/min
   CHECK(DrainSeconds(0, 10) == 0);
   CHECK(DrainSeconds(50, 0) == 0);  // no rate: all due now

@@ -363,3 +363,14 @@ TEST_CASE("handler gate: refill, cap, floor and the circuit's rules") {
   CHECK(DecideClaim(paused, nullptr, kT0).budget == 0);
   CHECK_FALSE(DecideClaim(paused, nullptr, kT0).unlimited);
 }
+
+TEST_CASE("handler state: one word for each, a pause named before its circuit") {
+  HandlerState st;
+  CHECK(std::string(HandlerStateName(st)) == "running");
+  st.circuit = Circuit::kOpen;
+  CHECK(std::string(HandlerStateName(st)) == "circuit-open");
+  st.circuit = Circuit::kHalfOpen;
+  CHECK(std::string(HandlerStateName(st)) == "half-open");
+  st.paused = true;  // what the operator did is what holds it: named first
+  CHECK(std::string(HandlerStateName(st)) == "paused");
+}

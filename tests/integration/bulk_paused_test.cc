@@ -127,6 +127,19 @@ TEST_CASE("bulk retry --rate refuses a paused handler's spread; the plan says st
   CHECK(refused.err.find("hookbox handler resume ep/record") != std::string::npos);
   CHECK(refused.err.find("nothing changed") != std::string::npos);
   CHECK(Dead(d) == 30);
+  // With --json the refusal is the object's `refused`, beside the plan's handler states.
+  auto json_refused =
+      d.Cli({"inbox", "retry", "--dead", "--endpoint", "ep", "--rate", "10/s", "--yes", "--json"});
+  CHECK(json_refused.exit_code == 2);
+  const json answer = json::parse(json_refused.out);
+  CHECK(answer["rearmed"] == 0);
+  CHECK(answer["refused"].get<std::string>().find("ep/record is paused") != std::string::npos);
+  CHECK(answer["handlers"][0]["handler"] == "ep/record");
+  CHECK(answer["handlers"][0]["state"] == "paused");
+  CHECK(answer["handlers"][0]["reason"] == "downstream down");
+  CHECK(answer["handlers"][0]["jobs"] == 30);
+  CHECK(answer["drain_seconds"] == 3);
+  CHECK(Dead(d) == 30);
   auto dry = d.Cli({"inbox", "retry", "--dead", "--endpoint", "ep", "--rate", "10/s", "--dry-run"});
   CHECK(dry.exit_code == 0);
   CHECK(dry.out.find("paused (downstream down)") != std::string::npos);
