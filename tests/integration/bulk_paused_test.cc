@@ -11,13 +11,13 @@
 #include <chrono>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "daemon.h"
 
 using hookbox::testing::Daemon;
 using hookbox::testing::Eventually;
+using hookbox::testing::LoopbackServer;
 using hookbox::testing::TempDir;
 using nlohmann::json;
 
@@ -27,25 +27,7 @@ namespace {
 // until fixed, then answers 200 and notes when each request arrived.
 class Downstream {
  public:
-  Downstream() {
-    server_.Post(".*", [this](const httplib::Request&, httplib::Response& res) {
-      std::lock_guard lock(mu_);
-      if (!fixed_) {
-        res.status = 400;
-        return;
-      }
-      res.status = 200;
-      arrivals_.push_back(std::chrono::steady_clock::now());
-    });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::yield();
-  }
-  ~Downstream() {
-    server_.stop();
-    thread_.join();
-  }
-  int port() const { return port_; }
+  int port() const { return server_.port(); }
   void Fix() {
     std::lock_guard lock(mu_);
     fixed_ = true;
@@ -56,12 +38,18 @@ class Downstream {
   }
 
  private:
-  httplib::Server server_;
-  std::thread thread_;
-  int port_ = 0;
   std::mutex mu_;
   bool fixed_ = false;
   std::vector<std::chrono::steady_clock::time_point> arrivals_;
+  LoopbackServer server_{[this](const httplib::Request&, httplib::Response& res) {
+    std::lock_guard lock(mu_);
+    if (!fixed_) {
+      res.status = 400;
+      return;
+    }
+    res.status = 200;
+    arrivals_.push_back(std::chrono::steady_clock::now());
+  }};  // last: it serves until destroyed first, while the state above still lives
 };
 
 std::string Config(int downstream_port) {

@@ -33,6 +33,30 @@ namespace hookbox::testing {
 
 namespace fs = std::filesystem;
 
+// A downstream on a free loopback port: every POST goes to `on_post`, served on a thread of
+// its own from construction until destruction. An http handler's target in a test.
+class LoopbackServer {
+ public:
+  explicit LoopbackServer(httplib::Server::Handler on_post) {
+    server_.Post(".*", std::move(on_post));
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    while (!server_.is_running()) std::this_thread::yield();
+  }
+  ~LoopbackServer() {
+    server_.stop();
+    thread_.join();
+  }
+  LoopbackServer(const LoopbackServer&) = delete;
+  LoopbackServer& operator=(const LoopbackServer&) = delete;
+  int port() const { return port_; }
+
+ private:
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
 class TempDir {
  public:
   TempDir() {

@@ -9,7 +9,6 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <thread>
 
 #include "daemon.h"
 
@@ -19,6 +18,7 @@ using hookbox::testing::AnswerLine;
 using hookbox::testing::Daemon;
 using hookbox::testing::Eventually;
 using hookbox::testing::GithubSigned;
+using hookbox::testing::LoopbackServer;
 using hookbox::testing::TempDir;
 using nlohmann::json;
 
@@ -27,29 +27,7 @@ using nlohmann::json;
 // told to refuse.
 class Downstream {
  public:
-  Downstream() {
-    server_.Post(".*", [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard lock(mu_);
-      const std::string key = req.get_header_value("Idempotency-Key");
-      ++requests_;
-      if (down_) {
-        res.status = 503;
-      } else if (refused_.count(key)) {
-        res.status = 400;
-      } else {
-        res.status = 200;
-        ++seen_[key];
-      }
-    });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::yield();
-  }
-  ~Downstream() {
-    server_.stop();
-    thread_.join();
-  }
-  int port() const { return port_; }
+  int port() const { return server_.port(); }
   void SetDown(bool down) {
     std::lock_guard lock(mu_);
     down_ = down;
@@ -68,14 +46,24 @@ class Downstream {
   }
 
  private:
-  httplib::Server server_;
-  std::thread thread_;
-  int port_ = 0;
   std::mutex mu_;
   bool down_ = true;
   std::set<std::string> refused_;
   std::map<std::string, int> seen_;
   int requests_ = 0;
+  LoopbackServer server_{[this](const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard lock(mu_);
+    const std::string key = req.get_header_value("Idempotency-Key");
+    ++requests_;
+    if (down_) {
+      res.status = 503;
+    } else if (refused_.count(key)) {
+      res.status = 400;
+    } else {
+      res.status = 200;
+      ++seen_[key];
+    }
+  }};  // last: it serves until destroyed first, while the state above still lives
 };
 
 std::string Config(int downstream_port, const std::string& rate) {
