@@ -136,6 +136,18 @@ std::optional<int> AnswerWithoutActing(BulkVerb verb, const BulkPlan& plan, cons
   return kExitBadFilter;
 }
 
+// The plan's handlers for --json: each one's jobs, state and pause reason.
+json HandlersJson(const std::vector<PlanHandler>& handlers) {
+  json out = json::array();
+  for (const PlanHandler& h : handlers) {
+    out.push_back({{"handler", h.name},
+                   {"jobs", h.jobs},
+                   {"state", HandlerStateName(h.state)},
+                   {"reason", h.state.paused_reason}});
+  }
+  return out;
+}
+
 // A handler's state as the plan prints it: a pause with its reason.
 std::string StateText(const HandlerState& st) {
   std::string text = HandlerStateName(st);
@@ -191,13 +203,7 @@ int InboxBulk(const std::string& path, BulkVerb verb, const BulkArgs& args) {
   json out = {{"verb", BulkVerbName(verb)}, {"dry_run", args.dry_run}, {"plan", PlanJson(*plan)}};
   auto handlers = HandlersOfPlan(*opened.inbox, *plan, request.now);
   if (!handlers.ok()) return ReportFailure(handlers.status());
-  out["handlers"] = json::array();
-  for (const PlanHandler& h : *handlers) {
-    out["handlers"].push_back({{"handler", h.name},
-                               {"jobs", h.jobs},
-                               {"state", HandlerStateName(h.state)},
-                               {"reason", h.state.paused_reason}});
-  }
+  out["handlers"] = HandlersJson(*handlers);
   out["drain_seconds"] = DrainSeconds(plan->jobs, request.rate);
   if (!args.json) {
     PrintPlan(verb, *plan, request.filter.handler);
