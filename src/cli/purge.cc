@@ -49,12 +49,12 @@ int Stats(const std::string& path, bool as_json) {
   auto backlog = opened.inbox->UnfinishedByHandler();
   if (!backlog.ok()) return ReportFailure(backlog.status());
   const std::vector<HandlerBacklog> held = Unconfigured(*backlog, *opened.config);
-  // Jobs held for want of their handler: on stderr whatever the format (the JSON's shape,
-  // counts of rows by endpoint and status, stays as scripts know it), and as a table below.
-  for (const HandlerBacklog& b : held) {
-    std::cerr << "hookbox: warning: " << TerminalSafe(HeldWarning(b)) << "\n";
-  }
   if (as_json) {
+    // Jobs held for want of their handler go to stderr: the JSON's shape, counts of rows by
+    // endpoint and status, stays as scripts know it.
+    for (const HandlerBacklog& b : held) {
+      std::cerr << "hookbox: warning: " << TerminalSafe(HeldWarning(b)) << "\n";
+    }
     json out = json::object();
     for (const auto& [endpoint, by_status] : *stats) out[endpoint] = by_status;
     std::cout << Dump(out, 2) << "\n";
@@ -67,6 +67,7 @@ int Stats(const std::string& path, bool as_json) {
                   TerminalSafe(status).c_str(), static_cast<long long>(count));
     }
   }
+  // In text, the held jobs are said once: a table, and one line of what to do about them.
   if (!held.empty()) {
     std::printf("\nheld: unfinished jobs whose handler is not configured\n");
     std::printf("%-16s %-32s %s\n", "ENDPOINT", "HANDLER", "JOBS");
@@ -74,6 +75,9 @@ int Stats(const std::string& path, bool as_json) {
       std::printf("%-16s %-32s %lld\n", TerminalSafe(h.endpoint).c_str(),
                   TerminalSafe(h.handler).c_str(), static_cast<long long>(h.unfinished));
     }
+    std::printf(
+        "configure each again, or: hookbox inbox reassign ENDPOINT HANDLER NEW | "
+        "hookbox inbox drop ENDPOINT HANDLER\n");
   }
   return kExitOk;
 }

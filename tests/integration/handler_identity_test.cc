@@ -154,7 +154,14 @@ TEST_CASE("a removed handler's jobs are held and reported, then reassigned or re
   auto stats = d.Cli({"stats"});
   CHECK(stats.exit_code == 0);
   CHECK(stats.out.find(invoice) != std::string::npos);
-  CHECK(stats.err.find("2 unfinished job(s) of handler " + invoice) != std::string::npos);
+  // Said once in text (the table and what to do), on stderr only beside --json.
+  CHECK(stats.out.find("held: unfinished jobs whose handler is not configured") !=
+        std::string::npos);
+  CHECK(stats.out.find("hookbox inbox reassign ENDPOINT HANDLER NEW") != std::string::npos);
+  CHECK(stats.err.empty());
+  auto stats_json = d.Cli({"stats", "--json"});
+  CHECK(stats_json.exit_code == 0);
+  CHECK(stats_json.err.find("2 unfinished job(s) of handler " + invoice) != std::string::npos);
   for (const std::string& line : ReadLines(dir / "ran")) CHECK(line == "invoice");
 
   // The handler configured again under its name: its held jobs run, with it.
