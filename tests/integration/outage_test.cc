@@ -1,10 +1,11 @@
-// The day a downstream breaks (README "After an outage"), end to end through real HTTP: an
-// `http` handler's target is down, the operator pauses the handler, 1,000 signed GitHub
-// deliveries arrive and are stored with nothing attempted; the target comes back, the operator
-// adds `rate: 100/s` (a reload) and resumes; every event reaches the downstream exactly once,
-// under its own idempotency key, and none is dead. Then rows killed on purpose (the downstream
-// refused them) are re-armed by one bulk retry, and 100 rows are replayed: the downstream sees
-// each replay under its new key, once.
+// The day a downstream breaks (README "After an outage"), end to end through real HTTP and
+// the real CLI, in the README's order: an `http` handler's target fails, some jobs die (it
+// refused them) and some wait in backoff (`retry: base: 1h`); the operator pauses the
+// handler, lists what died and why, and 1,000 signed GitHub deliveries arrive and are stored
+// with nothing attempted. The target comes back: `rate: 100/s` (a reload), resume, the
+// backlog reaches the downstream once per event under its own idempotency key; the waiting
+// jobs are run now (`inbox retry --waiting`), the dead ones re-armed (`inbox retry --dead`),
+// 100 rows replayed under their new key, and the handler, renamed while paused, is forgotten.
 #include <catch2/catch.hpp>
 #include <map>
 #include <mutex>
@@ -23,8 +24,8 @@ using hookbox::testing::TempDir;
 using nlohmann::json;
 
 // The service behind the handler: records the Idempotency-Key of every request it answers
-// 200, answers 503 while down, and 400 (permanent: the job goes dead at once) to keys it is
-// told to refuse.
+// 200, answers 400 (permanent: the job goes dead at once) to keys it is told to refuse, and
+// 503 to the others while down.
 class Downstream {
  public:
   int port() const { return server_.port(); }
@@ -55,10 +56,10 @@ class Downstream {
     std::lock_guard lock(mu_);
     const std::string key = req.get_header_value("Idempotency-Key");
     ++requests_;
-    if (down_) {
-      res.status = 503;
-    } else if (refused_.count(key)) {
+    if (refused_.count(key)) {
       res.status = 400;
+    } else if (down_) {
+      res.status = 503;
     } else {
       res.status = 200;
       ++seen_[key];
@@ -66,7 +67,10 @@ class Downstream {
   }};  // last: it serves until destroyed first, while the state above still lives
 };
 
-std::string Config(int downstream_port, const std::string& rate) {
+// The handler named `name`; `rate` is "" or the line the operator adds. Retries back off an
+// hour, as a default `retry: max` lets them: only `inbox retry --waiting` runs them sooner.
+std::string Config(int downstream_port, const std::string& rate,
+                   const std::string& name = "orders") {
   return R"(
 listen: 127.0.0.1:0
 admin_listen: ""
@@ -77,11 +81,12 @@ endpoints:
     path: /hooks/gh
     provider: github
     secrets: [{value: outage-secret}]
-    retry: {max_attempts: 3, base: 100ms, max: 1s}
+    retry: {max_attempts: 3, base: 1h, max: 1h}
     routes:
       - events: ["*"]
         handlers:
-          - name: orders
+          - name: )" +
+         name + R"(
             http:
               url: http://127.0.0.1:)" +
          std::to_string(downstream_port) + R"(/orders
@@ -109,84 +114,114 @@ bool Deliver(const Daemon& d, const std::string& id, const std::string& type) {
          "200 accepted";
 }
 
+// Runs one CLI command of the walk-through; its output is shown when a check fails.
+hookbox::testing::CliResult Step(const Daemon& d, const std::vector<std::string>& args) {
+  auto r = d.Cli(args);
+  UNSCOPED_INFO(args[0] << " " << args[1] << ": " << r.out << r.err);
+  return r;
+}
+
 }  // namespace
 
-TEST_CASE("outage: pause, 1,000 deliveries, resume at 100/s; bulk retry; replay of 100") {
+TEST_CASE("outage: the README's day, verb by verb, with 1,000 deliveries") {
   TempDir dir;
   Downstream downstream;  // down from the start
   Daemon d(dir, Config(downstream.port(), ""));
 
-  // The downstream is down: the operator pauses its handler before anything burns tries.
-  auto paused = d.Cli({"handler", "pause", "gh/orders", "--reason", "orders API down"});
-  INFO(paused.out << paused.err);
-  REQUIRE(paused.exit_code == 0);
+  // Before anyone notices: 20 deliveries the downstream refuses (dead at once) and 20 it
+  // fails with 503 (tried once, then waiting an hour in backoff).
+  std::set<std::string> refused;
+  for (int i = 0; i < 20; ++i) refused.insert("gh:bad-" + std::to_string(i));
+  downstream.Refuse(refused);
+  for (int i = 0; i < 20; ++i) {
+    REQUIRE(Deliver(d, "bad-" + std::to_string(i), "order.created"));
+    REQUIRE(Deliver(d, "early-" + std::to_string(i), "order.created"));
+  }
+  REQUIRE(Eventually([&] { return Statuses(d)["dead"] == 20 && downstream.requests() == 40; },
+                     std::chrono::seconds(60)));
 
+  // hookbox handler pause gh/orders --reason "orders API down"
+  REQUIRE(Step(d, {"handler", "pause", "gh/orders", "--reason", "orders API down"}).exit_code == 0);
+  // hookbox handler list
+  auto listed = Step(d, {"handler", "list"});
+  REQUIRE(listed.exit_code == 0);
+  CHECK(listed.out.find("paused") != std::string::npos);
+  CHECK(listed.out.find("orders API down") != std::string::npos);
+
+  // hookbox inbox list --status dead --endpoint gh: what died, of which handler, and why.
+  auto dead = Step(d, {"inbox", "list", "--status", "dead", "--endpoint", "gh"});
+  REQUIRE(dead.exit_code == 0);
+  CHECK(dead.out.find("HANDLER") != std::string::npos);
+  CHECK(dead.out.find("LAST ERROR") != std::string::npos);
+  size_t dead_lines = 0;
+  for (size_t at = dead.out.find("HTTP 400"); at != std::string::npos;
+       at = dead.out.find("HTTP 400", at + 1)) {
+    ++dead_lines;
+  }
+  CHECK(dead_lines == 20);
+  CHECK(dead.out.find("more row") == std::string::npos);  // all 20 fit the default limit
+
+  // Deliveries keep being accepted and stored; nothing of the paused handler runs.
   constexpr int kEvents = 1000;
   for (int i = 0; i < kEvents; ++i) {
     REQUIRE(Deliver(d, "ev-" + std::to_string(i), i < 100 ? "order.paid" : "order.created"));
   }
-  // Stored, and nothing attempted: a paused handler's jobs stay pending.
   CHECK(Statuses(d)["pending"] == kEvents);
-  CHECK(downstream.requests() == 0);
-  auto listed = d.Cli({"handler", "list", "--json"});
-  REQUIRE(listed.exit_code == 0);
-  INFO(listed.out);
-  CHECK(listed.out.find("orders API down") != std::string::npos);
+  CHECK(downstream.requests() == 40);
 
   // The downstream is back. The operator limits the handler to 100/s (a reload keeps the
-  // handler's name: only its target names it) and resumes it.
+  // handler's name) and resumes it: hookbox handler resume gh/orders
   downstream.SetDown(false);
   d.WriteConfig(Config(downstream.port(), "\n              rate: 100/s"));
   d.Signal(SIGHUP);
   REQUIRE(Eventually([&] { return d.LogCount("reloaded") >= 1; }));
-  auto resumed = d.Cli({"handler", "resume", "gh/orders"});
-  INFO(resumed.out << resumed.err);
-  REQUIRE(resumed.exit_code == 0);
+  REQUIRE(Step(d, {"handler", "resume", "gh/orders"}).exit_code == 0);
 
   // 1,000 jobs at 100/s: about ten seconds. The bound only stops a broken run.
   REQUIRE(
       Eventually([&] { return Statuses(d)["processed"] == kEvents; }, std::chrono::seconds(120)));
   auto seen = downstream.seen();
   CHECK(seen.size() == static_cast<size_t>(kEvents));
-  for (int i = 0; i < kEvents; ++i) {
-    CHECK(seen["gh:ev-" + std::to_string(i)] == 1);
-  }
-  CHECK(Statuses(d)["dead"] == 0);
+  for (int i = 0; i < kEvents; ++i) CHECK(seen["gh:ev-" + std::to_string(i)] == 1);
+  // The backed-off ones still wait out their hour.
+  CHECK(seen.count("gh:early-0") == 0);
 
-  // Rows killed on purpose: the downstream refuses 20 new deliveries (400 is permanent).
-  std::set<std::string> refused;
-  for (int i = 0; i < 20; ++i) refused.insert("gh:bad-" + std::to_string(i));
-  downstream.Refuse(refused);
-  for (int i = 0; i < 20; ++i) REQUIRE(Deliver(d, "bad-" + std::to_string(i), "order.created"));
-  REQUIRE(Eventually([&] { return Statuses(d)["dead"] == 20; }, std::chrono::seconds(60)));
+  // hookbox inbox retry --waiting --endpoint gh --dry-run, then --rate 50/s --yes
+  auto waiting_plan = Step(d, {"inbox", "retry", "--waiting", "--endpoint", "gh", "--dry-run"});
+  CHECK(waiting_plan.exit_code == 0);
+  CHECK(waiting_plan.out.find("20") != std::string::npos);
+  CHECK(waiting_plan.out.find("running") != std::string::npos);  // the handler's state
+  CHECK(downstream.seen().count("gh:early-0") == 0);             // a dry run changes nothing
+  REQUIRE(Step(d, {"inbox", "retry", "--waiting", "--endpoint", "gh", "--rate", "50/s", "--yes"})
+              .exit_code == 0);
+  REQUIRE(Eventually([&] { return Statuses(d)["processed"] == kEvents + 20; },
+                     std::chrono::seconds(60)));
+  seen = downstream.seen();
+  for (int i = 0; i < 20; ++i) CHECK(seen["gh:early-" + std::to_string(i)] == 1);
 
-  // The plan first: a dry run changes nothing, and without --yes nothing is done either.
-  auto plan = d.Cli({"inbox", "retry", "--dead", "--endpoint", "gh", "--dry-run"});
-  INFO(plan.out << plan.err);
+  // The handler's bug that refused the 20 is fixed: the plan first (a dry run changes
+  // nothing; without --yes nothing is done either), then the re-arm.
+  downstream.Refuse({});
+  auto plan = Step(d, {"inbox", "retry", "--dead", "--endpoint", "gh", "--dry-run"});
   CHECK(plan.exit_code == 0);
   CHECK(plan.out.find("20") != std::string::npos);
-  auto unconfirmed = d.Cli({"inbox", "retry", "--dead", "--endpoint", "gh"});
-  CHECK(unconfirmed.exit_code == 2);
+  CHECK(Step(d, {"inbox", "retry", "--dead", "--endpoint", "gh"}).exit_code == 2);
   CHECK(Statuses(d)["dead"] == 20);
-
-  downstream.Refuse({});
-  auto retried = d.Cli({"inbox", "retry", "--dead", "--endpoint", "gh", "--yes"});
-  INFO(retried.out << retried.err);
-  REQUIRE(retried.exit_code == 0);
-  REQUIRE(Eventually([&] { return Statuses(d)["processed"] == kEvents + 20; },
+  REQUIRE(Step(d, {"inbox", "retry", "--dead", "--endpoint", "gh", "--rate", "50/s", "--yes"})
+              .exit_code == 0);
+  REQUIRE(Eventually([&] { return Statuses(d)["processed"] == kEvents + 40; },
                      std::chrono::seconds(60)));
   seen = downstream.seen();
   for (const std::string& key : refused) CHECK(seen[key] == 1);  // its idempotency key kept
 
-  // A replay of the 100 `order.paid` rows: each reaches the downstream once more, under a
-  // key the original run did not use, and the originals are not sent again.
-  auto replayed = d.Cli({"inbox", "replay", "--endpoint", "gh", "--type", "order.paid", "--handler",
-                         "orders", "--yes"});
-  INFO(replayed.out << replayed.err);
-  REQUIRE(replayed.exit_code == 0);
-  REQUIRE(Eventually([&] { return downstream.seen().size() == kEvents + 20 + 100; },
+  // hookbox inbox replay --endpoint gh --handler orders --type 'order.paid' --since 1d --yes:
+  // each of the 100 reaches the downstream once more, under a key the first run did not use.
+  REQUIRE(Step(d, {"inbox", "replay", "--endpoint", "gh", "--handler", "orders", "--type",
+                   "order.paid", "--since", "1d", "--yes"})
+              .exit_code == 0);
+  REQUIRE(Eventually([&] { return downstream.seen().size() == kEvents + 40 + 100; },
                      std::chrono::seconds(60)));
-  REQUIRE(Eventually([&] { return Statuses(d)["processed"] == kEvents + 20; }));
+  REQUIRE(Eventually([&] { return Statuses(d)["processed"] == kEvents + 40; }));
   seen = downstream.seen();
   for (int i = 0; i < kEvents; ++i) {
     const std::string id = "ev-" + std::to_string(i);
@@ -194,4 +229,19 @@ TEST_CASE("outage: pause, 1,000 deliveries, resume at 100/s; bulk retry; replay 
     if (i < 100) CHECK(seen["gh/replay-1:" + id] == 1);
   }
   CHECK(Statuses(d)["dead"] == 0);
+
+  // Later the handler is paused for a migration and renamed `fulfil`: the old name's pause
+  // stays in `handler list` (not-configured) until hookbox handler forget gh/orders
+  REQUIRE(Step(d, {"handler", "pause", "gh/orders", "--reason", "moving to fulfil"}).exit_code ==
+          0);
+  d.WriteConfig(Config(downstream.port(), "\n              rate: 100/s", "fulfil"));
+  d.Signal(SIGHUP);
+  REQUIRE(Eventually([&] { return d.LogCount("reloaded") >= 2; }));
+  auto renamed = Step(d, {"handler", "list"});
+  CHECK(renamed.out.find("gh/orders") != std::string::npos);
+  CHECK(renamed.out.find("not-configured") != std::string::npos);
+  REQUIRE(Step(d, {"handler", "forget", "gh/orders"}).exit_code == 0);
+  auto forgotten = Step(d, {"handler", "list"});
+  CHECK(forgotten.out.find("gh/orders") == std::string::npos);
+  CHECK(forgotten.out.find("gh/fulfil") != std::string::npos);
 }
