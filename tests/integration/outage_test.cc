@@ -1,8 +1,8 @@
 // The day a downstream breaks (README "After an outage"), end to end through real HTTP and
 // the real CLI, in the README's order: an `http` handler's target fails, some jobs die (it
-// refused them) and some wait in backoff (`retry: base: 1h`); the operator pauses the
-// handler, lists what died and why, and 1,000 signed GitHub deliveries arrive and are stored
-// with nothing attempted. The target comes back: `rate: 100/s` (a reload), resume, the
+// refused them) and some wait in backoff (the downstream's `Retry-After: 3600`); the operator
+// pauses the handler, lists what died and why, and 1,000 signed GitHub deliveries arrive and are
+// stored with nothing attempted. The target comes back: `rate: 100/s` (a reload), resume, the
 // backlog reaches the downstream once per event under its own idempotency key; the waiting
 // jobs are run now (`inbox retry --waiting`), the dead ones re-armed (`inbox retry --dead`),
 // 100 rows replayed under their new key, and the handler, renamed while paused, is forgotten.
@@ -25,7 +25,7 @@ using nlohmann::json;
 
 // The service behind the handler: records the Idempotency-Key of every request it answers
 // 200, answers 400 (permanent: the job goes dead at once) to keys it is told to refuse, and
-// 503 to the others while down.
+// 503 with `Retry-After: 3600` to the others while down.
 class Downstream {
  public:
   int port() const { return server_.port(); }
@@ -59,7 +59,10 @@ class Downstream {
     if (refused_.count(key)) {
       res.status = 400;
     } else if (down_) {
+      // As a service down for a while says it: the retry then waits the hour for certain,
+      // not a full-jitter draw in [0, 1h] that now and then comes due within the test.
       res.status = 503;
+      res.set_header("Retry-After", "3600");
     } else {
       res.status = 200;
       ++seen_[key];
@@ -68,7 +71,8 @@ class Downstream {
 };
 
 // The handler named `name`; `rate` is "" or the line the operator adds. Retries back off an
-// hour, as a default `retry: max` lets them: only `inbox retry --waiting` runs them sooner.
+// hour (the downstream's Retry-After, within `retry: max`): only `inbox retry --waiting`
+// runs them sooner.
 std::string Config(int downstream_port, const std::string& rate,
                    const std::string& name = "orders") {
   return R"(
