@@ -9,6 +9,7 @@
 
 #include "config/config.h"
 
+#include <cctype>
 #include <limits>
 #include <map>
 #include <set>
@@ -107,6 +108,10 @@ class Loader final : private YamlReader {
   void ReadRetention(const YAML::Node& node, const std::string& where, Retention& retention);
   void ReadEndpoint(const YAML::Node& node, const std::string& where, Endpoint& endpoint);
   void ReadPath(const YAML::Node& node, const std::string& where, Endpoint& endpoint);
+  // `allow_from:` and `trusted_proxies:`: ranges, and for allow_from `file:PATH` entries.
+  std::vector<IpRange> ReadRanges(const YAML::Node& node, const std::string& where, bool files);
+  void ReadRangeFile(const std::string& path, const std::string& where,
+                     std::vector<IpRange>& ranges);
   // What ReadEndpoint read of the verification keys, which depend on one another.
   struct VerifyKeys {
     bool has_provider = false, verify_none = false;
@@ -252,6 +257,9 @@ void Loader::ReadDocument(const YAML::Node& root, const std::string& file, Confi
            }},
           {"log_level",
            [&](auto& n, auto& w) { Set(config.log_level, OneOf<LogLevel>(n, w, kLogLevels)); }},
+          {"allow_from", [&](auto& n, auto& w) { config.allow_from = ReadRanges(n, w, true); }},
+          {"trusted_proxies",
+           [&](auto& n, auto& w) { config.trusted_proxies = ReadRanges(n, w, false); }},
           {"endpoints",
            [&](auto& n, auto& w) {
              has_endpoints = true;
@@ -263,12 +271,8 @@ void Loader::ReadDocument(const YAML::Node& root, const std::string& file, Confi
   if (!is_map) return;
   if (!has_endpoints) Error("endpoints", "required: list at least one endpoint");
   CheckUnique(config.endpoints);
-
-  // The admin port serves /metrics and must never share the public webhook port.
-  auto listen = ParseHostPort(config.listen);
-  auto admin = ParseHostPort(config.admin_listen);
-  if (listen.ok() && admin.ok() && listen->port != 0 && listen->port == admin->port) {
-    Error("admin_listen", "must not use the same port as listen (" + config.listen + ")");
+  for (Endpoint& endpoint : config.endpoints) {
+    if (!endpoint.allow_from) endpoint.allow_from = config.allow_from;  // the default
   }
   CheckAdmin(config);
 }
@@ -277,6 +281,12 @@ void Loader::ReadDocument(const YAML::Node& root, const std::string& file, Confi
 // without a token, it is open to anyone on the network; with a short one, to anyone who
 // guesses it (nothing limits how often a client may try).
 void Loader::CheckAdmin(const Config& config) {
+  // The admin port serves /metrics and must never share the public webhook port.
+  auto listen = ParseHostPort(config.listen);
+  if (auto admin = ParseHostPort(config.admin_listen);
+      listen.ok() && admin.ok() && listen->port != 0 && listen->port == admin->port) {
+    Error("admin_listen", "must not use the same port as listen (" + config.listen + ")");
+  }
   constexpr size_t kShortToken = 16;
   if (config.admin_token && options_.resolve_secrets &&
       config.admin_token->value.size() < kShortToken) {
@@ -396,6 +406,7 @@ void Loader::ReadEndpoint(const YAML::Node& node, const std::string& where, Endp
           {"sync_wait", [&](auto& n, auto& w) { Set(endpoint.sync_wait, DurationValue(n, w)); }},
           {"retry", [&](auto& n, auto& w) { ReadRetry(n, w, endpoint.retry); }},
           {"routes", [&](auto& n, auto& w) { ReadRoutes(n, w, endpoint.routes); }},
+          {"allow_from", [&](auto& n, auto& w) { endpoint.allow_from = ReadRanges(n, w, true); }},
       });
   if (!is_map) return;
   Require(node, where, {"name", "path"});
@@ -415,6 +426,68 @@ void Loader::ReadEndpoint(const YAML::Node& node, const std::string& where, Endp
                 "producer's request; the producer's retries pace them)");
         }
       }
+    }
+  }
+}
+
+// A list of ranges (base/ip_range.h); with `files`, an entry `file:PATH` adds the ranges of
+// that file, one a line, `#` starting a comment. The file is read with the config, so a
+// reload (SIGHUP) reads it again, and a reload that cannot read it keeps the running config.
+// The operator's CLI verbs (no secrets resolved, no host checks) do not read it: they never
+// look at a delivery's address, and the file may be the daemon's alone to read.
+std::vector<IpRange> Loader::ReadRanges(const YAML::Node& node, const std::string& where,
+                                        bool files) {
+  std::vector<IpRange> out;
+  const bool read_files = options_.resolve_secrets || options_.host_checks;
+  ReadList(node, where, true, [&](auto& item, auto& iw, size_t) {
+    auto text = NonEmptyText(item, iw);
+    if (!text) return;
+    if (files && text->starts_with("file:")) {
+      if (read_files) ReadRangeFile(text->substr(5), iw, out);
+      return;
+    }
+    if (auto range = ParseIpRange(*text); range.ok()) {
+      out.push_back(std::move(*range));
+    } else {
+      Error(iw, range.status().what());
+    }
+  });
+  if (read_files && out.empty() && error_count() == 0) {
+    Error(where, "allows no address: its files list no range (leave it out to allow any)");
+  }
+  return out;
+}
+
+void Loader::ReadRangeFile(const std::string& path, const std::string& where,
+                           std::vector<IpRange>& ranges) {
+  // Far more than any provider publishes; a larger file is the wrong one (or /dev/zero).
+  constexpr size_t kMaxRangeFile = 1 << 20;
+  if (!path.starts_with('/')) {
+    Error(where, "file:" + path + ": the path must be absolute");
+    return;
+  }
+  auto content = config_internal::ReadFile(path, kMaxRangeFile);
+  if (!content.ok()) {
+    Error(where, "cannot read " + path + ": " + content.status().what());
+    return;
+  }
+  std::string_view rest = *content;
+  for (int number = 1; !rest.empty(); ++number) {
+    const size_t end = rest.find('\n');
+    std::string_view text = rest.substr(0, end);
+    rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
+    text = text.substr(0, text.find('#'));
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+      text.remove_suffix(1);
+    }
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
+      text.remove_prefix(1);
+    }
+    if (text.empty()) continue;
+    if (auto range = ParseIpRange(text); range.ok()) {
+      ranges.push_back(std::move(*range));
+    } else {
+      Error(where, path + ":" + std::to_string(number) + ": " + range.status().what());
     }
   }
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/crypto.h"
+#include "base/ip_range.h"
 #include "base/log_level.h"
 #include "base/status.h"
 #include "config/providers.h"
@@ -135,6 +136,9 @@ struct Endpoint {
   Duration sync_wait = std::chrono::seconds(10);
   RetryPolicy retry;
   std::vector<Route> routes;
+  // `allow_from:`, or the top level's when the endpoint has none: the ranges a delivery may
+  // come from (receive/allow.h); nullopt: any address.
+  std::optional<std::vector<IpRange>> allow_from;
 };
 
 struct Limits {
@@ -185,6 +189,10 @@ struct Config {
   // CLI verbs write theirs whatever it says.
   LogLevel log_level = LogLevel::kInfo;
   std::vector<Endpoint> endpoints;
+  // The default `allow_from:` of endpoints that set none (each endpoint holds its own after
+  // loading), and the proxies whose X-Forwarded-For is believed (receive/allow.h).
+  std::optional<std::vector<IpRange>> allow_from;
+  std::vector<IpRange> trusted_proxies;
 
   const Endpoint* FindByPath(std::string_view path) const;
   const Endpoint* FindByName(std::string_view name) const;
