@@ -15,6 +15,7 @@ struct Delivery {
   std::string path;    // the target's path, not percent-decoded
   std::string query;   // what followed the target's '?', byte for byte; "" when none
   std::string remote;  // "ip:port", for logs
+  std::string peer;    // the connection's IP address alone; "" for a unix socket
   Headers headers;
   std::string body;  // the raw bytes, exactly as received
 };

@@ -466,12 +466,13 @@ struct HttpServer::Impl {
     return true;
   }
 
-  static Delivery ToDelivery(HttpRequest& r, const std::string& remote) {
+  static Delivery ToDelivery(HttpRequest& r, const Connection& c) {
     Delivery d;
     d.method = std::move(r.method);
     d.path = std::string(TargetPath(r.target));
     d.query = std::string(TargetQuery(r.target));
-    d.remote = remote;
+    d.remote = c.remote;
+    d.peer = c.peer;
     for (auto& [name, value] : r.headers) d.headers.emplace(std::move(name), std::move(value));
     d.body = std::move(r.body);
     return d;
@@ -492,7 +493,7 @@ struct HttpServer::Impl {
     HttpRequest& r = c->parser->request();
     const bool head_only = r.method == "HEAD";
     const bool client_keeps = r.keep_alive;
-    const Delivery d = ToDelivery(r, c->remote);
+    const Delivery d = ToDelivery(r, *c);
     c->parser.reset();
     const Answer a = handler(d);
     // After the handler: a Stop() while it ran makes this answer the connection's last.
@@ -534,7 +535,7 @@ struct HttpServer::Impl {
         if (head_check) {
           HttpRequest head = p.request();
           head.body.clear();
-          if (auto refusal = head_check(ToDelivery(head, c->remote))) {
+          if (auto refusal = head_check(ToDelivery(head, *c))) {
             Refuse(c, *refusal, "refused before its body (Expect: 100-continue)");
             return false;
           }

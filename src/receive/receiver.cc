@@ -16,6 +16,7 @@
 #include "ops/daemon_metrics.h"
 #include "ops/log.h"
 #include "ops/storage_health.h"
+#include "receive/allow.h"
 #include "receive/examine.h"
 #include "receive/identify.h"
 #include "verify/verify.h"
@@ -77,9 +78,15 @@ std::string RequestOwner(const Delivery& d) {
 }
 
 // Step 1 of the pipeline, also run before a body is read (CheckHead): 404 for a path with
-// no endpoint, 405 for a method other than POST. The answer and its outcome label.
-std::optional<std::pair<Answer, const char*>> RouteRefusal(const Endpoint* ep, const Delivery& d) {
+// no endpoint, 403 for a client outside its allow list (receive/allow.h), 405 for a method
+// other than POST. The answer and its outcome label.
+std::optional<std::pair<Answer, const char*>> RouteRefusal(const Endpoint* ep, const Client& client,
+                                                           const Delivery& d) {
   if (!ep) return std::make_pair(ErrorAnswer(404, "no endpoint at this path"), "not_found");
+  if (!AllowedFrom(*ep, client)) {
+    return std::make_pair(
+        ErrorAnswer(403, "this endpoint does not take deliveries from this address"), "forbidden");
+  }
   if (d.method != "POST") {
     Answer a = ErrorAnswer(405, "only POST is accepted here");
     a.headers.emplace("Allow", "POST");
@@ -92,7 +99,8 @@ std::optional<std::pair<Answer, const char*>> RouteRefusal(const Endpoint* ep, c
 
 std::optional<Answer> Receiver::CheckHead(const Delivery& head) const {
   const std::shared_ptr<const ReceiverSetup> setup = setup_.load();
-  auto refused = RouteRefusal(setup->config->FindByPath(head.path), head);
+  auto refused =
+      RouteRefusal(setup->config->FindByPath(head.path), ClientOf(*setup->config, head), head);
   if (!refused) return std::nullopt;
   return std::move(refused->first);
 }
@@ -343,11 +351,15 @@ Answer Receiver::Receive(const Delivery& d) const {
 
   // 1. route
   const Endpoint* ep = config->FindByPath(d.path);
-  if (auto refused = RouteRefusal(ep, d)) {
+  if (ep) {
+    record.log["endpoint"] = ep->name;
+    record.endpoint_label = ep->name;
+  }
+  const Client client = ClientOf(*config, d);
+  if (client.forwarded) record.log["client"] = client.address;
+  if (auto refused = RouteRefusal(ep, client, d)) {
     return record.Finish(std::move(refused->first), refused->second);
   }
-  record.log["endpoint"] = ep->name;
-  record.endpoint_label = ep->name;
   if (auto refused = SizeRefusal(*ep, d, config->limits.max_body)) {
     return record.Finish(std::move(refused->first), refused->second);
   }
