@@ -108,6 +108,7 @@ class Loader final : private YamlReader {
   void ReadRetention(const YAML::Node& node, const std::string& where, Retention& retention);
   void ReadEndpoint(const YAML::Node& node, const std::string& where, Endpoint& endpoint);
   void ReadPath(const YAML::Node& node, const std::string& where, Endpoint& endpoint);
+  void CheckSyncHandlers(const std::string& where, const Endpoint& endpoint);
   // `allow_from:` and `trusted_proxies:`: ranges, and for allow_from `file:PATH` entries.
   std::vector<IpRange> ReadRanges(const YAML::Node& node, const std::string& where, bool files);
   void ReadRangeFile(const std::string& path, const std::string& where,
@@ -414,17 +415,19 @@ void Loader::ReadEndpoint(const YAML::Node& node, const std::string& where, Endp
   if (!node["resource"] != !node["sequence"]) {
     Error(where, "resource and sequence go together: ordering needs both");
   }
-  if (endpoint.mode == Mode::kSync) {
-    // A sync handler runs in the producer's request, which the producer's own retries
-    // pace; holding it back would only hold the request (README, "Pausing a handler").
-    for (size_t r = 0; r < endpoint.routes.size(); ++r) {
-      for (size_t h = 0; h < endpoint.routes[r].handlers.size(); ++h) {
-        const HandlerSpec& spec = endpoint.routes[r].handlers[h];
-        if (spec.rate_per_second > 0 || spec.circuit_failures > 0) {
-          Error(where + ".routes[" + std::to_string(r) + "].handlers[" + std::to_string(h) + "]",
-                "rate and circuit do not apply to mode: sync (its handlers run in the "
-                "producer's request; the producer's retries pace them)");
-        }
+  if (endpoint.mode == Mode::kSync) CheckSyncHandlers(where, endpoint);
+}
+
+// A sync handler runs in the producer's request, which the producer's own retries pace;
+// holding it back would only hold the request (README, "Pausing a handler").
+void Loader::CheckSyncHandlers(const std::string& where, const Endpoint& endpoint) {
+  for (size_t r = 0; r < endpoint.routes.size(); ++r) {
+    for (size_t h = 0; h < endpoint.routes[r].handlers.size(); ++h) {
+      const HandlerSpec& spec = endpoint.routes[r].handlers[h];
+      if (spec.rate_per_second > 0 || spec.circuit_failures > 0) {
+        Error(where + ".routes[" + std::to_string(r) + "].handlers[" + std::to_string(h) + "]",
+              "rate and circuit do not apply to mode: sync (its handlers run in the "
+              "producer's request; the producer's retries pace them)");
       }
     }
   }
