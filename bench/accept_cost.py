@@ -12,7 +12,10 @@ with the start-up, the shutdown and the first requests' warm-up cancelled out. E
 delivery is a new event (~2 KB GitHub push, signed), so each is a real insert.
 
   python3 bench/accept_cost.py --hookbox build/hookbox [--hookbox other/hookbox ...]
-      [--durable-limit build-bench/tools/durable_limit]
+      [--durable-limit build-bench/tools/durable_limit] [--top-level 'allow_from: [127.0.0.1]']
+
+--top-level adds its YAML to the top level of each hookbox's config (a feature's cost: an
+allow list every delivery is checked against, say).
 
 With --durable-limit, the durable limit (bench/durable_limit.cc: the HMAC check, an append
 and a group fdatasync) is counted the same way, as the floor hookbox's cost is read against.
@@ -38,10 +41,14 @@ class CallgrindHookbox(Hookbox):
     """The accept-only row's hookbox (`workers: 0`, 2 threads) under callgrind."""
     written_for = " (accept_cost.py)"
     start_timeout = stop_timeout = 120  # valgrind starts slowly
+    extra_top_level = ""  # --top-level
 
     def __init__(self, workdir, binary, durability):
         super().__init__(workdir, binary, durability, 0, 2)
         self.out = os.path.join(self.workdir, "callgrind.out")
+
+    def top_level(self):
+        return super().top_level() + self.extra_top_level
 
     def argv(self):
         return ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + self.out] + super().argv()
@@ -98,7 +105,10 @@ def main():
     ap.add_argument("--small", type=int, default=50)
     ap.add_argument("--many", type=int, default=500)
     ap.add_argument("--durability", default="full")
+    ap.add_argument("--top-level", default="", help="YAML added to each hookbox's top level")
     args = ap.parse_args()
+    if args.top_level:
+        CallgrindHookbox.extra_top_level = args.top_level.rstrip("\n") + "\n"
     if not shutil.which("valgrind"):
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
     sends = deliveries(args.small + args.many, seed=27)
@@ -111,7 +121,9 @@ def main():
         with tempfile.TemporaryDirectory() as workdir:
             base = run_once(server, binary, args.durability, sends[:args.small], workdir)
             full = run_once(server, binary, args.durability, sends, workdir)
-        print("| %s | %d |" % (binary, (full - base) // args.many), flush=True)
+        label = binary + (" with `%s`" % args.top_level if args.top_level and
+                          server is CallgrindHookbox else "")
+        print("| %s | %d |" % (label, (full - base) // args.many), flush=True)
 
 
 if __name__ == "__main__":
