@@ -42,6 +42,17 @@ inline Decoded DecodeOne(std::string_view s) {
   return {cp, n};
 }
 
+// Whether `s` is well-formed UTF-8 without NUL: text PostgreSQL's TEXT takes as it is (the
+// filters and routes' conditions refuse anything else, so that both backends agree).
+inline bool IsTextWithoutNul(std::string_view s) {
+  while (!s.empty()) {
+    const Decoded d = DecodeOne(s);
+    if (d.length == 0 || d.cp == 0) return false;
+    s.remove_prefix(d.length);
+  }
+  return true;
+}
+
 // `s` as well-formed UTF-8 without NUL: each byte that does not start a well-formed
 // sequence, and each NUL, becomes U+FFFD. Text a PostgreSQL TEXT column or a web page can
 // take whatever bytes a handler or a producer sent.

@@ -14,6 +14,7 @@
 #include "inbox/filter.h"
 #include "ops/clock.h"
 #include "ops/terminal.h"
+#include "receive/receiver.h"
 #include "work/held.h"
 
 namespace hookbox::cli {
@@ -159,9 +160,46 @@ bool IsHeld(const JobRow& j, const Config& config, const std::string& endpoint) 
   return !IsConfigured(config, endpoint, j.handler);
 }
 
+// The routes of the loaded config that the stored event takes (receive/receiver.h,
+// RouteMatches): its type and body against each route's `events:` and `where:`. The jobs
+// say what the accept made; this says why, as the config reads now (after a reload that
+// changed the routes, the two can differ, and that difference is worth seeing).
+json MatchedRoutes(const InboxRow& row, const Config& config) {
+  json routes = json::array();
+  const Endpoint* ep = config.FindByName(row.endpoint);
+  if (!ep) return routes;
+  for (size_t i = 0; i < ep->routes.size(); ++i) {
+    const Route& route = ep->routes[i];
+    if (!RouteMatches(route, row.event_type, row.body)) continue;
+    json where = json::array();
+    for (const FieldMatch& m : route.where) where.push_back(FieldMatchText(m));
+    json handlers = json::array();
+    for (const HandlerSpec& h : route.handlers) handlers.push_back(h.name);
+    routes.push_back(
+        {{"route", i}, {"events", route.events}, {"where", where}, {"handlers", handlers}});
+  }
+  return routes;
+}
+
+// One matched route on a line: "routes[0]  events invoice.*  where /a=b  -> billing".
+void PrintRoutesText(const json& routes) {
+  if (routes.empty()) {
+    std::printf("%-18s none (under the config loaded now)\n", "routes");
+    return;
+  }
+  for (const auto& r : routes) {
+    std::string line = "events " + Dump(r["events"]);
+    if (!r["where"].empty()) line += "  where " + Dump(r["where"]);
+    line += "  -> " + Dump(r["handlers"]);
+    std::printf("%-18s %s\n", ("routes[" + std::to_string(r["route"].get<size_t>()) + "]").c_str(),
+                TerminalSafeText(line).c_str());
+  }
+}
+
 json DetailJson(const InboxDetail& detail, const Config& config) {
   json out = RowJson(detail.row);
   SetText(out, "body", detail.row.body);
+  out["routes"] = MatchedRoutes(detail.row, config);
   out["jobs"] = json::array();
   for (const JobRow& j : detail.jobs) {
     json attempts = json::array();
@@ -228,6 +266,7 @@ void PrintDetailText(const json& out, const InboxDetail& detail) {
   row.erase("body");
   row.erase("jobs");
   row.erase("headers");
+  row.erase("routes");
   for (auto& [k, v] : row.items()) {
     if (k.ends_with("_base64")) continue;  // for scripts; TerminalSafe shows each byte (\xNN)
     std::printf("%-18s %s\n", k.c_str(),
@@ -236,6 +275,7 @@ void PrintDetailText(const json& out, const InboxDetail& detail) {
   // JSON text on one line: its backslashes are its own escapes, not doubled.
   std::printf("%-18s %s\n", "headers", TerminalSafeText(Dump(out["headers"])).c_str());
   std::printf("%-18s %zu bytes\n", "body", detail.row.body.size());
+  PrintRoutesText(out["routes"]);
   for (const auto& j : out["jobs"]) {
     // A replayed job says which run it is in (generation n: its n-th replay).
     const int64_t generation = j["generation"].get<int64_t>();

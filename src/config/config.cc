@@ -659,6 +659,13 @@ void Loader::ReadRoutes(const YAML::Node& node, const std::string& where,
                                          route.events.push_back(*glob);
                                      });
                                    }},
+                                  {"where",
+                                   [&](auto& n, auto& w) {
+                                     ReadList(n, w, true, [&](auto& c, auto& cw, size_t) {
+                                       if (auto m = Parsed(c, cw, &ParseFieldMatch))
+                                         route.where.push_back(*std::move(m));
+                                     });
+                                   }},
                                   {"handlers",
                                    [&](auto& n, auto& w) {
                                      ReadList(n, w, true, [&](auto& h, auto& hw, size_t) {

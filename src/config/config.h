@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/crypto.h"
+#include "base/field_match.h"
 #include "base/ip_range.h"
 #include "base/log_level.h"
 #include "base/status.h"
@@ -107,6 +108,9 @@ inline constexpr int kMaxCircuitFailures = 1000;
 
 struct Route {
   std::vector<std::string> events;  // event type globs: "*", "invoice.*", "push"
+  // `where:`: conditions on the body, all of which must hold (base/field_match.h, the same
+  // as `inbox list --where`); empty: any body.
+  std::vector<FieldMatch> where;
   std::vector<HandlerSpec> handlers;
 };
 

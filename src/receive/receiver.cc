@@ -191,17 +191,19 @@ Receiver::Receiver(ReceiverSetup setup, Inbox& inbox, const Clock& clock,
       clock_(clock),
       on_jobs_(std::move(on_jobs)) {}
 
-std::vector<std::string> MatchHandlers(const Endpoint& endpoint, const std::string& event_type) {
+bool RouteMatches(const Route& route, const std::string& event_type, std::string_view body) {
+  const bool typed = std::any_of(route.events.begin(), route.events.end(), [&](const auto& glob) {
+    return fnmatch(glob.c_str(), event_type.c_str(), 0) == 0;
+  });
+  return typed && std::all_of(route.where.begin(), route.where.end(),
+                              [&](const FieldMatch& m) { return FieldMatches(body, m); });
+}
+
+std::vector<std::string> MatchHandlers(const Endpoint& endpoint, const std::string& event_type,
+                                       std::string_view body) {
   std::vector<std::string> names;
   for (const Route& route : endpoint.routes) {
-    bool match = false;
-    for (const std::string& glob : route.events) {
-      if (fnmatch(glob.c_str(), event_type.c_str(), 0) == 0) {
-        match = true;
-        break;
-      }
-    }
-    if (!match) continue;
+    if (!RouteMatches(route, event_type, body)) continue;
     for (const HandlerSpec& h : route.handlers) {
       if (std::find(names.begin(), names.end(), h.name) == names.end()) names.push_back(h.name);
     }
@@ -310,7 +312,7 @@ Event EventFor(const ReceiverSetup& setup, const Endpoint& ep, const Delivery& d
   e.body_sha256 = std::move(id.body_sha256);
   e.headers_json = StoredHeadersJson(d.headers);
   e.body = body;
-  e.handlers = MatchHandlers(ep, e.event_type);
+  e.handlers = MatchHandlers(ep, e.event_type, body);
   e.strict_body = ep.strict_body;
   e.dedupe_body = ep.dedupe_body;
   e.received_at = now;

@@ -70,9 +70,16 @@ class Receiver final {
   std::function<void()> on_jobs_;
 };
 
-// The names of the handlers whose route's event globs match `event_type`, in config order,
+// Whether an event of `event_type` with this body takes `route`: one of its event globs
+// matches the type, and every one of its `where:` conditions holds of the body (README,
+// "Routes by content"). The globs are tried first: a body is read only for a route whose
+// events match, so routes without `where:` cost an accept nothing more than before.
+bool RouteMatches(const Route& route, const std::string& event_type, std::string_view body);
+
+// The names of the handlers of the routes the event takes (RouteMatches), in config order,
 // each once. Empty: the event is stored as `ignored`.
-std::vector<std::string> MatchHandlers(const Endpoint& endpoint, const std::string& event_type);
+std::vector<std::string> MatchHandlers(const Endpoint& endpoint, const std::string& event_type,
+                                       std::string_view body);
 
 // The request headers worth keeping with the event, as a JSON object. Credential headers
 // (Authorization, Cookie, X-Gitlab-Token, ...) are left out: the inbox must hold no secret.

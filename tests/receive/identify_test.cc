@@ -215,12 +215,59 @@ TEST_CASE("stored times are fixed-width RFC 3339 UTC") {
 
 TEST_CASE("routes: every matching route's handlers, each once, in config order") {
   Endpoint e;
-  e.routes = {{{"invoice.*"}, {{"a", "exec", {}}, {"b", "file", {}}}},
-              {{"*.paid", "push"}, {{"c", "sql", {}}, {"a", "exec", {}}}}};
-  CHECK(MatchHandlers(e, "invoice.paid") == std::vector<std::string>{"a", "b", "c"});
-  CHECK(MatchHandlers(e, "push") == std::vector<std::string>{"c", "a"});
-  CHECK(MatchHandlers(e, "customer.created").empty());
-  CHECK(MatchHandlers(e, "").empty());
+  e.routes = {{.events = {"invoice.*"}, .handlers = {{"a", "exec", {}}, {"b", "file", {}}}},
+              {.events = {"*.paid", "push"}, .handlers = {{"c", "sql", {}}, {"a", "exec", {}}}}};
+  CHECK(MatchHandlers(e, "invoice.paid", "") == std::vector<std::string>{"a", "b", "c"});
+  CHECK(MatchHandlers(e, "push", "") == std::vector<std::string>{"c", "a"});
+  CHECK(MatchHandlers(e, "customer.created", "").empty());
+  CHECK(MatchHandlers(e, "", "").empty());
+}
+
+TEST_CASE("routes by content: every where: condition must hold of the body") {
+  auto where = [](std::vector<std::string> texts) {
+    std::vector<FieldMatch> out;
+    for (const std::string& t : texts) out.push_back(ParseFieldMatch(t).value());
+    return out;
+  };
+  Endpoint e;
+  e.routes = {{.events = {"invoice.*"},
+               .where = where({"/data/object/livemode=true", "/data/object/currency=eur"}),
+               .handlers = {{"billing", "exec", {}}}},
+              {.events = {"invoice.*"},
+               .where = where({"/data/object/livemode=false"}),
+               .handlers = {{"test-billing", "exec", {}}}},
+              {.events = {"sms"},
+               .where = where({"form:Body=stop now"}),
+               .handlers = {{"unsubscribe", "exec", {}}}},
+              {.events = {"*"}, .handlers = {{"audit", "file", {}}}}};
+  using Names = std::vector<std::string>;
+  const std::string live_eur = R"({"data":{"object":{"livemode":true,"currency":"eur"}}})";
+  const std::string live_usd = R"({"data":{"object":{"livemode":true,"currency":"usd"}}})";
+  const std::string test = R"({"data":{"object":{"livemode":false}}})";
+  CHECK(MatchHandlers(e, "invoice.paid", live_eur) == Names{"billing", "audit"});
+  CHECK(MatchHandlers(e, "invoice.paid", live_usd) == Names{"audit"});  // one of two fails
+  CHECK(MatchHandlers(e, "invoice.paid", test) == Names{"test-billing", "audit"});
+  // The type is the first test: the right body under another type takes no where: route.
+  CHECK(MatchHandlers(e, "charge.paid", live_eur) == Names{"audit"});
+  // A body that is not JSON, or lacks the member, matches no pointer; it is no error.
+  CHECK(MatchHandlers(e, "invoice.paid", "livemode=true") == Names{"audit"});
+  CHECK(MatchHandlers(e, "invoice.paid", R"({"data":{}})") == Names{"audit"});
+  CHECK(MatchHandlers(e, "invoice.paid", R"({"data":{"object":{"livemode":true,)") ==
+        Names{"audit"});
+  // VALUE is compared with a string's text or a literal's JSON text: the string "true"
+  // matches as the literal does (as `inbox list --where` finds it).
+  CHECK(MatchHandlers(e, "invoice.paid",
+                      R"({"data":{"object":{"livemode":"true","currency":"eur"}}})") ==
+        Names{"billing", "audit"});
+  // form: any spelling an encoder may give, between &s; a longer field does not match.
+  CHECK(MatchHandlers(e, "sms", "From=%2B1555&Body=stop+now") == Names{"unsubscribe", "audit"});
+  CHECK(MatchHandlers(e, "sms", "Body=stop%20now") == Names{"unsubscribe", "audit"});
+  CHECK(MatchHandlers(e, "sms", "Body=stop+now+please") == Names{"audit"});
+  CHECK(MatchHandlers(e, "sms", "XBody=stop+now") == Names{"audit"});
+
+  // RouteMatches is the one rule; inbox show asks it of each route.
+  CHECK(RouteMatches(e.routes[0], "invoice.created", live_eur));
+  CHECK_FALSE(RouteMatches(e.routes[0], "invoice.created", test));
 }
 
 TEST_CASE("stored headers leave credentials out") {
