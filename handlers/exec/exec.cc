@@ -148,6 +148,8 @@ std::vector<std::string> ExecHandler::Environment(const HandlerEvent& event) con
   env.push_back("HOOKBOX_IDEMPOTENCY_KEY=" + event.IdempotencyKey());
   // 0 for the first run, n after the n-th `hookbox inbox replay` of the job.
   env.push_back("HOOKBOX_REPLAY_GENERATION=" + std::to_string(event.generation));
+  // The name OpenTelemetry's environment carriers read (README, "Trace context").
+  if (!event.traceparent.empty()) env.push_back("TRACEPARENT=" + event.traceparent);
   return env;
 }
 
@@ -350,6 +352,8 @@ void SpecReader::ReadEnv(const YAML::Node& node, const std::string& at,
           error("not a variable name (letters, digits, \"_\")");
         } else if (name.starts_with("HOOKBOX_")) {
           error("HOOKBOX_* variables are set by hookbox");
+        } else if (name == "TRACEPARENT") {
+          error("TRACEPARENT is set by hookbox: the attempt's W3C trace context");
         } else if (auto text = reader_.Scalar(value, name_at, "text")) {
           if (text->find('\0') != std::string::npos) {
             error("contains a NUL byte");

@@ -37,9 +37,9 @@ constexpr const char* kDefaultContentType = "application/json";
 // X-Hookbox-Event-Id, X-Hookbox-Endpoint): a downstream must be able to trust them.
 constexpr std::string_view kOwnPrefix = "X-Hookbox-";
 constexpr const char* kReservedHeaders[] = {
-    "Content-Type", "Content-Length",    "Transfer-Encoding",
-    "Host",         "Connection",        "Idempotency-Key",
-    "webhook-id",   "webhook-timestamp", "webhook-signature"};
+    "Content-Type",      "Content-Length",  "Transfer-Encoding", "Host",
+    "Connection",        "Idempotency-Key", "webhook-id",        "webhook-timestamp",
+    "webhook-signature", "traceparent",     "tracestate"};
 
 // What the reader read at load (a KindSettings, handlers/handler.h).
 struct HttpSpec final : KindSettings {
@@ -130,6 +130,8 @@ class HttpHandler final : public Handler {
     headers.emplace("X-Hookbox-Event-Type", event.event_type);
     headers.emplace("X-Hookbox-Event-Id", event.event_id);
     headers.emplace("X-Hookbox-Endpoint", event.endpoint);
+    // W3C trace context: the event's trace, this attempt's span (README, "Trace context").
+    if (!event.traceparent.empty()) headers.emplace("traceparent", event.traceparent);
     // A replay (`hookbox inbox replay`) says so: its Idempotency-Key differs from the first
     // run's, and this tells the downstream why.
     if (event.generation > 0) {

@@ -26,6 +26,10 @@ struct HandlerEvent {
   int attempt = 1;           // 1 for the first try
   // The job's run: 0 for the first, n after its n-th replay (`hookbox inbox replay`).
   int generation = 0;
+  // The attempt's W3C `traceparent` (base/trace.h): the event's trace id, a span id new to
+  // this attempt, the trace's flags. http sends it as `traceparent`, exec as TRACEPARENT,
+  // sql binds it as :traceparent.
+  std::string traceparent;
   // "<endpoint>:<event_id>" in the first run: the same on every attempt, for downstream
   // dedupe. A replay is a new run the downstream must not dedupe away, so from generation 1
   // on: "<endpoint>/replay-<generation>:<event_id>" (README, "Bulk retry and replay").
@@ -61,9 +65,9 @@ inline const char* OutcomeName(Outcome o) {
 // :generation is the job's run, as exec's HOOKBOX_REPLAY_GENERATION and http's
 // X-Hookbox-Replay: 0 for the first, n after n replays. It is a number (bound as an integer,
 // so that `:generation = 0` holds on SQLite, which does not equate the text '0' with 0).
-inline constexpr std::string_view kSqlParameters[] = {":event_id",    ":endpoint",  ":type",
-                                                      ":resource",    ":sequence",  ":body",
-                                                      ":received_at", ":generation"};
+inline constexpr std::string_view kSqlParameters[] = {
+    ":event_id", ":endpoint",    ":type",       ":resource",   ":sequence",
+    ":body",     ":received_at", ":generation", ":traceparent"};
 struct EventParam {
   const std::string* text = nullptr;  // null: the value is `number`
   int64_t number = 0;
@@ -77,6 +81,7 @@ inline std::optional<EventParam> SqlParameter(const HandlerEvent& e, std::string
   if (name == ":body") return EventParam{&e.body};
   if (name == ":received_at") return EventParam{&e.received_at};
   if (name == ":generation") return EventParam{nullptr, e.generation};
+  if (name == ":traceparent") return EventParam{&e.traceparent};
   return std::nullopt;
 }
 

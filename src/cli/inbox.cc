@@ -9,6 +9,7 @@
 #include <map>
 
 #include "base/crypto.h"
+#include "base/trace.h"
 #include "base/utf8.h"
 #include "cli/cli.h"
 #include "inbox/filter.h"
@@ -200,6 +201,10 @@ json DetailJson(const InboxDetail& detail, const Config& config) {
   json out = RowJson(detail.row);
   SetText(out, "body", detail.row.body);
   out["routes"] = MatchedRoutes(detail.row, config);
+  // The event's trace (base/trace.h), as the delivery's and each attempt's log line name it.
+  out["trace_id"] = EventTrace(detail.row.endpoint, detail.row.event_id,
+                               TraceparentOfStoredHeaders(detail.row.headers_json))
+                        .trace_id;
   out["jobs"] = json::array();
   for (const JobRow& j : detail.jobs) {
     json attempts = json::array();

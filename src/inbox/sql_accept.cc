@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "base/status_macros.h"
+#include "base/trace.h"
 #include "inbox/sql_inbox.h"
 
 namespace hookbox {
@@ -155,6 +156,8 @@ Status SqlInbox::RunSyncSql(SqlTx& tx, const Event& e, int64_t inbox_id, const s
   he.sequence = e.sequence;
   he.body = e.body;
   he.received_at = now;
+  const std::optional<std::string> producer = TraceparentOfStoredHeaders(e.headers_json);
+  he.traceparent = Traceparent(EventTrace(e.endpoint, e.event_id, producer), NewSpanId());
   for (const auto& [handler, work] : e.sync_sql) {
     for (const std::string& statement : work->statements) {
       if (Status s = tx.RunUserSql(statement, he); !s.ok()) {

@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "base/status_macros.h"
+#include "base/trace.h"
 #include "inbox/handler_gate.h"
 #include "inbox/sql_inbox.h"
 #include "ops/storage_health.h"
@@ -42,6 +43,9 @@ ClaimedJob ReadClaim(const SqlRows& q, size_t row) {
   c.event.received_at = q.Text(row, 11);
   c.event.attempt = static_cast<int>(q.Int(row, 12)) + 1;
   c.event.generation = static_cast<int>(q.Int(row, 13));
+  const std::optional<std::string> producer = TraceparentOfStoredHeaders(c.event.headers_json);
+  c.event.traceparent =
+      Traceparent(EventTrace(c.event.endpoint, c.event.event_id, producer), NewSpanId());
   c.lease_token = NewLeaseToken();
   return c;
 }

@@ -13,6 +13,7 @@
 
 #include "base/form.h"
 #include "base/http_status.h"
+#include "base/trace.h"
 #include "ops/daemon_metrics.h"
 #include "ops/log.h"
 #include "ops/storage_health.h"
@@ -383,6 +384,11 @@ Answer Receiver::Receive(const Delivery& d) const {
                          "bad_identity");
   }
   record.LogIdentity(exam.identity);
+  // The event's trace (base/trace.h): the producer's traceparent, else one derived from the
+  // id, the trace inbox show and every attempt's log line name. A duplicate's line carries
+  // its own delivery's.
+  record.log["trace_id"] =
+      EventTrace(ep->name, exam.identity.event_id, TraceparentHeader(d.headers)).trace_id;
 
   // 3. accept
   const Event e = EventFor(*setup, *ep, d, exam.body, exam.identity, clock_.Now());

@@ -3,6 +3,7 @@
 
 #include <random>
 
+#include "base/trace.h"
 #include "ops/daemon_metrics.h"
 #include "ops/log.h"
 #include "work/backoff.h"
@@ -80,6 +81,10 @@ StatusOr<JobOutcome> Report(const FinishRequest& finish, const StatusOr<Outcome>
                         {"attempt", job.event.attempt},
                         {"outcome", OutcomeName(outcome.outcome)},
                         {"latency_ms", seconds * 1000}};
+  if (auto trace = ParseTraceparent(job.event.traceparent)) {
+    log["trace_id"] = trace->trace_id;
+    log["span_id"] = trace->parent_id;  // the attempt's own span, its handler's parent
+  }
   // Counted whether or not the result could be recorded: the handler ran either way.
   const LabelValues labels = {job.event.endpoint, job.handler, OutcomeName(outcome.outcome)};
   Metrics().attempts.With(labels).Inc();
