@@ -156,6 +156,7 @@ StatusOr<FieldMatch> ParseFieldMatch(std::string_view text) {
     m.kind = FieldMatch::Kind::kForm;
     m.field = m.field.substr(5);
     if (m.field.empty()) return Status::InvalidArgument("form: needs a field name before =");
+    m.spellings = FormPairSpellings(m.field, m.value);
     return m;
   }
   auto tokens = ParseJsonPointer(m.field);
@@ -170,14 +171,12 @@ std::string FieldMatchText(const FieldMatch& m) {
 
 bool FieldMatches(std::string_view body, const FieldMatch& m) {
   if (m.kind == FieldMatch::Kind::kJsonPointer) return JsonPointerValue(body, m.tokens) == m.value;
-  // As the SQL does it: the body between `&`s holds `&PAIR&` for one of the spellings.
-  std::string framed;
-  framed.reserve(body.size() + 2);
-  framed += '&';
-  framed += body;
-  framed += '&';
-  for (const std::string& pair : FormPairSpellings(m.field, m.value)) {
-    if (framed.find("&" + pair + "&") != std::string::npos) return true;
+  // As the SQL does it: one of the spellings as a whole field, between `&`s or the body's ends.
+  for (const std::string& pair : m.spellings) {
+    for (size_t at = body.find(pair); at != std::string_view::npos; at = body.find(pair, at + 1)) {
+      const size_t end = at + pair.size();
+      if ((at == 0 || body[at - 1] == '&') && (end == body.size() || body[end] == '&')) return true;
+    }
   }
   return false;
 }

@@ -27,6 +27,8 @@ struct FieldMatch {
   std::string field;                // the pointer as given ("/data/object/customer"), or NAME
   std::vector<std::string> tokens;  // kJsonPointer: the pointer's reference tokens, unescaped
   std::string value;
+  // kForm: FormPairSpellings(field, value), made once by ParseFieldMatch, not per body.
+  std::vector<std::string> spellings;
 };
 
 // `POINTER=VALUE` or `form:NAME=VALUE`, split at the first `=`. InvalidArgument, its what()

@@ -94,9 +94,9 @@ std::optional<std::string_view> TraceparentHeader(const Headers& headers) {
 
 std::optional<std::string> TraceparentOfStoredHeaders(std::string_view headers_json) {
   // A cheap look first: most events carry none, and the walk below costs a parse.
-  const auto has =
-      std::search(headers_json.begin(), headers_json.end(), "traceparent", "traceparent" + 11,
-                  [](char a, char b) { return AsciiLower(a) == b; });
+  constexpr std::string_view kName = "traceparent";
+  const auto has = std::search(headers_json.begin(), headers_json.end(), kName.begin(), kName.end(),
+                               [](char a, char b) { return AsciiLower(a) == b; });
   if (has == headers_json.end()) return std::nullopt;
   thread_local simdjson::ondemand::parser parser;
   const simdjson::padded_string padded(headers_json);

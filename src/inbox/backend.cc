@@ -152,9 +152,10 @@ std::string FilterCondition(const EventFilter& f, SqlDialect dialect,
       continue;
     }
     // The body between `&`s, so that a pair matches only as a whole field; the pattern is
-    // ASCII (FormPairSpellings encodes every other byte), so text and bytes agree.
+    // ASCII (FormPairSpellings, made at parse, encodes every other byte), so text and bytes
+    // agree.
     std::string any;
-    for (const std::string& pair : FormPairSpellings(m.field, m.value)) {
+    for (const std::string& pair : m.spellings) {
       any += any.empty() ? "(" : " OR ";
       any += pg ? "position(convert_to(" + param("&" + pair + "&") +
                       ", 'UTF8') IN '&'::bytea || inbox.body || '&'::bytea) > 0"

@@ -14,7 +14,6 @@ namespace {
 using hookbox::testing::AnswerLine;
 using hookbox::testing::Daemon;
 using hookbox::testing::GithubSigned;
-using hookbox::testing::ParseLogLine;
 using hookbox::testing::TempDir;
 using hookbox::testing::WriteFile;
 using nlohmann::json;
@@ -44,12 +43,8 @@ endpoints:
 // The delivery log lines of `endpoint`, in order.
 std::vector<json> Deliveries(const Daemon& d, const std::string& endpoint) {
   std::vector<json> out;
-  std::istringstream lines(d.Log());
-  for (std::string line; std::getline(lines, line);) {
-    json j = ParseLogLine(line);
-    if (j.is_object() && j.value("msg", "") == "delivery" && j.value("endpoint", "") == endpoint) {
-      out.push_back(j);
-    }
+  for (json& j : d.LogLines("delivery")) {
+    if (j.value("endpoint", "") == endpoint) out.push_back(std::move(j));
   }
   return out;
 }

@@ -298,16 +298,19 @@ class Daemon {
     if (pid_ > 0) kill(pid_, sig);
   }
 
-  // How many log lines so far have this "msg".
-  int LogCount(const std::string& msg) const {
-    int n = 0;
+  // The log lines so far whose "msg" is `msg`, parsed, in order.
+  std::vector<nlohmann::json> LogLines(const std::string& msg) const {
+    std::vector<nlohmann::json> out;
     std::istringstream lines(ReadFile(log_));
     for (std::string line; std::getline(lines, line);) {
       auto j = ParseLogLine(line);
-      if (j.is_object() && j.value("msg", "") == msg) ++n;
+      if (j.is_object() && j.value("msg", "") == msg) out.push_back(std::move(j));
     }
-    return n;
+    return out;
   }
+
+  // How many log lines so far have this "msg".
+  int LogCount(const std::string& msg) const { return static_cast<int>(LogLines(msg).size()); }
 
   // Waits (bounded) until `count` log lines have this "msg"; false if they never come.
   bool WaitForLog(const std::string& msg, int count = 1,

@@ -15,7 +15,6 @@ using hookbox::testing::CliResult;
 using hookbox::testing::Daemon;
 using hookbox::testing::Eventually;
 using hookbox::testing::LoopbackServer;
-using hookbox::testing::ParseLogLine;
 using hookbox::testing::ReadLines;
 using hookbox::testing::RunSqlite;
 using hookbox::testing::TempDir;
@@ -67,6 +66,17 @@ endpoints:
             sql:
               setup: ["CREATE TABLE IF NOT EXISTS traced (event_id TEXT PRIMARY KEY, traceparent TEXT NOT NULL)"]
               statements: ["INSERT INTO traced VALUES (:event_id, :traceparent)"]
+  - name: pay
+    path: /hooks/pay
+    verify: none
+    event_id: header:X-Id
+    mode: sync
+    routes:
+      - events: ["*"]
+        handlers:
+          - sql:
+              setup: ["CREATE TABLE IF NOT EXISTS paid (event_id TEXT PRIMARY KEY, traceparent TEXT NOT NULL)"]
+              statements: ["INSERT INTO paid VALUES (:event_id, :traceparent)"]
 )yaml";
 }
 
@@ -82,12 +92,8 @@ Parsed Split(const std::string& traceparent) {
 // Each log line with `msg` about `event_id`.
 std::vector<json> LogLines(const Daemon& d, const std::string& msg, const std::string& event_id) {
   std::vector<json> out;
-  std::istringstream lines(d.Log());
-  for (std::string line; std::getline(lines, line);) {
-    json j = ParseLogLine(line);
-    if (j.is_object() && j.value("msg", "") == msg && j.value("event_id", "") == event_id) {
-      out.push_back(j);
-    }
+  for (json& j : d.LogLines(msg)) {
+    if (j.value("event_id", "") == event_id) out.push_back(std::move(j));
   }
   return out;
 }
@@ -177,6 +183,36 @@ TEST_CASE("trace context: the producer's trace into every handler, its log lines
   }
   CliResult show = d.Cli({"inbox", "show", "raw", "traced", "--json"});
   CHECK(json::parse(show.out)["trace_id"] == kTrace);
+
+  // A duplicate: answered, nothing run again; its line carries its own delivery's trace
+  // (none sent here: the derived one), while the event keeps the producer's.
+  REQUIRE(post("traced", "") == "200 duplicate");
+  auto lines = LogLines(d, "delivery", "traced");
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[1]["trace_id"] != kTrace);
+  CHECK(lines[1]["trace_id"].get<std::string>().size() == 32);
+  CHECK(json::parse(d.Cli({"inbox", "show", "raw", "traced", "--json"}).out)["trace_id"] == kTrace);
+}
+
+TEST_CASE("trace context: a sync endpoint's sql runs in the accept with the producer's trace") {
+  TempDir dir;
+  Downstream downstream;
+  Daemon d(dir, Config(downstream.port()));
+  const std::string producer = "00-" + kTrace + "-" + kParent + "-01";
+  REQUIRE(AnswerLine(d.Post("/hooks/pay", {{"X-Id", "pay-1"}, {"traceparent", producer}},
+                            R"({"amount":1})")) == "200 accepted");
+  REQUIRE(AnswerLine(d.Post("/hooks/pay", {{"X-Id", "pay-2"}}, R"({"amount":2})")) ==
+          "200 accepted");
+  const std::string rows = RunSqlite(d.db(), "SELECT traceparent FROM paid ORDER BY event_id");
+  const std::string first = rows.substr(0, rows.find('\n'));
+  const std::string second = rows.substr(rows.find('\n') + 1, 55);
+  const Parsed p = Split(first);
+  CHECK(p.trace_id == kTrace);
+  CHECK(p.span_id != kParent);
+  const Parsed own = Split(second);
+  CHECK(own.trace_id != kTrace);
+  CHECK(json::parse(d.Cli({"inbox", "show", "pay", "pay-2", "--json"}).out)["trace_id"] ==
+        own.trace_id);
 }
 
 TEST_CASE("trace context: the names hookbox sets are refused in a handler's config") {
