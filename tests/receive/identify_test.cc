@@ -224,7 +224,7 @@ TEST_CASE("routes: every matching route's handlers, each once, in config order")
 }
 
 TEST_CASE("routes by content: every where: condition must hold of the body") {
-  auto where = [](std::vector<std::string> texts) {
+  auto where = [](const std::vector<std::string>& texts) {
     std::vector<FieldMatch> out;
     for (const std::string& t : texts) out.push_back(ParseFieldMatch(t).value());
     return out;
