@@ -38,7 +38,8 @@ StatusOr<HttpUrl> ParseHttpUrl(std::string_view text) {
   std::string_view authority = rest.substr(0, end);
   if (end != std::string_view::npos) {
     url.path = std::string(rest.substr(end));
-    if (url.path.front() == '?') url.path.insert(0, "/");
+    if (url.path.front() == '?')
+      url.path = "/" + url.path;  // (insert(0, "/") trips gcc 12's -Wrestrict)
   }
   if (authority.find('@') != std::string_view::npos) {
     return BadUrl(text, "no user:password@; send credentials in headers");

@@ -32,6 +32,27 @@ std::string Hex(uint64_t v) {
   return out;
 }
 
+// `bytes` (8 or 16) random bytes as lowercase hex, never all zero. From a generator of each
+// thread's own, seeded once from the system's CSPRNG: ids must be unique, not secret, and
+// RAND_bytes for each took 2,400 instructions of a traced accept (bench/RESULTS.md).
+std::string RandomHexId(size_t bytes) {
+  thread_local std::mt19937_64 rng = [] {
+    std::seed_seq::result_type seed[8] = {};
+    if (RAND_bytes(reinterpret_cast<unsigned char*>(seed), sizeof seed) != 1) {
+      std::random_device device;  // OpenSSL without entropy: the kernel's, through libstdc++
+      for (auto& word : seed) word = device();
+    }
+    std::seed_seq sequence(std::begin(seed), std::end(seed));
+    return std::mt19937_64(sequence);
+  }();
+  std::string hex;
+  do {
+    hex = Hex(rng());
+    if (bytes == 16) hex += Hex(rng());
+  } while (AllZero(hex));
+  return hex;
+}
+
 // `00-` + 32 + `-` + 16 + `-` + 2.
 constexpr size_t kVersion0Size = 55;
 
@@ -117,19 +138,21 @@ std::optional<std::string> TraceparentOfStoredHeaders(std::string_view headers_j
   return std::nullopt;
 }
 
-std::string NewSpanId() {
-  std::string hex;
-  do {
-    unsigned char bytes[8] = {};
-    if (RAND_bytes(bytes, sizeof bytes) != 1) {
-      // OpenSSL without entropy: a span id need only be unique within its trace.
-      thread_local std::mt19937_64 rng{std::random_device{}()};
-      const uint64_t n = rng();
-      std::memcpy(bytes, &n, sizeof bytes);
-    }
-    hex = HexEncode(std::string_view(reinterpret_cast<const char*>(bytes), sizeof bytes));
-  } while (AllZero(hex));
-  return hex;
+std::string NewSpanId() { return RandomHexId(8); }
+
+std::string NewTraceId() { return RandomHexId(16); }
+
+std::string AcceptSpanId(std::string_view endpoint, std::string_view event_id) {
+  // FNV-1a 64 (as EventTrace's), over what EventTrace hashes and a suffix of its own.
+  uint64_t h = 0xcbf29ce484222325;
+  auto mix = [&](std::string_view bytes) {
+    for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3;
+  };
+  mix(endpoint);
+  mix("\n");
+  mix(event_id);
+  mix("\naccept");
+  return Hex(h == 0 ? 1 : h);
 }
 
 std::string Traceparent(const TraceContext& trace, std::string_view span_id) {

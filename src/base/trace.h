@@ -39,8 +39,16 @@ std::optional<std::string_view> TraceparentHeader(const Headers& headers);
 // by ", ", which is then no valid traceparent). nullopt when absent or unreadable.
 std::optional<std::string> TraceparentOfStoredHeaders(std::string_view headers_json);
 
-// A new span id: 16 lowercase hex digits from the system's CSPRNG, never all zero.
+// A new span id: 16 lowercase hex digits, never all zero, from a generator of the thread's own
+// seeded from the system's CSPRNG (unique, not secret).
 std::string NewSpanId();
+// A new trace id, 32 digits alike: a delivery's that was refused before it had an event id.
+std::string NewTraceId();
+
+// The span id of the accept that stored the event, hashed from the endpoint and event id as
+// the derived trace is: every attempt, on any replica and after any restart, names it as its
+// parent (the exported spans, README "Trace context") with nothing more stored.
+std::string AcceptSpanId(std::string_view endpoint, std::string_view event_id);
 
 // `00-<trace id>-<span id>-<flags>`: what a handler attempt carries as its parent.
 std::string Traceparent(const TraceContext& trace, std::string_view span_id);

@@ -26,6 +26,7 @@
 #include "handlers/exec/children.h"
 #include "handlers/handler.h"
 #include "hookbox_version.h"
+#include "http/client.h"
 #include "http/server.h"
 #include "inbox/inbox.h"
 #include "ops/clock.h"
@@ -33,6 +34,7 @@
 #include "ops/fdlimit.h"
 #include "ops/log.h"
 #include "ops/process.h"
+#include "ops/spans.h"
 #include "ops/storage_health.h"
 #include "ops/systemd.h"
 #include "receive/receiver.h"
@@ -496,6 +498,23 @@ void Daemon::WaitForStop(const sigset_t& signals) {
   }
 }
 
+// `tracing:` (ops/spans.h): the exporter follows the config, at the start and each reload.
+// A collector gets 5 s a batch; what it does not take with a 2xx is dropped and counted.
+void ConfigureSpans(const Config& config) {
+  constexpr auto kExportTimeout = std::chrono::seconds(5);
+  auto send = [kExportTimeout](const std::string& url, const std::string& body) -> Status {
+    ASSIGN_OR_RETURN(HttpUrl parsed, ParseHttpUrl(url));
+    ASSIGN_OR_RETURN(HttpReply reply,
+                     HttpPost(parsed, {}, body, "application/json", kExportTimeout));
+    if (reply.status < 200 || reply.status > 299) {
+      return Status::Unavailable("the collector answered " + std::to_string(reply.status), url);
+    }
+    return Status::Ok();
+  };
+  Spans().Configure(config.tracing.otlp,
+                    {config.tracing.service_name, std::string(kVersion), InstanceId()}, send);
+}
+
 // SIGHUP: re-reads the config and swaps endpoints, secrets and handlers everywhere at once;
 // an invalid config is logged and the old one stays.
 void Daemon::Reload() {
@@ -515,6 +534,7 @@ void Daemon::Reload() {
     return;
   }
   SetLogLevel(new_config->log_level);
+  ConfigureSpans(*new_config);
   if (new_config->listen != started_config_.listen ||
       new_config->database != started_config_.database ||
       new_config->admin_listen != started_config_.admin_listen) {
@@ -550,6 +570,8 @@ int Daemon::Drain() {
     KillWatchedChildren();
     std::_Exit(kExitOk);
   }
+  // The last spans go to the collector (each batch once), then the exporter stops.
+  Spans().Stop();
   // Nothing of this process holds a lease any more: its instance goes, and any lease still
   // under its name ends at once.
   instance_.Stop();
@@ -588,6 +610,7 @@ int Serve(const std::string& config_path) {
   // and fit max_connections under it, beside what the handlers' slots need.
   Config& loaded = *opened.config;
   SetLogLevel(loaded.log_level);
+  ConfigureSpans(loaded);
   auto handlers = BuildAndPrepare(loaded, *opened.inbox);
   if (!handlers) return kExitUsage;
   if (!FitDescriptors(loaded, *handlers)) return kExitUsage;

@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 
+#include "base/http_url.h"
 #include "config/handler_kinds.h"
 #include "config/secrets.h"
 #include "config/yaml_reader.h"
@@ -106,6 +107,7 @@ class Loader final : private YamlReader {
   // Sections.
   void ReadLimits(const YAML::Node& node, const std::string& where, Limits& limits);
   void ReadRetention(const YAML::Node& node, const std::string& where, Retention& retention);
+  void ReadTracing(const YAML::Node& node, const std::string& where, Tracing& tracing);
   void ReadEndpoint(const YAML::Node& node, const std::string& where, Endpoint& endpoint);
   void ReadPath(const YAML::Node& node, const std::string& where, Endpoint& endpoint);
   void CheckSyncHandlers(const std::string& where, const Endpoint& endpoint);
@@ -261,6 +263,7 @@ void Loader::ReadDocument(const YAML::Node& root, const std::string& file, Confi
           {"allow_from", [&](auto& n, auto& w) { config.allow_from = ReadRanges(n, w, true); }},
           {"trusted_proxies",
            [&](auto& n, auto& w) { config.trusted_proxies = ReadRanges(n, w, false); }},
+          {"tracing", [&](auto& n, auto& w) { ReadTracing(n, w, config.tracing); }},
           {"endpoints",
            [&](auto& n, auto& w) {
              has_endpoints = true;
@@ -341,6 +344,26 @@ void Loader::ReadLimits(const YAML::Node& node, const std::string& where, Limits
     Error(where + ".max_buffered", "must hold one whole request: at least max_body + 128KiB (" +
                                        std::to_string(least) + " bytes)");
   }
+}
+
+void Loader::ReadTracing(const YAML::Node& node, const std::string& where, Tracing& tracing) {
+  ReadMapping(node, where,
+              {
+                  {"otlp",
+                   [&](auto& n, auto& w) {
+                     auto text = NonEmptyText(n, w);
+                     if (!text) return;
+                     auto url = ParseHttpUrl(*text);
+                     if (!url.ok()) return Error(w, url.status().what());
+                     tracing.otlp = *text;
+                     if (url->path == "/") {
+                       if (tracing.otlp.ends_with('/')) tracing.otlp.pop_back();
+                       tracing.otlp += "/v1/traces";
+                     }
+                   }},
+                  {"service_name",
+                   [&](auto& n, auto& w) { Set(tracing.service_name, NonEmptyText(n, w)); }},
+              });
 }
 
 void Loader::ReadRetention(const YAML::Node& node, const std::string& where, Retention& retention) {

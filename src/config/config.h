@@ -170,6 +170,15 @@ struct Retention {
   Duration sequences = std::chrono::hours(24 * 90);
 };
 
+// `tracing:` (README, "Trace context"): the spans of each delivery, its accept and each
+// attempt, exported as OTLP/HTTP JSON (ops/spans.h). A reload applies a change.
+struct Tracing {
+  // The collector's traces URL, checked at load; a URL without a path gets /v1/traces, the
+  // OTLP/HTTP default. "" exports nothing (the trace context still reaches handlers).
+  std::string otlp;
+  std::string service_name = "hookbox";  // the spans' resource `service.name`
+};
+
 struct Config {
   std::string path;  // the file it was read from
   std::string listen = "127.0.0.1:8080";
@@ -197,6 +206,7 @@ struct Config {
   // loading), and the proxies whose X-Forwarded-For is believed (receive/allow.h).
   std::optional<std::vector<IpRange>> allow_from;
   std::vector<IpRange> trusted_proxies;
+  Tracing tracing;
 
   const Endpoint* FindByPath(std::string_view path) const;
   const Endpoint* FindByName(std::string_view name) const;

@@ -49,8 +49,14 @@ DaemonMetrics::DaemonMetrics()
           {"op"})),
       reloads_refused(registry.AddCounter(
           "hookbox_config_reloads_refused_total",
-          "Reloads (SIGHUP) refused because the new config had errors; the old config stays.",
-          {})) {
+          "Reloads (SIGHUP) refused because the new config had errors; the old config stays.", {})),
+      spans_exported(registry.AddCounter("hookbox_spans_exported_total",
+                                         "Spans the OTLP collector (tracing.otlp) took.", {})),
+      spans_dropped(registry.AddCounter(
+          "hookbox_spans_dropped_total",
+          "Spans not exported, by reason: queue_full (more waiting than the queue holds), "
+          "export_failed (the collector was down, slow or refused the batch).",
+          {"reason"})) {
   // Present at 0 from the start, so that an alert on its rate has a series to read.
   for (const char* op : {"accept", "checkpoint", "purge", "claim", "finish", "heartbeat"}) {
     storage_errors.With({op});
@@ -60,6 +66,8 @@ DaemonMetrics::DaemonMetrics()
   }
   for (const char* verb : {"retry", "replay"}) bulk_jobs_rearmed.With({verb});
   reloads_refused.With({});
+  spans_exported.With({});
+  for (const char* reason : {"queue_full", "export_failed"}) spans_dropped.With({reason});
   auto timestamp = [](const std::atomic<double>& t) {
     return [&t] { return std::vector<GaugeSample>{{{}, t.load(std::memory_order_relaxed)}}; };
   };

@@ -47,6 +47,10 @@ struct DaemonMetrics {
   CounterFamily& storage_errors;
   // Reloads (SIGHUP) refused because the new config had errors; the old one stays.
   CounterFamily& reloads_refused;
+  // `tracing.otlp` (ops/spans.h): spans the collector took, and {reason}: queue_full,
+  // export_failed, spans dropped.
+  CounterFamily& spans_exported;
+  CounterFamily& spans_dropped;
   // Unix times, 0 until it first happens in this process: the last purge that completed
   // (daily, or `hookbox purge`), and the config last loaded (the start, or a reload).
   std::atomic<double> last_purge{0};

@@ -18,6 +18,7 @@
 #include "ops/log.h"
 #include "ops/storage_health.h"
 #include "receive/allow.h"
+#include "receive/delivery_spans.h"
 #include "receive/examine.h"
 #include "receive/identify.h"
 #include "verify/verify.h"
@@ -250,7 +251,7 @@ namespace {
 // delivery's log line and counts it once.
 struct DeliveryRecord {
   explicit DeliveryRecord(const Delivery& d)
-      : log{{"msg", "delivery"}, {"remote", d.remote}, {"path", d.path}} {}
+      : delivery(d), log{{"msg", "delivery"}, {"remote", d.remote}, {"path", d.path}}, spans(d) {}
 
   Answer Finish(Answer answer, const char* outcome) {
     // A sync endpoint's verdict with an error answer: its handler failed or was busy.
@@ -270,15 +271,22 @@ struct DeliveryRecord {
       LogWarn(log);
     else
       LogInfo(log);
+    if (spans.on()) spans.Finish(delivery, endpoint_label, client, answer.status, outcome);
     return answer;
   }
 
-  void LogIdentity(const Identity& id) {
+  // The identified event, and its trace (base/trace.h): the producer's traceparent, else one
+  // derived from the id, the trace inbox show and every attempt's log line name. A
+  // duplicate's line carries its own delivery's.
+  void LogIdentity(const std::string& endpoint, const Identity& id) {
     log["event_id"] = id.event_id;
     if (!id.event_type.empty()) log["event_type"] = id.event_type;
     if (!id.resource_id.empty() && !id.sequence.empty() && !id.sequence_key) {
       log["warning"] = "sequence is neither an integer nor an RFC 3339 time: not ordered";
     }
+    TraceContext trace = EventTrace(endpoint, id.event_id, TraceparentHeader(delivery.headers));
+    if (spans.on()) spans.Identified(trace, id.event_id, id.event_type);
+    log["trace_id"] = std::move(trace.trace_id);
   }
 
   // The inbox refused the event: another body under a stored id (strict_body), or storage.
@@ -292,8 +300,11 @@ struct DeliveryRecord {
                   conflict ? "body_conflict" : "storage_error");
   }
 
+  const Delivery& delivery;
   const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   json log;
+  DeliverySpans spans;         // tracing.otlp's receive and accept spans; off: one flag
+  std::string client;          // the client's address, when spans are on
   std::string endpoint_label;  // "" until routed: unknown paths must not add label values
   bool stored = false;         // the inbox answered with a verdict
 };
@@ -360,6 +371,7 @@ Answer Receiver::Receive(const Delivery& d) const {
   }
   const Client client = ClientOf(*config, d);
   if (client.forwarded) record.log["client"] = client.address;
+  if (record.spans.on()) record.client = client.address;
   if (auto refused = RouteRefusal(ep, client, d)) {
     return record.Finish(std::move(refused->first), refused->second);
   }
@@ -383,16 +395,13 @@ Answer Receiver::Receive(const Delivery& d) const {
     return record.Finish(ErrorAnswer(HttpStatusFor(exam.refused), exam.refused.what()),
                          "bad_identity");
   }
-  record.LogIdentity(exam.identity);
-  // The event's trace (base/trace.h): the producer's traceparent, else one derived from the
-  // id, the trace inbox show and every attempt's log line name. A duplicate's line carries
-  // its own delivery's.
-  record.log["trace_id"] =
-      EventTrace(ep->name, exam.identity.event_id, TraceparentHeader(d.headers)).trace_id;
+  record.LogIdentity(ep->name, exam.identity);
 
   // 3. accept
   const Event e = EventFor(*setup, *ep, d, exam.body, exam.identity, clock_.Now());
+  if (record.spans.on()) record.spans.AcceptStarted();
   StatusOr<AcceptResult> result = inbox_.Accept(e);
+  if (record.spans.on()) record.spans.AcceptEnded(ep->name, e.event_id, result);
   Metrics()
       .accept_latency.With({ep->name})
       .Observe(

@@ -6,6 +6,7 @@
 #include "base/trace.h"
 #include "ops/daemon_metrics.h"
 #include "ops/log.h"
+#include "ops/spans.h"
 #include "work/backoff.h"
 
 namespace hookbox {
@@ -39,6 +40,34 @@ JobOutcome Decide(const HandlerResult& result, const ClaimedJob& job, const Retr
     o.next_attempt_at = now;
   }
   return o;
+}
+
+// tracing.otlp: the attempt's span (ops/spans.h), a child of the accept that stored the
+// event (receive/delivery_spans.h). Its id is the one the handler was given as its parent.
+void ExportAttemptSpan(const ClaimedJob& job, const JobOutcome& outcome, const char* next,
+                       double seconds) {
+  auto trace = ParseTraceparent(job.event.traceparent);
+  if (!trace || !Sampled(trace->flags)) return;
+  Span span;
+  span.trace_id = std::move(trace->trace_id);
+  span.span_id = std::move(trace->parent_id);
+  span.parent_span_id = AcceptSpanId(job.event.endpoint, job.event.event_id);
+  span.name = "attempt " + job.handler;
+  span.kind = SpanKind::kClient;
+  span.end = std::chrono::system_clock::now();
+  span.start = span.end - std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                              std::chrono::duration<double>(seconds));
+  span.attributes = {{"hookbox.endpoint", job.event.endpoint},
+                     {"hookbox.event_id", job.event.event_id},
+                     {"hookbox.handler", job.handler},
+                     {"hookbox.attempt", int64_t{job.event.attempt}},
+                     {"hookbox.outcome", std::string(OutcomeName(outcome.outcome))},
+                     {"hookbox.next", std::string(next)}};
+  if (outcome.outcome != Outcome::kOk) {
+    span.error = true;
+    span.status_message = outcome.detail.substr(0, 512);
+  }
+  Spans().Add(std::move(span));
 }
 
 }  // namespace
@@ -99,6 +128,7 @@ StatusOr<JobOutcome> Report(const FinishRequest& finish, const StatusOr<Outcome>
     log["error"] = recorded.status().ToString();
     log["result"] = "discarded";
     LogWarn(log);
+    if (Spans().enabled()) ExportAttemptSpan(job, outcome, "discarded", seconds);
     return recorded.status();
   }
   log["next"] = NextName(outcome.next);
@@ -106,6 +136,7 @@ StatusOr<JobOutcome> Report(const FinishRequest& finish, const StatusOr<Outcome>
   if (outcome.next == JobOutcome::Next::kRetry && mode == AttemptMode::kPool) {
     log["next_attempt_at"] = FormatTime(outcome.next_attempt_at);
   }
+  if (Spans().enabled()) ExportAttemptSpan(job, outcome, NextName(outcome.next), seconds);
   // A job going dead needs someone (an error); a retry is routine (a warning).
   if (outcome.outcome == Outcome::kOk) {
     LogInfo(log);

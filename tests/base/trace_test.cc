@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <set>
+#include <thread>
 
 using namespace hookbox;
 
@@ -90,4 +91,30 @@ TEST_CASE("NewSpanId: 16 hex digits, fresh each time") {
   CHECK(seen.size() == 1000);
   CHECK(Traceparent({kTrace, kParent, "01"}, "1111111111111111") ==
         "00-" + kTrace + "-1111111111111111-01");
+}
+
+TEST_CASE("NewTraceId: 32 hex digits, fresh each time, and fresh on every thread") {
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string id = NewTraceId();
+    REQUIRE(id.size() == 32);
+    REQUIRE(id.find_first_not_of("0123456789abcdef") == std::string::npos);
+    seen.insert(id);
+  }
+  // Each thread's generator is seeded on its own: two threads never share a sequence.
+  std::string other;
+  std::thread([&] { other = NewTraceId(); }).join();
+  seen.insert(other);
+  CHECK(seen.size() == 1001);
+}
+
+TEST_CASE("AcceptSpanId: the same for an event wherever it is computed, another for others") {
+  const std::string id = AcceptSpanId("stripe", "evt_1");
+  CHECK(id.size() == 16);
+  CHECK(id.find_first_not_of("0123456789abcdef") == std::string::npos);
+  CHECK(AcceptSpanId("stripe", "evt_1") == id);
+  CHECK(AcceptSpanId("stripe", "evt_2") != id);
+  CHECK(AcceptSpanId("github", "evt_1") != id);
+  // Not the derived trace's parent id, which no exported span has.
+  CHECK(EventTrace("stripe", "evt_1", std::nullopt).parent_id != id);
 }

@@ -32,7 +32,9 @@ process.on('exit', () => {
 
 export class Daemon {
   // endpointsYaml: the YAML list under `endpoints:`, already indented by two spaces.
-  constructor(endpointsYaml) {
+  // options.top: more top-level YAML lines (e.g. `tracing:`); options.workers: the worker
+  // count (0, the default, leaves jobs `pending`).
+  constructor(endpointsYaml, options = {}) {
     this.dir = mkdtempSync(join(tmpdir(), 'hookbox-interop-'));
     this.config = join(this.dir, 'config.yaml');
     this.log = [];
@@ -42,8 +44,9 @@ export class Daemon {
       'admin_listen: 127.0.0.1:0',
       `database: ${JSON.stringify(join(this.dir, 'inbox.db'))}`,
       'limits: {max_body: 1MiB, read_timeout: 5s, threads: 4}',
-      // No workers: jobs stay `pending`, so stored rows are deterministic.
-      'workers: 0',
+      // No workers unless asked: jobs stay `pending`, so stored rows are deterministic.
+      `workers: ${options.workers ?? 0}`,
+      ...(options.top ? [options.top.replace(/\s+$/, '')] : []),
       'endpoints:',
       endpointsYaml.replace(/\s+$/, ''),
       '',
@@ -79,6 +82,7 @@ export class Daemon {
         try { j = JSON.parse(line); } catch { return; }
         if (j && j.msg === 'listening' && this.port === undefined) {
           this.port = Number(String(j.listen).slice(String(j.listen).lastIndexOf(':') + 1));
+          if (j.admin) this.adminPort = Number(String(j.admin).slice(String(j.admin).lastIndexOf(':') + 1));
           clearTimeout(timer);
           child.off('exit', onExit);
           child.off('error', onError);
@@ -94,6 +98,15 @@ export class Daemon {
   }
 
   url(path) { return `http://127.0.0.1:${this.port}${path}`; }
+
+  // One sample of the admin port's /metrics: the value of the series `name{labels}`, written
+  // as Prometheus prints it (`hookbox_spans_dropped_total{reason="export_failed"}`); 0 when
+  // absent.
+  async metric(series) {
+    const text = await (await fetch(`http://127.0.0.1:${this.adminPort}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith(series + ' '));
+    return line === undefined ? 0 : Number(line.slice(series.length + 1));
+  }
 
   // POSTs the exact bytes of `body` (string or Buffer). Returns {status, json, text}.
   // The daemon closes a keep-alive connection idle for its Keep-Alive timeout (5 s), and
@@ -168,8 +181,8 @@ export class Daemon {
   }
 }
 
-export async function startDaemon(endpointsYaml) {
-  const d = new Daemon(endpointsYaml);
+export async function startDaemon(endpointsYaml, options = {}) {
+  const d = new Daemon(endpointsYaml, options);
   try {
     return await d.start();
   } catch (e) {
