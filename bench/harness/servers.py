@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 
 from harness.host import cpu_seconds, free_port, memory_kb, raise_nofile, wait_port, write_file
@@ -213,6 +214,38 @@ class Hookbox(HookboxServe):
         r = subprocess.run(["sqlite3", self.db, "SELECT count(*) FROM inbox"],
                            capture_output=True, text=True)
         return int(r.stdout.strip() or 0)
+
+
+class HookboxTraced(Hookbox):
+    """The accept-only Hookbox row with `tracing.otlp` on: every delivery's receive and
+    accept spans exported to a local stand-in collector (collector.py), started and stopped
+    with it. The collector's CPU is not counted in the row's."""
+
+    def __init__(self, workdir, binary, durability, threads):
+        super().__init__(workdir, binary, durability, 0, threads)
+        self.name = "hookbox %s (accept only, workers: 0, tracing.otlp on)" % durability
+        self.collector = None
+        self.collector_port = None
+
+    def top_level(self):
+        return super().top_level() + 'tracing: {otlp: "http://127.0.0.1:%d"}\n' % (
+            self.collector_port)
+
+    def start(self):
+        self.collector_port = self.collector_port or free_port()
+        os.makedirs(self.workdir, exist_ok=True)
+        self.collector = subprocess.Popen(
+            [sys.executable, os.path.join(os.path.dirname(__file__), "collector.py"),
+             str(self.collector_port), os.path.join(self.workdir, "spans.count")])
+        wait_port(self.collector_port, self.collector, timeout=self.start_timeout)
+        super().start()
+
+    def stop(self):
+        super().stop()
+        if self.collector and self.collector.poll() is None:
+            self.collector.send_signal(signal.SIGTERM)
+            self.collector.wait(timeout=self.stop_timeout)
+        self.collector = None
 
 
 WEBHOOK_HOOKS = """\

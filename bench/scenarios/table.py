@@ -8,7 +8,9 @@ In ONE run, side by side, every server gets the same pre-generated signed delive
                   (bench/durable_limit.cc)
   hookbox ...     `durability: full` and `normal`; accept-only (`workers: 0`: the route's
                   jobs are created and wait in the inbox) and with the `file` handler running
-                  in 4 workers (each event written to a file, fsynced)
+                  in 4 workers (each event written to a file, fsynced); and full,
+                  accept-only with `tracing.otlp` exporting every delivery's spans to a
+                  local stand-in collector (bench/harness/collector.py)
   hookbox full, PostgreSQL
                   accept-only on a throwaway PostgreSQL cluster (tests/pg/cluster.sh, started
                   here with fsync and full_page_writes back on, stopped and removed at the
@@ -29,7 +31,7 @@ import re
 
 from harness.postgres import HookboxPostgres, PgCluster
 from harness.report import emit, fmt_ms, load_notes, median_run, rounds_table
-from harness.servers import Ceiling, DurableLimit, Hookbox, Webhook
+from harness.servers import Ceiling, DurableLimit, Hookbox, HookboxTraced, Webhook
 from harness.wrk import measure, run_rounds
 
 
@@ -43,6 +45,8 @@ def run(args):
         for workers in (0, 4):
             servers.append(Hookbox(os.path.join(out, "hookbox-%s-w%d" % (durability, workers)),
                                    args.hookbox, durability, workers, args.server_threads))
+    servers.append(HookboxTraced(os.path.join(out, "hookbox-full-traced"), args.hookbox, "full",
+                                 args.server_threads))
     cluster = PgCluster(args.pg_cluster, os.path.join(out, "postgres"))
     for replicas in (1, 2):
         servers.append(HookboxPostgres(os.path.join(out, "hookbox-pg-%d" % replicas),
