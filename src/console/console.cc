@@ -14,6 +14,7 @@
 #include "base/ascii.h"
 #include "base/http_status.h"
 #include "base/status_macros.h"
+#include "base/trace.h"
 #include "console/render.h"
 #include "inbox/bulk_pace.h"
 #include "inbox/filter.h"
@@ -547,6 +548,10 @@ Answer Console::EventPage(const Delivery& d) {
   }
   json view = {{"title", "Event " + id},
                {"row", RowView(detail->row)},
+               // The event's trace (base/trace.h), as its log lines and `inbox show` name it.
+               {"trace_id", EventTrace(detail->row.endpoint, detail->row.event_id,
+                                       TraceparentOfStoredHeaders(detail->row.headers_json))
+                                .trace_id},
                {"headers", HeadersView(detail->row.headers_json)},
                {"jobs", JobsView(detail->jobs)},
                {"csrf", guards_.CsrfToken(endpoint, id)}};

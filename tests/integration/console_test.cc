@@ -12,6 +12,7 @@
 #include <string>
 
 #include "base/form.h"
+#include "base/trace.h"
 #include "daemon.h"
 
 using hookbox::testing::Daemon;
@@ -154,6 +155,29 @@ TEST_CASE("console: the list, newest first, links to each event's page; hostile 
   REQUIRE(css);
   CHECK(css->get_header_value("Content-Type") == "text/css; charset=utf-8");
   CHECK(c.Get("/nothing-here")->status == 404);
+}
+
+TEST_CASE("console: an event's page names its trace, the one inbox show prints") {
+  TempDir dir;
+  Daemon d = Start(dir);
+  const std::string producer = "4bf92f3577b34da6a3ce929d0e0e4736";
+  auto traced = d.Post("/hooks/open", {{"traceparent", "00-" + producer + "-00f067aa0ba902b7-01"}},
+                       json{{"id", "traced"}}.dump());
+  REQUIRE(traced);
+  REQUIRE(traced->status == 200);
+  Deliver(d, {{"id", "untraced"}});
+  auto c = Admin(d);
+  for (const char* id : {"traced", "untraced"}) {
+    INFO(id);
+    const std::string trace_id = Show(d, id)["trace_id"];
+    auto page = c.Get(std::string("/event?endpoint=open&id=") + id);
+    REQUIRE(page);
+    CHECK(page->body.find("<tr><th>Trace id</th><td class=\"id\">" + trace_id + "</td></tr>") !=
+          std::string::npos);
+  }
+  CHECK(Show(d, "traced")["trace_id"] == producer);
+  CHECK(Show(d, "untraced")["trace_id"] ==
+        hookbox::EventTrace("open", "untraced", std::nullopt).trace_id);
 }
 
 TEST_CASE("console: Retry re-arms a dead event and Clear forgets one, after a confirmation") {
