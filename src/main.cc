@@ -40,6 +40,7 @@ struct Args {
   bool stats_json = false;
   bool purge_dry_run = false, purge_json = false;
   std::string handler_target, pause_reason;  // handler pause / resume
+  std::string alert_name;                    // alerts test
   bool handlers_json = false;
   std::string backup_file;
   int rc = kExitOk;
@@ -210,6 +211,15 @@ void AddHandlerVerbs(CLI::App& app, Args& a) {
       ->required();
 }
 
+void AddAlertVerbs(CLI::App& app, Args& a) {
+  CLI::App* alerts = app.add_subcommand("alerts", "the failure alerts of `alerts:`");
+  alerts->require_subcommand(1);
+  Verb(alerts, "test", "send the alert's target a sample alert now, and say what it answered", a,
+       [&a] { return AlertsTest(a.config_path, a.alert_name); })
+      ->add_option("NAME", a.alert_name, "the alert's name")
+      ->required();
+}
+
 void AddToolVerbs(CLI::App& app, Args& a) {
   CLI::App* send = Verb(&app, "send", "sign FILE as the endpoint's provider would and POST it", a,
                         [&a] { return Send(a.config_path, a.send); });
@@ -253,6 +263,7 @@ int Main(int argc, char** argv) {
   AddInboxVerbs(app, args);
   AddToolVerbs(app, args);
   AddHandlerVerbs(app, args);
+  AddAlertVerbs(app, args);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ExtrasError& e) {

@@ -96,6 +96,9 @@ int Serve(const std::string& config_path);                            // serve.c
 int CheckConfig(const std::string& path, bool read_secrets);          // config.cc
 int Migrate(const std::string& path);                                 // config.cc
 int Backup(const std::string& config_path, const std::string& file);  // backup.cc
+// `alerts test NAME`: one sample alert to the alert's target, now (alerts.cc). 0 when the
+// target took it; 1 when it did not, or for a config problem or a name no alert has.
+int AlertsTest(const std::string& path, const std::string& name);
 
 // `inbox list`: the filter's options as given (ParseFilter checks them), the page size.
 // The filter's options as given (README, "Finding events"): ParseFilter checks them, so a bad

@@ -49,7 +49,11 @@ int CheckConfig(const std::string& path, bool read_secrets) {
     return kExitUsage;
   }
   PrintHeldWarnings(path, *r.config);
-  std::cout << path << ": ok (" << r.config->endpoints.size() << " endpoint(s))\n";
+  const size_t alerts = r.config->alerts.size();
+  const size_t endpoints = r.config->endpoints.size() - (alerts ? 1 : 0);  // kAlertsEndpoint
+  std::cout << path << ": ok (" << endpoints << " endpoint(s)";
+  if (alerts) std::cout << ", " << alerts << " alert(s)";
+  std::cout << ")\n";
   return kExitOk;
 }
 

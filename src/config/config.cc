@@ -9,10 +9,12 @@
 
 #include "config/config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <limits>
 #include <map>
 #include <set>
+#include <span>
 
 #include "base/http_url.h"
 #include "config/handler_kinds.h"
@@ -28,6 +30,12 @@ constexpr Choice<Provider> kProviders[] = {HOOKBOX_PROVIDERS(HOOKBOX_PROVIDER_CH
 #undef HOOKBOX_PROVIDER_CHOICE
 constexpr Choice<Durability> kDurabilities[] = {{"full", Durability::kFull},
                                                 {"normal", Durability::kNormal}};
+constexpr Choice<AlertCondition> kAlertConditions[] = {
+    {"job_dead", AlertCondition::kJobDead},
+    {"circuit_open", AlertCondition::kCircuitOpen},
+    {"handler_held", AlertCondition::kHandlerHeld},
+    {"storage_unavailable", AlertCondition::kStorageUnavailable},
+    {"backlog", AlertCondition::kBacklog}};
 constexpr Choice<LogLevel> kLogLevels[] = {{"debug", LogLevel::kDebug},
                                            {"info", LogLevel::kInfo},
                                            {"warn", LogLevel::kWarn},
@@ -134,13 +142,20 @@ class Loader final : private YamlReader {
   void ReadRoutes(const YAML::Node& node, const std::string& where, std::vector<Route>& routes);
   void CheckHandlerName(const HandlerSpec& handler, const std::string& where,
                         std::map<std::string, std::pair<std::string, std::string>>& seen);
-  void ReadHandler(const YAML::Node& node, const std::string& where, HandlerSpec& handler);
+  // A handler's mapping: a kind key and `name`, and the keys `extra` reads (an alert's).
+  void ReadHandler(const YAML::Node& node, const std::string& where, HandlerSpec& handler,
+                   std::span<const YamlField> extra = {});
+  void ReadAlerts(const YAML::Node& node, const std::string& where, Config& config);
+  void ReadAlert(const YAML::Node& node, const std::string& where, Alert& alert,
+                 HandlerSpec& target);
   void ReadKindSettings(size_t row, const std::string& where, HandlerSpec& handler);
   YAML::Node ReadHandlerControls(const YAML::Node& node, const std::string& where,
                                  HandlerSpec& handler);
   void CheckUnique(const std::vector<Endpoint>& endpoints);
 
   LoadOptions options_;
+  // `alerts:`'s endpoint, added after the configured ones once they are read.
+  std::optional<Endpoint> pending_alerts_;
 };
 
 std::optional<std::string> Loader::Address(const YAML::Node& node, const std::string& where,
@@ -264,6 +279,7 @@ void Loader::ReadDocument(const YAML::Node& root, const std::string& file, Confi
           {"trusted_proxies",
            [&](auto& n, auto& w) { config.trusted_proxies = ReadRanges(n, w, false); }},
           {"tracing", [&](auto& n, auto& w) { ReadTracing(n, w, config.tracing); }},
+          {"alerts", [&](auto& n, auto& w) { ReadAlerts(n, w, config); }},
           {"endpoints",
            [&](auto& n, auto& w) {
              has_endpoints = true;
@@ -275,6 +291,13 @@ void Loader::ReadDocument(const YAML::Node& root, const std::string& file, Confi
   if (!is_map) return;
   if (!has_endpoints) Error("endpoints", "required: list at least one endpoint");
   CheckUnique(config.endpoints);
+  for (size_t i = 0; i < config.endpoints.size(); ++i) {
+    if (config.endpoints[i].name == kAlertsEndpoint) {
+      Error(Key(Item("endpoints", i), "name"),
+            Quote(kAlertsEndpoint) + " is hookbox's own, the endpoint alerts are stored under");
+    }
+  }
+  if (pending_alerts_) config.endpoints.push_back(*std::move(pending_alerts_));
   for (Endpoint& endpoint : config.endpoints) {
     if (!endpoint.allow_from) endpoint.allow_from = config.allow_from;  // the default
   }
@@ -343,6 +366,73 @@ void Loader::ReadLimits(const YAML::Node& node, const std::string& where, Limits
   if (limits.max_buffered < least) {
     Error(where + ".max_buffered", "must hold one whole request: at least max_body + 128KiB (" +
                                        std::to_string(least) + " bytes)");
+  }
+}
+
+// An alert's `http: {secret: KEY}` is the http kind's `sign: {secret: KEY}`: the alert's
+// POST signed as a Standard Webhook. The item again, with that key moved.
+YAML::Node WithSignSecret(const YAML::Node& item) {
+  const YAML::Node http = item["http"];
+  if (!http || !http.IsMap() || !http["secret"] || http["sign"]) return item;
+  YAML::Node moved(YAML::NodeType::Map);
+  for (const auto& kv : http) {
+    if (kv.first.Scalar() == "secret") {
+      moved["sign"]["secret"] = kv.second;
+    } else {
+      moved[kv.first] = kv.second;
+    }
+  }
+  YAML::Node out(YAML::NodeType::Map);
+  for (const auto& kv : item) out[kv.first] = kv.first.Scalar() == "http" ? moved : kv.second;
+  return out;
+}
+
+// `alerts:` (README, "Failure alerts"): each item is its target handler's mapping (`http:` or
+// `exec:`) with the alert's own keys beside it; the targets become the routes of
+// kAlertsEndpoint's endpoint, added after the configured ones.
+void Loader::ReadAlerts(const YAML::Node& node, const std::string& where, Config& config) {
+  Endpoint alerts;
+  alerts.name = std::string(kAlertsEndpoint);
+  std::map<std::string, std::string> names;  // alert name -> where it was first given
+  ReadList(node, where, true, [&](auto& item, auto& iw, size_t) {
+    Alert& alert = config.alerts.emplace_back();
+    Route& route = alerts.routes.emplace_back();
+    HandlerSpec& target = route.handlers.emplace_back();
+    ReadAlert(item, iw, alert, target);
+    for (AlertCondition c : alert.on) route.events.emplace_back(AlertConditionName(c));
+    if (alert.name.empty()) return;
+    if (auto [first, inserted] = names.emplace(alert.name, iw); !inserted) {
+      Error(Key(iw, "name"), Quote(alert.name) + " is already used by " + first->second);
+    }
+  });
+  if (!config.alerts.empty()) pending_alerts_ = std::move(alerts);
+}
+
+void Loader::ReadAlert(const YAML::Node& node, const std::string& where, Alert& alert,
+                       HandlerSpec& target) {
+  const YamlField keys[] = {
+      {"on",
+       [&](auto& n, auto& w) {
+         ReadList(n, w, true, [&](auto& c, auto& cw, size_t) {
+           if (auto condition = OneOf<AlertCondition>(c, cw, kAlertConditions)) {
+             if (std::find(alert.on.begin(), alert.on.end(), *condition) == alert.on.end())
+               alert.on.push_back(*condition);
+           }
+         });
+       }},
+      {"backlog_age", [&](auto& n, auto& w) { Set(alert.backlog_age, DurationValue(n, w)); }},
+      {"repeat", [&](auto& n, auto& w) { Set(alert.repeat, DurationValue(n, w)); }},
+  };
+  const YAML::Node http = node.IsMap() ? node["http"] : YAML::Node();
+  if (http && http.IsMap() && http["secret"] && http["sign"]) {
+    Error(Key(Key(where, "http"), "secret"), "give the key once: secret, or sign.secret");
+  }
+  ReadHandler(node.IsMap() ? WithSignSecret(node) : node, where, target, keys);
+  if (!node.IsMap()) return;
+  Require(node, where, {"name", "on"});
+  alert.name = target.name;
+  if (!target.kind.empty() && target.kind != "http" && target.kind != "exec") {
+    Error(Key(where, target.kind), "an alert is sent by http or exec");
   }
 }
 
@@ -762,7 +852,8 @@ YAML::Node Loader::ReadHandlerControls(const YAML::Node& node, const std::string
   return rest;
 }
 
-void Loader::ReadHandler(const YAML::Node& node, const std::string& where, HandlerSpec& handler) {
+void Loader::ReadHandler(const YAML::Node& node, const std::string& where, HandlerSpec& handler,
+                         std::span<const YamlField> extra) {
   std::vector<std::string_view> kinds;
   auto kind_field = [&](size_t row) {
     const std::string_view kind = kHandlerKinds[row];
@@ -784,6 +875,7 @@ void Loader::ReadHandler(const YAML::Node& node, const std::string& where, Handl
     expected += (expected.empty() ? "" : ", ") + std::string(kHandlerKinds[row]);
   }
   fields.push_back(YamlField{"name", [&](auto& n, auto& w) { name = Name(n, w); }});
+  fields.insert(fields.end(), extra.begin(), extra.end());
   if (!ReadMapping(node, where, fields)) return;
   if (kinds.empty()) {
     Expected(where, "one of " + expected);
@@ -865,7 +957,7 @@ LoadResult LoadConfigFile(const std::string& path, LoadOptions options) {
 
 const Endpoint* Config::FindByPath(std::string_view path) const {
   for (const Endpoint& e : endpoints) {
-    if (e.path == path) return &e;
+    if (!e.path.empty() && e.path == path) return &e;  // kAlertsEndpoint has none
   }
   return nullptr;
 }
@@ -875,6 +967,13 @@ const Endpoint* Config::FindByName(std::string_view name) const {
     if (e.name == name) return &e;
   }
   return nullptr;
+}
+
+const char* AlertConditionName(AlertCondition condition) {
+  for (const auto& c : kAlertConditions) {
+    if (c.value == condition) return c.name.data();
+  }
+  return "?";
 }
 
 const char* ProviderName(Provider p) { return SpecOf(p).name.data(); }

@@ -179,6 +179,26 @@ struct Tracing {
   std::string service_name = "hookbox";  // the spans' resource `service.name`
 };
 
+// `alerts:` (README, "Failure alerts"): the conditions an operator is told of, and where.
+enum class AlertCondition { kJobDead, kCircuitOpen, kHandlerHeld, kStorageUnavailable, kBacklog };
+const char* AlertConditionName(AlertCondition condition);
+
+// Alerts are events of this internal endpoint (no path: nothing arrives at it over HTTP; no
+// verification): its routes are the alerts, each routing its conditions (the event types)
+// to its target, a handler named as the alert. So an alert is stored, retried, leased and
+// seen (`inbox list --endpoint hookbox.alerts`) as any event is. No configured endpoint may
+// take the name.
+inline constexpr std::string_view kAlertsEndpoint = "hookbox.alerts";
+
+struct Alert {
+  std::string name;  // also its target's handler name on kAlertsEndpoint
+  std::vector<AlertCondition> on;
+  // `backlog`: a handler's oldest due job has waited this long.
+  Duration backlog_age = std::chrono::minutes(10);
+  // A condition of one handler is sent at most once per `repeat`.
+  Duration repeat = std::chrono::minutes(15);
+};
+
 struct Config {
   std::string path;  // the file it was read from
   std::string listen = "127.0.0.1:8080";
@@ -207,6 +227,8 @@ struct Config {
   std::optional<std::vector<IpRange>> allow_from;
   std::vector<IpRange> trusted_proxies;
   Tracing tracing;
+  // `alerts:`; when there are any, `endpoints` ends with kAlertsEndpoint's, their targets.
+  std::vector<Alert> alerts;
 
   const Endpoint* FindByPath(std::string_view path) const;
   const Endpoint* FindByName(std::string_view name) const;

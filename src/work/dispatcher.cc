@@ -12,6 +12,7 @@
 #include "ops/daemon_metrics.h"
 #include "ops/log.h"
 #include "ops/storage_health.h"
+#include "work/alerts.h"
 #include "work/attempt.h"
 #include "work/held.h"
 #include "work/liveness.h"
@@ -363,6 +364,7 @@ void Dispatcher::FinishBatch(std::vector<Attempt*>& batch) {
     const double seconds = std::chrono::duration<double>(now - batch[i]->started).count();
     auto done = Report(finishes[i], recorded[i], seconds, AttemptMode::kPool);
     storage_down |= !done.ok() && done.status().code() == Status::Code::kUnavailable;
+    if (done.ok() && done->next == JobOutcome::Next::kDead) AlertDead(*batch[i], *done);
   }
   {
     std::lock_guard lock(mu_);
@@ -370,6 +372,26 @@ void Dispatcher::FinishBatch(std::vector<Attempt*>& batch) {
     if (attempts_.empty()) stopped_cv_.notify_all();
   }
   if (storage_down) std::this_thread::sleep_for(kStorageBackoff);  // don't spin
+}
+
+// `alerts:` job_dead (work/alerts.h): the job is dead, recorded. An alert that cannot be
+// stored is logged; the job's death is in the inbox either way.
+void Dispatcher::AlertDead(const Attempt& a, const JobOutcome& outcome) {
+  if (a.config->alerts.empty()) return;
+  AlertFacts facts{.endpoint = a.job.event.endpoint,
+                   .handler = a.job.handler,
+                   .event_id = a.job.event.event_id,
+                   .detail = outcome.detail.substr(0, 512)};
+  facts.fields["attempts"] = a.job.event.attempt;
+  facts.fields["outcome"] = OutcomeName(outcome.outcome);
+  Status raised = RaiseAlerts(inbox_, *a.config, AlertCondition::kJobDead, facts, clock_.Now());
+  if (!raised.ok()) {
+    LogError({{"msg", "alert not stored"},
+              {"alert", "job_dead"},
+              {"endpoint", facts.endpoint},
+              {"handler", facts.handler},
+              {"error", raised.ToString()}});
+  }
 }
 
 // Only attempts whose finish was recorded count (a lost lease's result is nobody's), and

@@ -85,6 +85,8 @@ class Dispatcher final {
   static std::shared_ptr<const Controls> ControlsOf(const Config& config);
   // At start and reload: the circuits of handlers configured without one, closed.
   void CloseUnconfiguredCircuits(const Config& config, const Controls& controls);
+  // A job the batch made dead: the `job_dead` alerts (work/alerts.h).
+  void AlertDead(const Attempt& a, const JobOutcome& outcome);
   // After a batch's finishes: the circuits' counts, and their transitions logged.
   void RecordCircuits(const std::vector<Attempt*>& batch,
                       const std::vector<StatusOr<Outcome>>& recorded);

@@ -1,0 +1,70 @@
+// An alert's body and the sample `hookbox alerts test` sends (see alerts.h).
+#include "work/alerts.h"
+
+#include <algorithm>
+
+#include "base/crypto.h"
+#include "base/trace.h"
+
+namespace hookbox {
+
+std::string AlertBody(const Alert& alert, std::string_view condition, const AlertFacts& facts,
+                      TimePoint at) {
+  nlohmann::json body = {{"alert", condition},         {"name", alert.name},
+                         {"endpoint", facts.endpoint}, {"handler", facts.handler},
+                         {"event_id", facts.event_id}, {"detail", facts.detail},
+                         {"at", FormatTime(at)}};
+  for (const auto& [key, value] : facts.fields.items()) {
+    if (!body.contains(key)) body[key] = value;
+  }
+  // Handler details hold whatever bytes a downstream answered: U+FFFD for what is no UTF-8.
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Status RaiseAlerts(Inbox& inbox, const Config& config, AlertCondition condition,
+                   const AlertFacts& facts, TimePoint at) {
+  if (facts.endpoint == kAlertsEndpoint) return Status::Ok();
+  const std::string name = AlertConditionName(condition);
+  Status first_failure = Status::Ok();
+  for (const Alert& alert : config.alerts) {
+    if (std::find(alert.on.begin(), alert.on.end(), condition) == alert.on.end()) continue;
+    const auto repeat = std::chrono::duration_cast<TimePoint::duration>(alert.repeat);
+    const TimePoint window = at - at.time_since_epoch() % repeat;
+    Event e;
+    e.endpoint = std::string(kAlertsEndpoint);
+    e.event_id = alert.name + ":" + name + ":" + facts.endpoint + "/" + facts.handler + ":" +
+                 FormatTime(window);
+    e.id_source = "alert";
+    e.event_type = name;
+    e.body = AlertBody(alert, name, facts, at);
+    e.body_sha256 = Sha256Hex(e.body);
+    e.headers_json = "{}";
+    e.handlers = {alert.name};
+    e.received_at = at;
+    StatusOr<AcceptResult> stored = inbox.Accept(e);
+    if (!stored.ok() && first_failure.ok()) first_failure = stored.status();
+  }
+  return first_failure;
+}
+
+HandlerEvent SampleAlert(const Alert& alert, TimePoint at) {
+  HandlerEvent e;
+  e.endpoint = std::string(kAlertsEndpoint);
+  const auto millis =
+      std::chrono::duration_cast<std::chrono::milliseconds>(at.time_since_epoch()).count();
+  e.event_id = "test:" + alert.name + ":" + std::to_string(millis);
+  e.event_type = "test";
+  e.received_at = FormatTime(at);
+  e.headers_json = "{}";
+  AlertFacts facts;
+  facts.detail = "a sample alert from `hookbox alerts test " + alert.name +
+                 "`: this target receives the alerts of " + alert.name;
+  nlohmann::json conditions = nlohmann::json::array();
+  for (AlertCondition c : alert.on) conditions.push_back(AlertConditionName(c));
+  facts.fields["conditions"] = conditions;
+  e.body = AlertBody(alert, "test", facts, at);
+  e.traceparent = Traceparent(EventTrace(e.endpoint, e.event_id, std::nullopt), NewSpanId());
+  return e;
+}
+
+}  // namespace hookbox

@@ -1,0 +1,169 @@
+// `hookbox alerts test NAME` against a real receiver that verifies each POST with the
+// Standard Webhooks reference library (`standardwebhooks`): the sample alert is signed with
+// the alert's key (webhook-id = the alert's event id), its body is the alert's JSON, and a
+// target that refuses it, or a name no alert has, is exit 1 with a clear line.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { createServer } from 'node:http';
+import { Webhook } from 'standardwebhooks';
+import { Daemon, HOOKBOX_BIN, startDaemon } from './harness.mjs';
+
+const KEY = 'whsec_' + Buffer.from('hookbox interop: the alerts key 0001').toString('base64');
+const wh = new Webhook(KEY);
+
+const received = [];
+let answer = 200;
+const target = createServer((req, res) => {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', () => {
+    const body = Buffer.concat(chunks).toString('utf8');
+    let verified;
+    try {
+      verified = wh.verify(body, req.headers);
+    } catch (e) {
+      verified = { error: e.message };
+    }
+    received.push({ path: req.url, headers: req.headers, body, verified });
+    res.writeHead(answer).end();
+  });
+});
+
+let d;
+before(async () => {
+  await new Promise((res) => target.listen(0, '127.0.0.1', res));
+  const url = `http://127.0.0.1:${target.address().port}/alerts`;
+  d = new Daemon(`
+  - name: shop
+    path: /hooks/shop
+    verify: none
+`, {
+    top: `alerts:
+  - name: ops
+    on: [job_dead, circuit_open]
+    http: {url: "${url}", secret: {value: "${KEY}"}}
+  - name: unsigned
+    on: [backlog]
+    backlog_age: 5m
+    http: {url: "${url}"}`,
+  });
+});
+
+after(async () => {
+  await d.stop();
+  target.close();
+});
+
+// The CLI run asynchronously: the target above answers from this process's event loop.
+async function alertsTest(name) {
+  try {
+    const { stdout } = await promisify(execFile)(HOOKBOX_BIN, ['alerts', 'test', name, '-c', d.config]);
+    return { status: 0, out: stdout };
+  } catch (e) {
+    return { status: e.code, out: e.stdout, err: e.stderr };
+  }
+}
+
+test('alerts test: a sample alert, signed with the alert\'s key, verified by standardwebhooks', async () => {
+  const r = await alertsTest('ops');
+  assert.equal(r.status, 0, r.err);
+  assert.match(r.out, /^alert ops: sent test:ops:\d+/);
+  assert.equal(received.length, 1);
+  const got = received[0];
+  assert.equal(got.path, '/alerts');
+  assert.ok(!got.verified.error, `standardwebhooks refused it: ${got.verified.error}`);
+  assert.equal(got.headers['webhook-id'], r.out.match(/sent (\S+)/)[1]);
+  const alert = JSON.parse(got.body);
+  assert.deepEqual(got.verified, alert);
+  assert.equal(alert.alert, 'test');
+  assert.equal(alert.name, 'ops');
+  assert.deepEqual(alert.conditions, ['job_dead', 'circuit_open']);
+  assert.match(alert.at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d/);
+  assert.match(alert.detail, /hookbox alerts test ops/);
+  assert.equal(got.headers['x-hookbox-endpoint'], 'hookbox.alerts');
+  assert.equal(got.headers['x-hookbox-event-type'], 'test');
+  assert.match(got.headers.traceparent, /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+  // Each test is a new alert: a target that dedupes by webhook-id takes the next one too.
+  assert.equal((await alertsTest('ops')).status, 0);
+  assert.notEqual(received[1].headers['webhook-id'], got.headers['webhook-id']);
+});
+
+test('alerts test: an alert without a key is sent unsigned', async () => {
+  const before = received.length;
+  assert.equal((await alertsTest('unsigned')).status, 0);
+  const got = received[before];
+  assert.equal(got.headers['webhook-signature'], undefined);
+  assert.equal(JSON.parse(got.body).name, 'unsigned');
+});
+
+test('alerts test: a target that refuses, and a name no alert has, are exit 1', async () => {
+  answer = 503;
+  const refused = await alertsTest('ops');
+  answer = 200;
+  assert.equal(refused.status, 1);
+  assert.match(refused.out, /^alert ops: not sent: failed: .*503/);
+  const unknown = await alertsTest('opps');
+  assert.equal(unknown.status, 1);
+  assert.match(unknown.err, /no alert named "opps" in .*config\.yaml \(its alerts: ops unsigned\)/);
+});
+
+test('job_dead: one signed alert per handler and repeat window, stored as an event of hookbox.alerts', async () => {
+  const start = received.length;
+  const url = `http://127.0.0.1:${target.address().port}`;
+  const live = await startDaemon(`
+  - name: shop
+    path: /hooks/shop
+    verify: none
+    event_id: body:/id
+    retry: {max_attempts: 1}
+    routes:
+      - events: ["*"]
+        handlers:
+          - {name: billing, http: {url: "${url}/down"}}
+          - {name: mailer, http: {url: "${url}/down"}}
+`, {
+    workers: 1,
+    top: `alerts:
+  - name: ops
+    on: [job_dead]
+    repeat: 1h
+    http: {url: "${url}/alerts", secret: {value: "${KEY}"}}`,
+  });
+  try {
+    answer = 500; // every handler's POST fails: one attempt, then dead
+    for (const id of ['order-1', 'order-2']) {
+      const r = await live.post('/hooks/shop', {}, JSON.stringify({ id, type: 'order.created' }));
+      assert.equal(r.status, 200);
+    }
+    // Four dead jobs (two handlers, two events): one alert per handler in the hour.
+    const deadline = Date.now() + 20_000;
+    const alerts = () => received.slice(start).filter((x) => x.path === '/alerts');
+    while (alerts().length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    answer = 200;
+    // Wait until both alerts were answered 200 (a first send may have met the 500s above).
+    while (live.rows('hookbox.alerts').some((row) => row.status !== 'processed') && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await new Promise((r) => setTimeout(r, 500)); // a third alert would be out by now
+    const rows = live.rows('hookbox.alerts');
+    assert.equal(rows.length, 2, JSON.stringify(rows));
+    const handlers = rows.map((row) => JSON.parse(live.show('hookbox.alerts', row.event_id).body).handler).sort();
+    assert.deepEqual(handlers, ['billing', 'mailer']);
+    for (const got of alerts()) {
+      assert.ok(!got.verified.error, `standardwebhooks refused it: ${got.verified.error}`);
+      const alert = got.verified;
+      assert.equal(alert.alert, 'job_dead');
+      assert.equal(alert.name, 'ops');
+      assert.equal(alert.endpoint, 'shop');
+      assert.match(alert.event_id, /^order-[12]$/);
+      assert.equal(alert.attempts, 1);
+      assert.match(alert.detail, /500/);
+      assert.match(got.headers['webhook-id'], new RegExp(`^ops:job_dead:shop/${alert.handler}:`));
+    }
+  } finally {
+    answer = 200;
+    await live.stop();
+  }
+});
