@@ -5,6 +5,7 @@
 
 #include "base/crypto.h"
 #include "base/trace.h"
+#include "ops/log.h"
 
 namespace hookbox {
 
@@ -42,7 +43,14 @@ Status RaiseAlerts(Inbox& inbox, const Config& config, AlertCondition condition,
     e.handlers = {alert.name};
     e.received_at = at;
     StatusOr<AcceptResult> stored = inbox.Accept(e);
-    if (!stored.ok() && first_failure.ok()) first_failure = stored.status();
+    if (stored.ok()) continue;
+    LogError({{"msg", "alert not stored"},
+              {"alert", alert.name},
+              {"condition", name},
+              {"endpoint", facts.endpoint},
+              {"handler", facts.handler},
+              {"error", stored.status().ToString()}});
+    if (first_failure.ok()) first_failure = stored.status();
   }
   return first_failure;
 }

@@ -33,8 +33,9 @@ std::string AlertBody(const Alert& alert, std::string_view condition, const Aler
 // and the start of the `repeat:` window `at` falls in: the first raise in a window is
 // stored, every later one (on any replica: the inbox's dedupe on the id) is a duplicate and
 // sends nothing. Conditions of kAlertsEndpoint's own jobs raise nothing (an alert that
-// cannot be sent is in the inbox, dead, for `inbox list` and hookbox_jobs). The first
-// storage failure, after trying every alert.
+// cannot be sent is in the inbox, dead, for `inbox list` and hookbox_jobs). An alert that
+// cannot be stored is an error line; the first such failure is returned, after trying every
+// alert.
 Status RaiseAlerts(Inbox& inbox, const Config& config, AlertCondition condition,
                    const AlertFacts& facts, TimePoint at);
 

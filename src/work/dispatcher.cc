@@ -375,7 +375,7 @@ void Dispatcher::FinishBatch(std::vector<Attempt*>& batch) {
 }
 
 // `alerts:` job_dead (work/alerts.h): the job is dead, recorded. An alert that cannot be
-// stored is logged; the job's death is in the inbox either way.
+// stored is logged (RaiseAlerts); the job's death is in the inbox either way.
 void Dispatcher::AlertDead(const Attempt& a, const JobOutcome& outcome) {
   if (a.config->alerts.empty()) return;
   AlertFacts facts{.endpoint = a.job.event.endpoint,
@@ -384,14 +384,7 @@ void Dispatcher::AlertDead(const Attempt& a, const JobOutcome& outcome) {
                    .detail = outcome.detail.substr(0, 512)};
   facts.fields["attempts"] = a.job.event.attempt;
   facts.fields["outcome"] = OutcomeName(outcome.outcome);
-  Status raised = RaiseAlerts(inbox_, *a.config, AlertCondition::kJobDead, facts, clock_.Now());
-  if (!raised.ok()) {
-    LogError({{"msg", "alert not stored"},
-              {"alert", "job_dead"},
-              {"endpoint", facts.endpoint},
-              {"handler", facts.handler},
-              {"error", raised.ToString()}});
-  }
+  (void)RaiseAlerts(inbox_, *a.config, AlertCondition::kJobDead, facts, clock_.Now());
 }
 
 // Only attempts whose finish was recorded count (a lost lease's result is nobody's), and
@@ -421,8 +414,23 @@ void Dispatcher::RecordCircuits(const std::vector<Attempt*>& batch,
                 {"error", t.status().ToString()}});
     } else if (*t) {
       ReportTransition(**t);
+      if ((*t)->to == Circuit::kOpen) AlertCircuitOpen(*batch[i], **t);
     }
   }
+}
+
+// `alerts:` circuit_open (work/alerts.h): the breaker held the handler. A probe that fails
+// opens it again: within the alert's repeat window that is a duplicate, sent once.
+void Dispatcher::AlertCircuitOpen(const Attempt& a, const CircuitTransition& t) {
+  if (a.config->alerts.empty()) return;
+  AlertFacts facts{.endpoint = t.endpoint,
+                   .handler = t.handler,
+                   .event_id = a.job.event.event_id,
+                   .detail = "circuit opened after " + std::to_string(t.failures) +
+                             " failures in a row: the handler's jobs wait until the cooldown"};
+  facts.fields["failures"] = t.failures;
+  facts.fields["from"] = CircuitName(t.from);
+  (void)RaiseAlerts(inbox_, *a.config, AlertCondition::kCircuitOpen, facts, clock_.Now());
 }
 
 void Dispatcher::BlockingThread() {

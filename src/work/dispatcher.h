@@ -87,6 +87,8 @@ class Dispatcher final {
   void CloseUnconfiguredCircuits(const Config& config, const Controls& controls);
   // A job the batch made dead: the `job_dead` alerts (work/alerts.h).
   void AlertDead(const Attempt& a, const JobOutcome& outcome);
+  // A circuit the batch opened: the `circuit_open` alerts.
+  void AlertCircuitOpen(const Attempt& a, const CircuitTransition& t);
   // After a batch's finishes: the circuits' counts, and their transitions logged.
   void RecordCircuits(const std::vector<Attempt*>& batch,
                       const std::vector<StatusOr<Outcome>>& recorded);

@@ -27,7 +27,8 @@ const target = createServer((req, res) => {
       verified = { error: e.message };
     }
     received.push({ path: req.url, headers: req.headers, body, verified });
-    res.writeHead(answer).end();
+    // /down is a handler's downstream that always fails; the alerts' target answers `answer`.
+    res.writeHead(req.url === '/down' ? 500 : answer).end();
   });
 });
 
@@ -132,7 +133,7 @@ test('job_dead: one signed alert per handler and repeat window, stored as an eve
     http: {url: "${url}/alerts", secret: {value: "${KEY}"}}`,
   });
   try {
-    answer = 500; // every handler's POST fails: one attempt, then dead
+    // Every handler's POST to /down fails: one attempt, then dead.
     for (const id of ['order-1', 'order-2']) {
       const r = await live.post('/hooks/shop', {}, JSON.stringify({ id, type: 'order.created' }));
       assert.equal(r.status, 200);
@@ -141,11 +142,6 @@ test('job_dead: one signed alert per handler and repeat window, stored as an eve
     const deadline = Date.now() + 20_000;
     const alerts = () => received.slice(start).filter((x) => x.path === '/alerts');
     while (alerts().length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    answer = 200;
-    // Wait until both alerts were answered 200 (a first send may have met the 500s above).
-    while (live.rows('hookbox.alerts').some((row) => row.status !== 'processed') && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 100));
-    }
     await new Promise((r) => setTimeout(r, 500)); // a third alert would be out by now
     const rows = live.rows('hookbox.alerts');
     assert.equal(rows.length, 2, JSON.stringify(rows));
@@ -162,6 +158,49 @@ test('job_dead: one signed alert per handler and repeat window, stored as an eve
       assert.match(alert.detail, /500/);
       assert.match(got.headers['webhook-id'], new RegExp(`^ops:job_dead:shop/${alert.handler}:`));
     }
+  } finally {
+    answer = 200;
+    await live.stop();
+  }
+});
+
+test('circuit_open: the breaker that holds a handler is an alert, once', async () => {
+  const start = received.length;
+  const url = `http://127.0.0.1:${target.address().port}`;
+  const live = await startDaemon(`
+  - name: shop
+    path: /hooks/shop
+    verify: none
+    event_id: body:/id
+    routes:
+      - events: ["*"]
+        handlers:
+          - {name: billing, http: {url: "${url}/down", circuit: {failures: 2, cooldown: 1h}}}
+`, {
+    workers: 1,
+    top: `alerts:
+  - name: pager
+    on: [circuit_open]
+    http: {url: "${url}/alerts", secret: {value: "${KEY}"}}`,
+  });
+  try {
+    const alerts = () => received.slice(start).filter((x) => x.path === '/alerts');
+    for (const id of ['c-1', 'c-2', 'c-3']) {
+      assert.equal((await live.post('/hooks/shop', {}, JSON.stringify({ id }))).status, 200);
+    }
+    const deadline = Date.now() + 20_000;
+    while (!alerts().some((x) => x.verified.alert === 'circuit_open') && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await new Promise((r) => setTimeout(r, 500)); // a second alert would be out by now
+    const got = alerts().find((x) => x.verified.alert === 'circuit_open');
+    assert.ok(got, `no circuit_open alert; log:\n${live.log.slice(-20).join('\n')}`);
+    assert.equal(got.verified.name, 'pager');
+    assert.equal(got.verified.handler, 'billing');
+    assert.equal(got.verified.failures, 2);
+    assert.match(got.verified.detail, /circuit opened after 2 failures/);
+    assert.equal(alerts().length, 1);
+    assert.equal(live.rows('hookbox.alerts').length, 1);
   } finally {
     answer = 200;
     await live.stop();
