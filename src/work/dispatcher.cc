@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <set>
 
 #include "ops/daemon_metrics.h"
 #include "ops/log.h"
@@ -311,6 +312,26 @@ void Dispatcher::Hold(const std::vector<ClaimedJob>& jobs, TimePoint now) {
                            {"handler", job.handler}};
     if (!s.ok()) line["error"] = s.ToString();
     LogWarn(line);
+  }
+  if (!s.ok()) return;
+  // `alerts:` handler_held (work/alerts.h): once per handler of the batch (the alert's
+  // repeat window makes it once per window however many batches hold its jobs).
+  std::shared_ptr<const Config> config;
+  {
+    std::lock_guard lock(mu_);
+    config = config_;
+  }
+  if (config->alerts.empty()) return;
+  std::set<std::pair<std::string, std::string>> handlers;
+  for (const ClaimedJob& job : jobs) {
+    if (!handlers.emplace(job.event.endpoint, job.handler).second) continue;
+    AlertFacts facts{.endpoint = job.event.endpoint,
+                     .handler = job.handler,
+                     .event_id = job.event.event_id,
+                     .detail =
+                         "jobs held: no handler of this name is configured (renamed or "
+                         "removed); they wait until it is, or `inbox reassign` moves them"};
+    (void)RaiseAlerts(inbox_, *config, AlertCondition::kHandlerHeld, facts, now);
   }
 }
 

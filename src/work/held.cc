@@ -1,10 +1,12 @@
 // Jobs whose handler is not configured: see held.h.
 #include "work/held.h"
 
+#include <chrono>
 #include <set>
 #include <utility>
 
 #include "ops/log.h"
+#include "work/alerts.h"
 
 namespace hookbox {
 
@@ -84,6 +86,12 @@ int64_t WarnAboutHeldJobs(Inbox& inbox, const Config& config, const char* when) 
              {"handler", b.handler},
              {"jobs", b.unfinished},
              {"detail", HeldWarning(b)}});
+    // `alerts:` handler_held (work/alerts.h), at most once per alert's repeat window.
+    AlertFacts facts{.endpoint = b.endpoint, .handler = b.handler, .detail = HeldWarning(b)};
+    facts.fields["jobs"] = b.unfinished;
+    facts.fields["when"] = when;
+    (void)RaiseAlerts(inbox, config, AlertCondition::kHandlerHeld, facts,
+                      std::chrono::system_clock::now());
   }
   return count;
 }

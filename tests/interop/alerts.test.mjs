@@ -6,6 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { Webhook } from 'standardwebhooks';
 import { Daemon, HOOKBOX_BIN, startDaemon } from './harness.mjs';
@@ -203,6 +204,52 @@ test('circuit_open: the breaker that holds a handler is an alert, once', async (
     assert.equal(live.rows('hookbox.alerts').length, 1);
   } finally {
     answer = 200;
+    await live.stop();
+  }
+});
+
+test('handler_held: a reload that leaves jobs without their handler stores the alert', async () => {
+  const url = `http://127.0.0.1:${target.address().port}`;
+  const endpoints = (handler) => `
+  - name: shop
+    path: /hooks/shop
+    verify: none
+    event_id: body:/id
+    routes:
+      - events: ["*"]
+        handlers: [{name: ${handler}, http: {url: "${url}/orders"}}]
+`;
+  // workers: 0: the job waits, and so does the alert (stored, as any job is).
+  const top = `alerts:
+  - name: ops
+    on: [handler_held]
+    http: {url: "${url}/alerts", secret: {value: "${KEY}"}}`;
+  const live = await startDaemon(endpoints('billing'), { top });
+  try {
+    assert.equal((await live.post('/hooks/shop', {}, JSON.stringify({ id: 'h-1' }))).status, 200);
+    assert.deepEqual(live.rows('hookbox.alerts'), []);
+    const text = readFileSync(live.config, 'utf8').replace('name: billing,', 'name: billing-v2,');
+    writeFileSync(live.config, text);
+    const reloaded = live.log.length;
+    live.child.kill('SIGHUP');
+    const deadline = Date.now() + 10_000;
+    while (!live.log.slice(reloaded).some((l) => l.includes('"reloaded"')) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const rows = live.rows('hookbox.alerts');
+    assert.equal(rows.length, 1, live.log.slice(reloaded).join('\n'));
+    assert.equal(rows[0].event_type, 'handler_held');
+    const alert = JSON.parse(live.show('hookbox.alerts', rows[0].event_id).body);
+    assert.equal(alert.alert, 'handler_held');
+    assert.equal(alert.endpoint, 'shop');
+    assert.equal(alert.handler, 'billing');
+    assert.equal(alert.jobs, 1);
+    assert.equal(alert.when, 'reload');
+    // A second reload in the window: the same alert, a duplicate, nothing new to send.
+    live.child.kill('SIGHUP');
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(live.rows('hookbox.alerts').length, 1);
+  } finally {
     await live.stop();
   }
 });
