@@ -414,7 +414,15 @@ void Loader::ReadAlert(const YAML::Node& node, const std::string& where, Alert& 
       {"on",
        [&](auto& n, auto& w) {
          ReadList(n, w, true, [&](auto& c, auto& cw, size_t) {
-           if (auto condition = OneOf<AlertCondition>(c, cw, kAlertConditions)) {
+           auto condition = OneOf<AlertCondition>(c, cw, kAlertConditions);
+           // Refused until this version raises them: an alert on them would never come.
+           if (condition && (*condition == AlertCondition::kBacklog ||
+                             *condition == AlertCondition::kStorageUnavailable)) {
+             Error(cw, std::string(AlertConditionName(*condition)) +
+                           " is not raised by this version yet");
+             condition.reset();
+           }
+           if (condition) {
              if (std::find(alert.on.begin(), alert.on.end(), *condition) == alert.on.end())
                alert.on.push_back(*condition);
            }

@@ -47,8 +47,7 @@ before(async () => {
     on: [job_dead, circuit_open]
     http: {url: "${url}", secret: {value: "${KEY}"}}
   - name: unsigned
-    on: [backlog]
-    backlog_age: 5m
+    on: [handler_held]
     http: {url: "${url}"}`,
   });
 });
