@@ -161,7 +161,9 @@ ConfiguredHandlers& Configured() {
 void NoteConfig(const Config& config, const HandlerSet& handlers) {
   KnownSeries known;
   for (const Endpoint& e : config.endpoints) {
-    known.endpoints.emplace_back(e.name, e.provider != Provider::kNone);
+    // hookbox.alerts takes no deliveries: its series are its handlers' attempts alone.
+    if (e.name != kAlertsEndpoint)
+      known.endpoints.emplace_back(e.name, e.provider != Provider::kNone);
   }
   for (const auto& [endpoint, by_name] : handlers.by_endpoint) {
     for (const auto& [name, handler] : by_name) known.handlers.emplace_back(endpoint, name);

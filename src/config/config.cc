@@ -146,6 +146,7 @@ class Loader final : private YamlReader {
   void ReadHandler(const YAML::Node& node, const std::string& where, HandlerSpec& handler,
                    std::span<const YamlField> extra = {});
   void ReadAlerts(const YAML::Node& node, const std::string& where, Config& config);
+  void FinishEndpoints(Config& config);
   void ReadAlert(const YAML::Node& node, const std::string& where, Alert& alert,
                  HandlerSpec& target);
   void ReadKindSettings(size_t row, const std::string& where, HandlerSpec& handler);
@@ -290,6 +291,13 @@ void Loader::ReadDocument(const YAML::Node& root, const std::string& file, Confi
       });
   if (!is_map) return;
   if (!has_endpoints) Error("endpoints", "required: list at least one endpoint");
+  FinishEndpoints(config);
+  CheckAdmin(config);
+}
+
+// The endpoints once read: unique names and paths, none taking `alerts:`'s endpoint's name,
+// which follows them; the top level's allow_from for those without their own.
+void Loader::FinishEndpoints(Config& config) {
   CheckUnique(config.endpoints);
   for (size_t i = 0; i < config.endpoints.size(); ++i) {
     if (config.endpoints[i].name == kAlertsEndpoint) {
@@ -301,7 +309,6 @@ void Loader::ReadDocument(const YAML::Node& root, const std::string& file, Confi
   for (Endpoint& endpoint : config.endpoints) {
     if (!endpoint.allow_from) endpoint.allow_from = config.allow_from;  // the default
   }
-  CheckAdmin(config);
 }
 
 // The console reads every event and can clear and retry them: reachable beyond this host

@@ -158,6 +158,10 @@ test('job_dead: one signed alert per handler and repeat window, stored as an eve
       assert.match(alert.detail, /500/);
       assert.match(got.headers['webhook-id'], new RegExp(`^ops:job_dead:shop/${alert.handler}:`));
     }
+    // Sent alerts are the alert handler's `ok` attempts; no deliveries series for hookbox.alerts.
+    assert.equal(await live.metric('hookbox_attempts_total{endpoint="hookbox.alerts",handler="ops",outcome="ok"}'), 2);
+    assert.equal(await live.metric('hookbox_attempts_total{endpoint="hookbox.alerts",handler="ops",outcome="failed"}'), 0);
+    assert.equal(await live.metric('hookbox_deliveries_total{endpoint="hookbox.alerts",outcome="accepted"}'), 0);
   } finally {
     answer = 200;
     await live.stop();
