@@ -132,7 +132,14 @@ Status SqlInbox::ClaimInto(SqlTx& tx, const std::string& owner, int max, TimePoi
     const HandlerRate* rate = r == rates.end() ? nullptr : r->second;
     auto lane = room_of.find(key);
     HandlerState st;
-    RETURN_IF_ERROR(LoadState(tx, key.first, key.second, &st));
+    // A held handler (no rate) whose row is gone was resumed or forgotten since the list
+    // above was read (PostgreSQL reads each statement's own snapshot): it is held no more,
+    // and the next claim's plain query takes its jobs. Creating a row for it here would
+    // bring back a state `handler forget` just removed (hookbox_handler_paused and `handler
+    // list` would show it again).
+    bool found = true;
+    RETURN_IF_ERROR(LoadState(tx, key.first, key.second, &st, rate ? nullptr : &found));
+    if (!found) continue;
     const GateDecision decision = DecideClaim(st, rate, now);
     int take = max - static_cast<int>(out->size());
     if (!decision.unlimited) take = std::min(decision.budget, take);
@@ -341,7 +348,8 @@ HandlerState ReadState(const SqlRows& q, size_t i) {
 // PostgreSQL it is locked FOR UPDATE until the transaction ends, created first when missing
 // so that there is a row to lock.
 Status SqlInbox::LoadState(SqlTx& tx, const std::string& endpoint, const std::string& handler,
-                           HandlerState* out) {
+                           HandlerState* out, bool* found) {
+  if (found) *found = true;
   for (int round = 0; round < 2; ++round) {
     ASSIGN_OR_RETURN(const SqlRows& q,
                      tx.Query("SELECT " + StateColumns() +
@@ -350,6 +358,10 @@ Status SqlInbox::LoadState(SqlTx& tx, const std::string& endpoint, const std::st
                               {endpoint, handler}));
     if (!q.empty()) {
       *out = ReadState(q, 0);
+      return Status::Ok();
+    }
+    if (found) {
+      *found = false;
       return Status::Ok();
     }
     if (!d_.row_locks) {

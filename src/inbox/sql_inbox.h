@@ -268,8 +268,10 @@ class SqlInbox : public Inbox {
   Status LeaseJobs(SqlTx& tx, std::vector<ClaimedJob>& jobs, const std::string& owner,
                    TimePoint now, std::chrono::milliseconds lease, std::set<int64_t>* rows);
   Status MarkProcessing(SqlTx& tx, const std::set<int64_t>& rows);
+  // `*found`, when given: false for a handler with no row, which is then not created (a
+  // held handler's row that a `handler resume`/`forget` deleted since the claim listed it).
   Status LoadState(SqlTx& tx, const std::string& endpoint, const std::string& handler,
-                   HandlerState* out);
+                   HandlerState* out, bool* found = nullptr);
   Status StoreState(SqlTx& tx, const HandlerState& st);
   std::string StateColumns() const;
   Status ShowInto(SqlTx& tx, const std::string& endpoint, const std::string& event_id,
