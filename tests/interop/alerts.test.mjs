@@ -110,21 +110,33 @@ test('alerts test: a target that refuses, and a name no alert has, are exit 1', 
   assert.match(unknown.err, /no alert named "opps" in .*config\.yaml \(its alerts: ops unsigned\)/);
 });
 
-test('job_dead: one signed alert per handler and repeat window, stored as an event of hookbox.alerts', async () => {
-  const start = received.length;
-  const url = `http://127.0.0.1:${target.address().port}`;
-  const live = await startDaemon(`
+// The endpoint the raising tests deliver to: `shop`, ids from the body, `extra` endpoint keys
+// and every event to `handlers` (YAML list items, indented for the route).
+function shop(handlers, extra = '') {
+  return `
   - name: shop
     path: /hooks/shop
     verify: none
-    event_id: body:/id
-    retry: {max_attempts: 1}
+    event_id: body:/id${extra}
     routes:
       - events: ["*"]
         handlers:
-          - {name: billing, http: {url: "${url}/down"}}
-          - {name: mailer, http: {url: "${url}/down"}}
-`, {
+${handlers}
+`;
+}
+
+// Polls `pred` every 100 ms until it holds or `ms` passed; what it last returned.
+async function waitUntil(pred, ms = 20_000) {
+  const deadline = Date.now() + ms;
+  while (!(await pred()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  return pred();
+}
+
+test('job_dead: one signed alert per handler and repeat window, stored as an event of hookbox.alerts', async () => {
+  const start = received.length;
+  const url = `http://127.0.0.1:${target.address().port}`;
+  const live = await startDaemon(shop(`          - {name: billing, http: {url: "${url}/down"}}
+          - {name: mailer, http: {url: "${url}/down"}}`, '\n    retry: {max_attempts: 1}'), {
     workers: 1,
     top: `alerts:
   - name: ops
@@ -139,9 +151,8 @@ test('job_dead: one signed alert per handler and repeat window, stored as an eve
       assert.equal(r.status, 200);
     }
     // Four dead jobs (two handlers, two events): one alert per handler in the hour.
-    const deadline = Date.now() + 20_000;
     const alerts = () => received.slice(start).filter((x) => x.path === '/alerts');
-    while (alerts().length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    await waitUntil(() => alerts().length >= 2);
     await new Promise((r) => setTimeout(r, 500)); // a third alert would be out by now
     const rows = live.rows('hookbox.alerts');
     assert.equal(rows.length, 2, JSON.stringify(rows));
@@ -171,16 +182,8 @@ test('job_dead: one signed alert per handler and repeat window, stored as an eve
 test('circuit_open: the breaker that holds a handler is an alert, once', async () => {
   const start = received.length;
   const url = `http://127.0.0.1:${target.address().port}`;
-  const live = await startDaemon(`
-  - name: shop
-    path: /hooks/shop
-    verify: none
-    event_id: body:/id
-    routes:
-      - events: ["*"]
-        handlers:
-          - {name: billing, http: {url: "${url}/down", circuit: {failures: 2, cooldown: 1h}}}
-`, {
+  const live = await startDaemon(shop(
+    `          - {name: billing, http: {url: "${url}/down", circuit: {failures: 2, cooldown: 1h}}}`), {
     workers: 1,
     top: `alerts:
   - name: pager
@@ -192,10 +195,7 @@ test('circuit_open: the breaker that holds a handler is an alert, once', async (
     for (const id of ['c-1', 'c-2', 'c-3']) {
       assert.equal((await live.post('/hooks/shop', {}, JSON.stringify({ id }))).status, 200);
     }
-    const deadline = Date.now() + 20_000;
-    while (!alerts().some((x) => x.verified.alert === 'circuit_open') && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitUntil(() => alerts().some((x) => x.verified.alert === 'circuit_open'));
     await new Promise((r) => setTimeout(r, 500)); // a second alert would be out by now
     const got = alerts().find((x) => x.verified.alert === 'circuit_open');
     assert.ok(got, `no circuit_open alert; log:\n${live.log.slice(-20).join('\n')}`);
@@ -235,10 +235,7 @@ test('handler_held: a reload that leaves jobs without their handler stores the a
     writeFileSync(live.config, text);
     const reloaded = live.log.length;
     live.child.kill('SIGHUP');
-    const deadline = Date.now() + 10_000;
-    while (!live.log.slice(reloaded).some((l) => l.includes('"reloaded"')) && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await waitUntil(() => live.log.slice(reloaded).some((l) => l.includes('"reloaded"')), 10_000);
     const rows = live.rows('hookbox.alerts');
     assert.equal(rows.length, 1, live.log.slice(reloaded).join('\n'));
     assert.equal(rows[0].event_type, 'handler_held');
