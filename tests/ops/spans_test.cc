@@ -132,3 +132,26 @@ TEST_CASE("a full queue drops new spans; a refused export drops its batch; both 
   exporter.Stop();
   CHECK(Dropped("export_failed") == failed_before + 6);
 }
+
+TEST_CASE("a reload without tracing.otlp drops what is queued and takes no more", "[spans]") {
+  std::atomic<int> sent{0};
+  // A long interval: nothing goes out before the reload turns export off.
+  SpanExporter exporter({.queue = 100, .batch = 50, .interval = std::chrono::seconds(60)});
+  auto count = [&](const std::string&, const std::string& body) {
+    sent +=
+        static_cast<int>(json::parse(body)["resourceSpans"][0]["scopeSpans"][0]["spans"].size());
+    return Status::Ok();
+  };
+  exporter.Configure("http://collector/v1/traces", {"hookbox", "", ""}, count);
+  for (int i = 0; i < 3; ++i) exporter.Add(Sample("before the reload"));
+  exporter.Configure("", {"hookbox", "", ""}, count);
+  CHECK_FALSE(exporter.enabled());
+  exporter.Add(Sample("after the reload"));
+  exporter.Stop();
+  CHECK(sent.load() == 0);
+  // On again (a later reload): exports resume.
+  exporter.Configure("http://collector/v1/traces", {"hookbox", "", ""}, count);
+  exporter.Add(Sample("on again"));
+  exporter.Stop();
+  CHECK(sent.load() == 1);
+}
