@@ -303,6 +303,9 @@ const char* HandlerStateName(const HandlerState& state);
 struct HandlerStatus {
   HandlerState state;
   int64_t pending = 0, due = 0, running = 0, dead = 0;
+  // When the oldest due job became due (its next_attempt_at, RFC 3339): how long the
+  // handler's backlog has waited (the `backlog` alert). "" when nothing is due.
+  std::string oldest_due;
 };
 
 // A change of a circuit (Inbox::RecordCircuit, and the claim's probe): for the log line

@@ -395,11 +395,17 @@ StatusOr<QueueStats> SqlInbox::Queue(bool count_done) {
 }
 
 StatusOr<std::vector<HandlerStatus>> SqlInbox::Handlers(TimePoint now, bool count_jobs) {
-  static const std::string kCounts =
+  // Per handler: waiting, due, running, dead, and when its oldest due job became due (the
+  // backlog's age). Due: pending and past its next attempt time.
+  const std::string counts =
       "SELECT i.endpoint, j.handler,"
       " count(*) FILTER (WHERE j.status = 'pending' AND j.next_attempt_at > $1::timestamptz),"
       " count(*) FILTER (WHERE j.status = 'pending' AND j.next_attempt_at <= $1::timestamptz),"
-      " count(*) FILTER (WHERE j.status = 'processing'), count(*) FILTER (WHERE j.status = 'dead')"
+      " count(*) FILTER (WHERE j.status = 'processing'), count(*) FILTER (WHERE j.status = 'dead'),"
+      " " +
+      d_.Time(
+          "min(j.next_attempt_at)"
+          " FILTER (WHERE j.status = 'pending' AND j.next_attempt_at <= $1::timestamptz)") +
       " FROM jobs j JOIN inbox i ON i.id = j.inbox_id"
       " WHERE j.status IN ('pending', 'processing', 'dead') GROUP BY i.endpoint, j.handler";
   using Out = std::vector<HandlerStatus>;
@@ -412,13 +418,14 @@ StatusOr<std::vector<HandlerStatus>> SqlInbox::Handlers(TimePoint now, bool coun
       by[{st.endpoint, st.handler}].state = std::move(st);
     }
     if (count_jobs) {
-      ASSIGN_OR_RETURN(const SqlRows& n, tx.Query(kCounts, {FormatTime(now)}));
+      ASSIGN_OR_RETURN(const SqlRows& n, tx.Query(counts, {FormatTime(now)}));
       for (size_t i = 0; i < n.size(); ++i) {
         HandlerStatus& h = by[{n.Text(i, 0), n.Text(i, 1)}];
         h.pending = n.Int(i, 2);
         h.due = n.Int(i, 3);
         h.running = n.Int(i, 4);
         h.dead = n.Int(i, 5);
+        h.oldest_due = n.Text(i, 6);
       }
     }
     for (auto& [key, h] : by) {

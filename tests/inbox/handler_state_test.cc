@@ -123,6 +123,32 @@ TEST_CASE("handler state: a paused handler's jobs stay pending, unclaimed; resum
   CHECK(*t->SetPaused({{"ep", "a"}}, false, "", kT0) == 0);
 }
 
+TEST_CASE("handler state: each handler's oldest due job, for the backlog alert") {
+  TestInbox t;
+  REQUIRE(t->Accept(Ev("early", {"a", "b"})).ok());
+  Event late = Ev("late", {"a"});
+  late.received_at = kT0 + 5s;
+  REQUIRE(t->Accept(late).ok());
+  // Before anything is due, nothing waits.
+  auto ahead = t->Handlers(kT0 - 1s, /*count_jobs=*/true);
+  REQUIRE(ahead.ok());
+  REQUIRE(Find(*ahead, "a"));
+  CHECK(Find(*ahead, "a")->oldest_due.empty());
+  // b's job runs; a (paused, so the claim leaves it) has two due, the oldest since kT0.
+  REQUIRE(t->SetPaused({{"ep", "a"}}, true, "", kT0).ok());
+  CHECK(CountOf(Claim(*t.inbox, kT0 + 10s), "b") == 1);
+  auto list = t->Handlers(kT0 + 10s, /*count_jobs=*/true);
+  REQUIRE(list.ok());
+  const HandlerStatus* a = Find(*list, "a");
+  REQUIRE(a);
+  CHECK(a->due == 2);
+  CHECK(a->oldest_due == FormatTime(kT0));
+  const HandlerStatus* b = Find(*list, "b");
+  REQUIRE(b);
+  CHECK(b->running == 1);
+  CHECK(b->oldest_due.empty());
+}
+
 TEST_CASE("handler state: a pause survives reopening the database") {
   TestInbox t;
   AcceptAll(t, 2, {"a"});
