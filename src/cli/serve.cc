@@ -38,6 +38,7 @@
 #include "ops/storage_health.h"
 #include "ops/systemd.h"
 #include "receive/receiver.h"
+#include "work/alert_watch.h"
 #include "work/dispatcher.h"
 #include "work/held.h"
 #include "work/liveness.h"
@@ -372,6 +373,7 @@ class Daemon {
         dispatcher_(*inbox_, config, handlers, clock_),
         receiver_({config, handlers}, *inbox_, clock_, [this] { dispatcher_.Wake(); }),
         purge_(*inbox_, config, clock_),
+        alert_watch_(*inbox_, config, handlers, clock_, [] { return Storage().Problem(); }),
         hooks_(
             PublicLimits(started_config_),
             [this](const Delivery& d) { return receiver_.Receive(d); },
@@ -410,6 +412,7 @@ class Daemon {
   Dispatcher dispatcher_;
   Receiver receiver_;
   PurgeSchedule purge_;
+  AlertWatch alert_watch_;  // the backlog and storage_unavailable alerts (work/alert_watch.h)
   std::atomic<bool> draining_{false};
   HttpServer hooks_;  // webhooks, on `listen` (or systemd's socket)
   const Liveness liveness_;
@@ -432,6 +435,7 @@ bool Daemon::Start(const std::vector<int>& activated) {
   instance_.Start();
   dispatcher_.Start(started_config_.workers != 0);
   purge_.Start();
+  alert_watch_.Start();
   AddQueueGauges(*inbox_);
   AddHandlerGauges(*inbox_);
   AddWalGauge(*inbox_);
@@ -545,6 +549,7 @@ void Daemon::Reload() {
   dispatcher_.Swap(new_config, new_handlers);
   receiver_.Swap({new_config, new_handlers});
   purge_.Swap(new_config);
+  alert_watch_.Swap(new_config, new_handlers);
   console_.Swap(ConsoleOptionsFor(*new_config, [this] { dispatcher_.Wake(); }));
   NoteConfig(*new_config, *new_handlers);
   LogLifecycle({{"msg", "reloaded"}, {"endpoints", new_config->endpoints.size()}});
@@ -562,6 +567,7 @@ int Daemon::Drain() {
   hooks_thread_.join();
   admin_thread_.join();
   purge_.Stop();
+  alert_watch_.Stop();
   if (!dispatcher_.Stop(started_config_.shutdown_grace)) {
     // Everything committed is on disk; the unfinished attempts' leases end when this
     // instance's heartbeat expires (it is not removed: attempts ran until the exit), and

@@ -417,25 +417,23 @@ void Loader::ReadAlerts(const YAML::Node& node, const std::string& where, Config
 
 void Loader::ReadAlert(const YAML::Node& node, const std::string& where, Alert& alert,
                        HandlerSpec& target) {
+  std::string backlog_age_at;  // where `backlog_age` was given, if it was
   const YamlField keys[] = {
       {"on",
        [&](auto& n, auto& w) {
          ReadList(n, w, true, [&](auto& c, auto& cw, size_t) {
            auto condition = OneOf<AlertCondition>(c, cw, kAlertConditions);
-           // Refused until this version raises them: an alert on them would never come.
-           if (condition && (*condition == AlertCondition::kBacklog ||
-                             *condition == AlertCondition::kStorageUnavailable)) {
-             Error(cw, std::string(AlertConditionName(*condition)) +
-                           " is not raised by this version yet");
-             condition.reset();
-           }
            if (condition) {
              if (std::find(alert.on.begin(), alert.on.end(), *condition) == alert.on.end())
                alert.on.push_back(*condition);
            }
          });
        }},
-      {"backlog_age", [&](auto& n, auto& w) { Set(alert.backlog_age, DurationValue(n, w)); }},
+      {"backlog_age",
+       [&](auto& n, auto& w) {
+         Set(alert.backlog_age, DurationValue(n, w));
+         backlog_age_at = w;
+       }},
       {"repeat", [&](auto& n, auto& w) { Set(alert.repeat, DurationValue(n, w)); }},
   };
   const YAML::Node http = node.IsMap() ? node["http"] : YAML::Node();
@@ -446,6 +444,10 @@ void Loader::ReadAlert(const YAML::Node& node, const std::string& where, Alert& 
   if (!node.IsMap()) return;
   Require(node, where, {"name", "on"});
   alert.name = target.name;
+  if (!backlog_age_at.empty() && node["on"] &&
+      std::find(alert.on.begin(), alert.on.end(), AlertCondition::kBacklog) == alert.on.end()) {
+    Error(backlog_age_at, "only the backlog condition reads it: add backlog to on");
+  }
   if (!target.kind.empty() && target.kind != "http" && target.kind != "exec") {
     Error(Key(where, target.kind), "an alert is sent by http or exec");
   }

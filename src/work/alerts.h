@@ -38,6 +38,18 @@ std::string AlertBody(const Alert& alert, std::string_view condition, const Aler
 // alert.
 Status RaiseAlerts(Inbox& inbox, const Config& config, AlertCondition condition,
                    const AlertFacts& facts, TimePoint at);
+// The same for one alert, whatever its `on:` says (the backlog watch, whose threshold is
+// each alert's own backlog_age).
+Status RaiseAlert(Inbox& inbox, const Alert& alert, AlertCondition condition,
+                  const AlertFacts& facts, TimePoint at);
+
+// The start of the `repeat:` window `at` falls in (windows are aligned to the epoch).
+TimePoint AlertWindow(const Alert& alert, TimePoint at);
+
+// An alert as its target receives it when it is sent without being stored (a sample, or
+// storage_unavailable): the event its handler runs, with `event_id` and a new trace.
+HandlerEvent AlertEvent(const Alert& alert, std::string_view condition, const AlertFacts& facts,
+                        TimePoint at, std::string event_id);
 
 // `hookbox alerts test NAME`: a sample of the alert as its target receives one, condition
 // `test`, never stored; its id is new each time, so a target's dedupe lets every test in.

@@ -37,7 +37,8 @@ TEST_CASE("alerts: each alert's target is a handler of hookbox.alerts, routed by
     http: {url: "https://ops.internal/alerts", secret: {value: ")") +
                       kKey + R"("}}
   - name: pager
-    on: [handler_held]
+    on: [handler_held, backlog, storage_unavailable]
+    backlog_age: 90s
     exec: {command: [/bin/true]}
 )");
   INFO(Dump(r));
@@ -49,6 +50,11 @@ TEST_CASE("alerts: each alert's target is a handler of hookbox.alerts, routed by
         std::vector<AlertCondition>{AlertCondition::kJobDead, AlertCondition::kCircuitOpen});
   CHECK(c.alerts[0].repeat == std::chrono::hours(1));
   CHECK(c.alerts[1].repeat == std::chrono::minutes(15));
+  CHECK(c.alerts[0].backlog_age == std::chrono::minutes(10));
+  CHECK(c.alerts[1].backlog_age == std::chrono::seconds(90));
+  CHECK(c.alerts[1].on == std::vector<AlertCondition>{AlertCondition::kHandlerHeld,
+                                                      AlertCondition::kBacklog,
+                                                      AlertCondition::kStorageUnavailable});
   // The configured endpoint first, then hookbox's own, with no path.
   REQUIRE(c.endpoints.size() == 2);
   const Endpoint& alerts = c.endpoints[1];
@@ -61,7 +67,8 @@ TEST_CASE("alerts: each alert's target is a handler of hookbox.alerts, routed by
   CHECK(alerts.routes[0].handlers[0].name == "ops");
   CHECK(alerts.routes[0].handlers[0].kind == "http");
   CHECK(alerts.routes[0].handlers[0].settings != nullptr);
-  CHECK(alerts.routes[1].events == std::vector<std::string>{"handler_held"});
+  CHECK(alerts.routes[1].events ==
+        std::vector<std::string>{"handler_held", "backlog", "storage_unavailable"});
   CHECK(alerts.routes[1].handlers[0].kind == "exec");
 }
 
@@ -91,7 +98,8 @@ TEST_CASE("alerts: bad alerts are errors at their line", "[config]") {
     on: [circuit_open]
     exec: {command: [/bin/true]}
   - name: later
-    on: [backlog, storage_unavailable]
+    on: [storage_unavailable]
+    backlog_age: 5m
     exec: {command: [/bin/true]}
   - name: nowhere
     on: [job_dead]
@@ -105,8 +113,7 @@ TEST_CASE("alerts: bad alerts are errors at their line", "[config]") {
   CHECK(HasLine(r.errors, "alerts[1].file: an alert is sent by http or exec"));
   CHECK(HasLine(r.errors, "alerts[2]: name is required"));
   CHECK(HasLine(r.errors, "alerts[3].name: \"ops\" is already used by alerts[0]"));
-  CHECK(HasLine(r.errors, "alerts[4].on[0]: backlog is not raised by this version yet"));
-  CHECK(HasLine(r.errors, "alerts[4].on[1]: storage_unavailable is not raised by this version"));
+  CHECK(HasLine(r.errors, "alerts[4].backlog_age: only the backlog condition reads it"));
   CHECK(HasLine(r.errors, "alerts[5]: expected one of"));
   CHECK(HasLine(r.errors, "alerts[6].http.secret: give the key once"));
 }

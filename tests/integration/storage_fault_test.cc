@@ -8,11 +8,13 @@
 //     storage (ops/storage_health.h), and the first success makes it ready again;
 //   - each failure is an `error` line with SQLite's message and a count in
 //     hookbox_storage_errors_total{op}; hookbox_wal_bytes shows the WAL;
-//   - after a restart without the library, every event answered 200 is in the inbox.
+//   - after a restart without the library, every event answered 200 is in the inbox;
+//   - the storage_unavailable alert reaches its target, though nothing can be stored.
 #include <link.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -213,4 +215,63 @@ TEST_CASE("storage faults: a failed fsync is never a 200, and the daemon says so
     CHECK(stored.count(id) == 1);
   }
   CHECK(acknowledged.size() == static_cast<size_t>(next - hookbox::kStorageFailuresUnready - 2));
+}
+
+TEST_CASE("storage faults: the storage_unavailable alert is sent from memory, once") {
+  TempDir dir;
+  const std::string control = dir / "fsync-fault";
+  std::mutex mu;
+  std::vector<std::pair<std::string, std::string>> posts;  // webhook-signature, body
+  hookbox::testing::LoopbackServer pager([&](const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard lock(mu);
+    posts.emplace_back(req.get_header_value("webhook-signature"), req.body);
+    res.status = 200;
+  });
+  auto sent = [&] {
+    std::lock_guard lock(mu);
+    return posts;
+  };
+  const std::string config = std::string(kConfig) + R"(alerts:
+  - name: ops
+    on: [storage_unavailable, job_dead]
+    repeat: 1h
+    http: {url: "http://127.0.0.1:)" +
+                             std::to_string(pager.port()) +
+                             R"(/alerts", secret: {value: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}
+)";
+  DaemonOptions options;
+  options.env = {"LD_PRELOAD=" + Preload(), "HOOKBOX_FSYNC_FAULT_CONTROL=" + control};
+  Daemon d(dir, config, options);
+  const std::string wal = std::filesystem::canonical(d.db()).string() + "-wal";
+  CHECK(Deliver(d, "ok-1") == 200);
+  CHECK(sent().empty());
+
+  // Every commit fails: after kStorageFailuresUnready failures the alert goes out, signed,
+  // though nothing can be stored.
+  WriteFile(control, wal);
+  for (int i = 0; i < hookbox::kStorageFailuresUnready; ++i) {
+    CHECK(Deliver(d, "down-" + std::to_string(i)) == 503);
+  }
+  REQUIRE(Eventually([&] { return !sent().empty(); }, std::chrono::seconds(10)));
+  {
+    const auto [signature, body] = sent().front();
+    CHECK(signature.rfind("v1,", 0) == 0);
+    const json alert = json::parse(body);
+    CHECK(alert.value("alert", "") == "storage_unavailable");
+    CHECK(alert.value("name", "") == "ops");
+    CHECK(alert.value("detail", "").find("storage failing: accept") != std::string::npos);
+    CHECK_FALSE(alert.value("instance", "").empty());
+  }
+  // Still failing: no second alert within `repeat`.
+  CHECK(Deliver(d, "down-more") == 503);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  CHECK(sent().size() == 1);
+
+  // The disk is back: the alert was counted as the target's attempt and never stored.
+  std::filesystem::remove(control);
+  CHECK(Deliver(d, "ok-2") == 200);
+  CHECK(Sample(d,
+               R"(hookbox_attempts_total{endpoint="hookbox.alerts",handler="ops",outcome="ok"})") ==
+        1);
+  for (const json& row : d.Rows()) CHECK(row.value("endpoint", "") != "hookbox.alerts");
 }

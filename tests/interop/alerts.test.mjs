@@ -1,7 +1,9 @@
 // `hookbox alerts test NAME` against a real receiver that verifies each POST with the
 // Standard Webhooks reference library (`standardwebhooks`): the sample alert is signed with
 // the alert's key (webhook-id = the alert's event id), its body is the alert's JSON, and a
-// target that refuses it, or a name no alert has, is exit 1 with a clear line.
+// target that refuses it, or a name no alert has, is exit 1 with a clear line. Then each
+// stored condition raised by a real daemon: job_dead, circuit_open, handler_held, backlog
+// (storage_unavailable, sent while storage fails, is in integration/storage_fault_test.cc).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -249,6 +251,50 @@ test('handler_held: a reload that leaves jobs without their handler stores the a
     live.child.kill('SIGHUP');
     await new Promise((r) => setTimeout(r, 1000));
     assert.equal(live.rows('hookbox.alerts').length, 1);
+  } finally {
+    await live.stop();
+  }
+});
+
+test('backlog: a handler whose oldest due job waited backlog_age is one signed alert', async () => {
+  const start = received.length;
+  const url = `http://127.0.0.1:${target.address().port}`;
+  // The downstream fails, the breaker opens after two failures for an hour: the third event's
+  // job is due and waits.
+  const live = await startDaemon(shop(
+    `          - {name: billing, http: {url: "${url}/down", circuit: {failures: 2, cooldown: 1h}}}`), {
+    workers: 1,
+    top: `alerts:
+  - name: ops
+    on: [backlog]
+    backlog_age: 1s
+    repeat: 1h
+    http: {url: "${url}/alerts", secret: {value: "${KEY}"}}`,
+  });
+  try {
+    const alerts = () => received.slice(start).filter((x) => x.path === '/alerts');
+    for (const id of ['b-1', 'b-2', 'b-3']) {
+      assert.equal((await live.post('/hooks/shop', {}, JSON.stringify({ id }))).status, 200);
+    }
+    await waitUntil(() => alerts().length >= 1);
+    await new Promise((r) => setTimeout(r, 2500)); // two more checks: a second alert would be out
+    assert.equal(alerts().length, 1, `log:\n${live.log.slice(-20).join('\n')}`);
+    const got = alerts()[0];
+    assert.ok(!got.verified.error, `standardwebhooks refused it: ${got.verified.error}`);
+    const alert = got.verified;
+    assert.equal(alert.alert, 'backlog');
+    assert.equal(alert.name, 'ops');
+    assert.equal(alert.endpoint, 'shop');
+    assert.equal(alert.handler, 'billing');
+    assert.ok(alert.due >= 1, JSON.stringify(alert));
+    assert.ok(alert.waited_seconds >= 1, JSON.stringify(alert));
+    assert.equal(alert.backlog_age_seconds, 1);
+    assert.match(alert.oldest_due_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    assert.match(alert.detail, /due jobs?, the oldest waiting \d+s \(backlog_age 1s\)/);
+    assert.match(got.headers['webhook-id'], /^ops:backlog:shop\/billing:/);
+    const rows = live.rows('hookbox.alerts');
+    assert.equal(rows.length, 1);
+    assert.equal(rows[0].event_type, 'backlog');
   } finally {
     await live.stop();
   }
