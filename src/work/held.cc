@@ -87,7 +87,10 @@ int64_t WarnAboutHeldJobs(Inbox& inbox, const Config& config, const char* when) 
              {"jobs", b.unfinished},
              {"detail", HeldWarning(b)}});
     // `alerts:` handler_held (work/alerts.h), at most once per alert's repeat window.
-    AlertFacts facts{.endpoint = b.endpoint, .handler = b.handler, .detail = HeldWarning(b)};
+    AlertFacts facts;
+    facts.endpoint = b.endpoint;
+    facts.handler = b.handler;
+    facts.detail = HeldWarning(b);
     facts.fields["jobs"] = b.unfinished;
     facts.fields["when"] = when;
     (void)RaiseAlerts(inbox, config, AlertCondition::kHandlerHeld, facts,
