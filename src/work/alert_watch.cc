@@ -12,10 +12,6 @@
 namespace hookbox {
 namespace {
 
-bool Wants(const Alert& alert, AlertCondition condition) {
-  return std::find(alert.on.begin(), alert.on.end(), condition) != alert.on.end();
-}
-
 double Seconds(std::chrono::system_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
@@ -140,8 +136,7 @@ void AlertWatch::SendStorageAlert(const Alert& alert, Handler& target, const std
       problem + "; sent from memory by " + InstanceId() + " (storage cannot hold this alert)";
   facts.fields["instance"] = InstanceId();
   const TimePoint window = AlertWindow(alert, now);
-  const std::string id =
-      alert.name + ":" + condition + ":" + InstanceId() + ":" + FormatTime(window);
+  const std::string id = AlertId(alert, AlertCondition::kStorageUnavailable, InstanceId(), now);
   const HandlerResult result = target.Run(AlertEvent(alert, condition, facts, now, id));
   Metrics()
       .attempts.With({std::string(kAlertsEndpoint), alert.name, OutcomeName(result.outcome)})

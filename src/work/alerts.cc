@@ -22,6 +22,16 @@ std::string AlertBody(const Alert& alert, std::string_view condition, const Aler
   return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+bool Wants(const Alert& alert, AlertCondition condition) {
+  return std::find(alert.on.begin(), alert.on.end(), condition) != alert.on.end();
+}
+
+std::string AlertId(const Alert& alert, AlertCondition condition, std::string_view about,
+                    TimePoint at) {
+  return alert.name + ":" + AlertConditionName(condition) + ":" + std::string(about) + ":" +
+         FormatTime(AlertWindow(alert, at));
+}
+
 TimePoint AlertWindow(const Alert& alert, TimePoint at) {
   const auto repeat = std::chrono::duration_cast<TimePoint::duration>(alert.repeat);
   return at - at.time_since_epoch() % repeat;
@@ -33,8 +43,7 @@ Status RaiseAlert(Inbox& inbox, const Alert& alert, AlertCondition condition,
   const std::string name = AlertConditionName(condition);
   Event e;
   e.endpoint = std::string(kAlertsEndpoint);
-  e.event_id = alert.name + ":" + name + ":" + facts.endpoint + "/" + facts.handler + ":" +
-               FormatTime(AlertWindow(alert, at));
+  e.event_id = AlertId(alert, condition, facts.endpoint + "/" + facts.handler, at);
   e.id_source = "alert";
   e.event_type = name;
   e.body = AlertBody(alert, name, facts, at);
@@ -57,7 +66,7 @@ Status RaiseAlerts(Inbox& inbox, const Config& config, AlertCondition condition,
                    const AlertFacts& facts, TimePoint at) {
   Status first_failure = Status::Ok();
   for (const Alert& alert : config.alerts) {
-    if (std::find(alert.on.begin(), alert.on.end(), condition) == alert.on.end()) continue;
+    if (!Wants(alert, condition)) continue;
     Status s = RaiseAlert(inbox, alert, condition, facts, at);
     if (!s.ok() && first_failure.ok()) first_failure = std::move(s);
   }

@@ -24,6 +24,15 @@ struct AlertFacts {
   nlohmann::json fields = nlohmann::json::object();
 };
 
+// Whether the alert's `on:` names `condition`.
+bool Wants(const Alert& alert, AlertCondition condition);
+
+// An alert's id, the target's webhook-id and the inbox's dedupe key: the alert, the
+// condition, what it is `about` ("<endpoint>/<handler>", or the instance for
+// storage_unavailable) and the start of the `repeat:` window `at` falls in.
+std::string AlertId(const Alert& alert, AlertCondition condition, std::string_view about,
+                    TimePoint at);
+
 // The alert's body (above), `at` as RFC 3339.
 std::string AlertBody(const Alert& alert, std::string_view condition, const AlertFacts& facts,
                       TimePoint at);

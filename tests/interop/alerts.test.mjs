@@ -127,6 +127,12 @@ ${handlers}
 `;
 }
 
+// `shop` with one handler, billing, whose downstream always fails and whose breaker opens
+// after two failures for an hour: the events after those wait, due.
+function brokenBilling(url) {
+  return shop(`          - {name: billing, http: {url: "${url}/down", circuit: {failures: 2, cooldown: 1h}}}`);
+}
+
 // Polls `pred` every 100 ms until it holds or `ms` passed; what it last returned.
 async function waitUntil(pred, ms = 20_000) {
   const deadline = Date.now() + ms;
@@ -184,8 +190,7 @@ test('job_dead: one signed alert per handler and repeat window, stored as an eve
 test('circuit_open: the breaker that holds a handler is an alert, once', async () => {
   const start = received.length;
   const url = `http://127.0.0.1:${target.address().port}`;
-  const live = await startDaemon(shop(
-    `          - {name: billing, http: {url: "${url}/down", circuit: {failures: 2, cooldown: 1h}}}`), {
+  const live = await startDaemon(brokenBilling(url), {
     workers: 1,
     top: `alerts:
   - name: pager
@@ -259,10 +264,8 @@ test('handler_held: a reload that leaves jobs without their handler stores the a
 test('backlog: a handler whose oldest due job waited backlog_age is one signed alert', async () => {
   const start = received.length;
   const url = `http://127.0.0.1:${target.address().port}`;
-  // The downstream fails, the breaker opens after two failures for an hour: the third event's
-  // job is due and waits.
-  const live = await startDaemon(shop(
-    `          - {name: billing, http: {url: "${url}/down", circuit: {failures: 2, cooldown: 1h}}}`), {
+  // The breaker opens after the first two events: the third event's job is due and waits.
+  const live = await startDaemon(brokenBilling(url), {
     workers: 1,
     top: `alerts:
   - name: ops

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "tests/inbox/forwarding_inbox.h"
 #include "work/alerts.h"
 
 using namespace hookbox;
@@ -55,6 +56,17 @@ Alert MakeAlert(const std::string& name, std::vector<AlertCondition> on) {
   return a;
 }
 
+// The real inbox, whose handler counts fail while `down` (a database that stopped answering).
+class FlakyInbox final : public ForwardingInbox {
+ public:
+  using ForwardingInbox::ForwardingInbox;
+  StatusOr<std::vector<HandlerStatus>> Handlers(TimePoint now, bool count_jobs) override {
+    if (down) return Status::Unavailable("database is down");
+    return in_.Handlers(now, count_jobs);
+  }
+  bool down = false;
+};
+
 struct Setup {
   Setup() {
     std::string tmpl = (std::filesystem::temp_directory_path() / "hookbox-alerts-XXXXXX").string();
@@ -62,8 +74,11 @@ struct Setup {
     auto opened = OpenInbox({dir + "/inbox.db", /*durable=*/false, /*create=*/true});
     REQUIRE(opened.ok());
     inbox = std::move(*opened);
+    flaky = std::make_unique<FlakyInbox>(*inbox);
   }
   ~Setup() {
+    watch.reset();
+    flaky.reset();
     inbox.reset();
     std::filesystem::remove_all(dir);
   }
@@ -82,8 +97,8 @@ struct Setup {
     REQUIRE(inbox->Accept(e).ok());
   }
 
-  // The watch over `alerts`, each alert's target one Target.
-  AlertWatch& Watch(std::vector<Alert> alerts) {
+  // A config of `alerts` and their handlers, each alert's target one Target.
+  std::pair<std::shared_ptr<Config>, std::shared_ptr<HandlerSet>> With(std::vector<Alert> alerts) {
     auto config = std::make_shared<Config>();
     config->alerts = std::move(alerts);
     auto handlers = std::make_shared<HandlerSet>();
@@ -91,8 +106,13 @@ struct Setup {
       targets[a.name] = std::make_shared<Target>();
       handlers->by_endpoint[std::string(kAlertsEndpoint)][a.name] = targets[a.name];
     }
+    return {config, handlers};
+  }
+  // The watch over `alerts`, on the inbox behind `flaky`.
+  AlertWatch& Watch(std::vector<Alert> alerts) {
+    auto [config, handlers] = With(std::move(alerts));
     watch =
-        std::make_unique<AlertWatch>(*inbox, config, handlers, clock, [this] { return problem; });
+        std::make_unique<AlertWatch>(*flaky, config, handlers, clock, [this] { return problem; });
     return *watch;
   }
 
@@ -106,6 +126,7 @@ struct Setup {
 
   std::string dir;
   std::unique_ptr<Inbox> inbox;
+  std::unique_ptr<FlakyInbox> flaky;
   FixedClock clock;
   std::string problem;
   std::map<std::string, std::shared_ptr<Target>> targets;
@@ -232,4 +253,21 @@ TEST_CASE("alert watch: a refused storage_unavailable is tried again with backof
   // Every try had the same id: a target that dedupes on webhook-id shows one alert.
   const auto sent = target.Sent();
   CHECK(sent[0].event_id == sent[2].event_id);
+}
+
+TEST_CASE("alert watch: a reload's new backlog alert is checked; a failed read raises nothing") {
+  Setup s;
+  AlertWatch& watch = s.Watch({});
+  s.Accept("o-1", {"billing"}, kT0);
+  watch.Tick(kT0 + 2min);  // no alert configured: no check
+  CHECK(s.StoredAlerts() == 0);
+  auto [config, handlers] = s.With({MakeAlert("ops", {AlertCondition::kBacklog})});
+  watch.Swap(config, handlers);
+  // The database does not answer: no alert, no crash, and the next check asks again.
+  s.flaky->down = true;
+  watch.Tick(kT0 + 3min);
+  s.flaky->down = false;
+  CHECK(s.StoredAlerts() == 0);
+  watch.Tick(kT0 + 3min + 15s);
+  CHECK(s.StoredAlerts() == 1);
 }
