@@ -129,6 +129,7 @@ class Loader final : private YamlReader {
     std::optional<YAML::Node> secrets, hmac;
     bool public_url = false;
   };
+  std::vector<YamlField> VerifyFields(Endpoint& endpoint, VerifyKeys& keys);
   void CheckVerification(const VerifyKeys& keys, const std::string& where, Endpoint& endpoint);
   void ReadSecrets(const YAML::Node& node, const std::string& where, Endpoint& endpoint);
   std::optional<Secret> SecretEntry(const YAML::Node& item, const std::string& where,
@@ -498,35 +499,42 @@ void Loader::ReadRetention(const YAML::Node& node, const std::string& where, Ret
       });
 }
 
+// The keys of an endpoint's verification, read into `keys` (secrets and hmac depend on the
+// provider, which may come later in the mapping) and checked together by CheckVerification.
+std::vector<YamlField> Loader::VerifyFields(Endpoint& endpoint, VerifyKeys& keys) {
+  return {
+      {"provider",
+       [&](auto& n, auto& w) {
+         keys.has_provider = true;
+         Set(endpoint.provider, OneOf<Provider>(n, w, kProviders));
+       }},
+      {"verify",
+       [&](auto& n, auto& w) {
+         auto text = Text(n, w);
+         if (text && *text != "none") {
+           Error(w, Quote(*text) + " is not allowed; the only value is none");
+         }
+         keys.verify_none = true;
+       }},
+      {"secrets", [&](auto& n, auto&) { keys.secrets = n; }},
+      {"tolerance", [&](auto& n, auto& w) { Set(endpoint.tolerance, DurationValue(n, w)); }},
+      {"public_url",
+       [&](auto& n, auto& w) {
+         keys.public_url = true;
+         Set(endpoint.public_url, PublicUrl(n, w));
+       }},
+      {"hmac", [&](auto& n, auto&) { keys.hmac = n; }},
+  };
+}
+
 void Loader::ReadEndpoint(const YAML::Node& node, const std::string& where, Endpoint& endpoint) {
-  // secrets and hmac depend on the provider, which may come later in the mapping.
   VerifyKeys keys;
-  bool is_map = ReadMapping(
-      node, where,
+  std::vector<YamlField> fields = VerifyFields(endpoint, keys);
+  fields.insert(
+      fields.end(),
       {
           {"name", [&](auto& n, auto& w) { Set(endpoint.name, Name(n, w)); }},
           {"path", [&](auto& n, auto& w) { ReadPath(n, w, endpoint); }},
-          {"provider",
-           [&](auto& n, auto& w) {
-             keys.has_provider = true;
-             Set(endpoint.provider, OneOf<Provider>(n, w, kProviders));
-           }},
-          {"verify",
-           [&](auto& n, auto& w) {
-             auto text = Text(n, w);
-             if (text && *text != "none") {
-               Error(w, Quote(*text) + " is not allowed; the only value is none");
-             }
-             keys.verify_none = true;
-           }},
-          {"secrets", [&](auto& n, auto&) { keys.secrets = n; }},
-          {"tolerance", [&](auto& n, auto& w) { Set(endpoint.tolerance, DurationValue(n, w)); }},
-          {"public_url",
-           [&](auto& n, auto& w) {
-             keys.public_url = true;
-             Set(endpoint.public_url, PublicUrl(n, w));
-           }},
-          {"hmac", [&](auto& n, auto&) { keys.hmac = n; }},
           {"event_id", [&](auto& n, auto& w) { Set(endpoint.event_id, Source(n, w)); }},
           {"event_type", [&](auto& n, auto& w) { Set(endpoint.event_type, Source(n, w)); }},
           {"resource", [&](auto& n, auto& w) { Set(endpoint.resource, Source(n, w)); }},
@@ -539,7 +547,7 @@ void Loader::ReadEndpoint(const YAML::Node& node, const std::string& where, Endp
           {"routes", [&](auto& n, auto& w) { ReadRoutes(n, w, endpoint.routes); }},
           {"allow_from", [&](auto& n, auto& w) { endpoint.allow_from = ReadRanges(n, w, true); }},
       });
-  if (!is_map) return;
+  if (!ReadMapping(node, where, fields)) return;
   Require(node, where, {"name", "path"});
   CheckVerification(keys, where, endpoint);
   if (!node["resource"] != !node["sequence"]) {

@@ -388,6 +388,19 @@ json EndpointChoices(const ConsoleOptions& options, const std::string& selected)
   return out;
 }
 
+// The list's page position (before_at, before_id, the last row of the page before), into
+// `f`; false when one is given and not valid. None given: the first page.
+bool ReadPagePosition(const FormFields& query, ListFilter& f) {
+  auto before = FormValue(query, "before_id");
+  if (!before) return true;
+  auto id = ParseAsciiDigits(*before);
+  auto at = FormValue(query, "before_at");
+  if (!id || !at || !ParseRfc3339Micros(*at)) return false;
+  f.before_id = *id;
+  f.before_received_at = *at;
+  return true;
+}
+
 }  // namespace
 
 Answer WrongHostPage() {
@@ -462,14 +475,8 @@ Answer Console::ListPage(const Delivery& d) {
   f.filter = *std::move(filter);
   f.event_id = FormText(query, "id");
   f.limit = kPageRows + 1;  // one more: is there a next page?
-  if (auto before = FormValue(query, "before_id")) {
-    auto id = ParseAsciiDigits(*before);
-    auto at = FormValue(query, "before_at");
-    if (!id || !at || !ParseRfc3339Micros(*at)) {
-      return Message(400, "Bad page", "The page's position (before_at, before_id) is not valid.");
-    }
-    f.before_id = *id;
-    f.before_received_at = *at;
+  if (!ReadPagePosition(query, f)) {
+    return Message(400, "Bad page", "The page's position (before_at, before_id) is not valid.");
   }
   auto rows = Rows(f);
   if (!rows.ok()) return Failed(rows.status());

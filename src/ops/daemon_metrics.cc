@@ -3,6 +3,34 @@
 
 namespace hookbox {
 
+namespace {
+
+// The series that do not depend on the config, present at 0 from the start so that an alert
+// on their rate has a series to read, and the two timestamp gauges.
+void StartFixedSeries(DaemonMetrics& m) {
+  for (const char* op : {"accept", "checkpoint", "purge", "claim", "finish", "heartbeat"}) {
+    m.storage_errors.With({op});
+  }
+  for (const char* kind : {"processed", "stale", "ignored", "dead", "sequences"}) {
+    m.purged_rows.With({kind});
+  }
+  for (const char* verb : {"retry", "replay"}) m.bulk_jobs_rearmed.With({verb});
+  m.reloads_refused.With({});
+  m.spans_exported.With({});
+  for (const char* reason : {"queue_full", "export_failed"}) m.spans_dropped.With({reason});
+  auto timestamp = [](const std::atomic<double>& t) {
+    return [&t] { return std::vector<GaugeSample>{{{}, t.load(std::memory_order_relaxed)}}; };
+  };
+  m.registry.AddGauge("hookbox_purge_last_success_timestamp_seconds",
+                      "Unix time the last purge completed; 0 if none has since the start.", {},
+                      timestamp(m.last_purge));
+  m.registry.AddGauge("hookbox_config_last_reload_success_timestamp_seconds",
+                      "Unix time the config in use was loaded: the start, or the last reload.", {},
+                      timestamp(m.last_reload));
+}
+
+}  // namespace
+
 DaemonMetrics::DaemonMetrics()
     : deliveries(registry.AddCounter("hookbox_deliveries_total",
                                      "Deliveries answered, by endpoint and outcome.",
@@ -57,26 +85,7 @@ DaemonMetrics::DaemonMetrics()
           "Spans not exported, by reason: queue_full (more waiting than the queue holds), "
           "export_failed (the collector was down, slow or refused the batch).",
           {"reason"})) {
-  // Present at 0 from the start, so that an alert on its rate has a series to read.
-  for (const char* op : {"accept", "checkpoint", "purge", "claim", "finish", "heartbeat"}) {
-    storage_errors.With({op});
-  }
-  for (const char* kind : {"processed", "stale", "ignored", "dead", "sequences"}) {
-    purged_rows.With({kind});
-  }
-  for (const char* verb : {"retry", "replay"}) bulk_jobs_rearmed.With({verb});
-  reloads_refused.With({});
-  spans_exported.With({});
-  for (const char* reason : {"queue_full", "export_failed"}) spans_dropped.With({reason});
-  auto timestamp = [](const std::atomic<double>& t) {
-    return [&t] { return std::vector<GaugeSample>{{{}, t.load(std::memory_order_relaxed)}}; };
-  };
-  registry.AddGauge("hookbox_purge_last_success_timestamp_seconds",
-                    "Unix time the last purge completed; 0 if none has since the start.", {},
-                    timestamp(last_purge));
-  registry.AddGauge("hookbox_config_last_reload_success_timestamp_seconds",
-                    "Unix time the config in use was loaded: the start, or the last reload.", {},
-                    timestamp(last_reload));
+  StartFixedSeries(*this);
 }
 
 void StartSeries(const KnownSeries& known) {

@@ -129,12 +129,13 @@ std::optional<std::string> BodyField(std::string_view body, const std::string& p
   return reader.Field(pointer);
 }
 
-StatusOr<Identity> Identify(const Endpoint& endpoint, const Headers& headers, std::string_view body,
-                            std::string_view signed_message) {
-  BodyReader reader(body);
-  Identity id;
-  id.body_sha256 = Sha256Hex(signed_message.empty() ? body : signed_message);
+namespace {
 
+// The event's id (and where it came from): the first source that has one, else the hash of
+// what the signature covers. A provider that always sends its id (provider.id_required) has
+// no event without one.
+Status ReadEventId(const Endpoint& endpoint, const Headers& headers, BodyReader& reader,
+                   Identity& id) {
   const ProviderSpec& provider = SpecOf(endpoint.provider);
   std::vector<FieldRef> id_sources = endpoint.event_id.empty()
                                          ? DefaultIdSources(endpoint.provider)
@@ -168,7 +169,19 @@ StatusOr<Identity> Identify(const Endpoint& endpoint, const Headers& headers, st
     id.event_id = "sha256:" + id.body_sha256;
     id.id_source = "sha256";
   }
+  return Status::Ok();
+}
 
+}  // namespace
+
+StatusOr<Identity> Identify(const Endpoint& endpoint, const Headers& headers, std::string_view body,
+                            std::string_view signed_message) {
+  BodyReader reader(body);
+  Identity id;
+  id.body_sha256 = Sha256Hex(signed_message.empty() ? body : signed_message);
+
+  RETURN_IF_ERROR(ReadEventId(endpoint, headers, reader, id));
+  const ProviderSpec& provider = SpecOf(endpoint.provider);
   FieldRef type_ref =
       endpoint.event_type.empty() ? DefaultTypeSource(endpoint.provider) : endpoint.event_type;
   id.event_type = Read(type_ref, headers, reader).value_or("");
