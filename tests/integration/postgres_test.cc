@@ -41,9 +41,12 @@ workers: )" + std::to_string(workers) +
 }
 
 // Two replicas of one config on one fresh database.
+// Two replicas on a database of the shared cluster, or of the cluster of `state`.
 struct Replicas {
-  Replicas(const std::string& endpoints, int workers = 4)
-      : a(a_dir, ReplicaConfig(shared, workers, endpoints), db.url()),
+  Replicas(const std::string& endpoints, int workers = 4,
+           const std::string& state = hookbox::pgtest::StatePath())
+      : db(state),
+        a(a_dir, ReplicaConfig(shared, workers, endpoints), db.url()),
         b(b_dir, ReplicaConfig(shared, workers, endpoints), db.url()) {}
   Daemon& operator[](int i) { return i % 2 ? b : a; }
   int64_t Count(const std::string& sql) const { return db.Count(sql); }
@@ -415,9 +418,10 @@ TEST_CASE("replicas: kill -9 one mid-job; the other finishes its jobs once its h
 }
 
 TEST_CASE("PostgreSQL restarted under load: 503 while down, no 200 lost, recovery", "[.postgres]") {
+  const hookbox::pgtest::OwnCluster cluster;  // the shared one serves other tests meanwhile
   Replicas r(Endpoint("open", Sql("CREATE TABLE IF NOT EXISTS effects (event_id text NOT NULL)",
                                   "INSERT INTO effects VALUES (:event_id)")),
-             2);
+             2, cluster.state());
   std::mutex mu;
   std::map<std::string, std::string> answers;  // event id -> last answer
   std::map<std::string, int> by_answer;
@@ -439,7 +443,7 @@ TEST_CASE("PostgreSQL restarted under load: 503 while down, no 200 lost, recover
     });
   }
   std::this_thread::sleep_for(1s);
-  REQUIRE(hookbox::pgtest::ClusterCommand("server-stop"));
+  REQUIRE(hookbox::pgtest::ClusterCommand("server-stop", cluster.state()));
   std::this_thread::sleep_for(1500ms);
   CHECK(ReadyStatus(r.a) == 503);
   CHECK(ReadyStatus(r.b) == 503);
@@ -453,7 +457,7 @@ TEST_CASE("PostgreSQL restarted under load: 503 while down, no 200 lost, recover
     std::lock_guard lock(mu);
     CHECK(by_answer["200 accepted"] == accepted_while_down);  // no 200 without a database
   }
-  REQUIRE(hookbox::pgtest::ClusterCommand("server-start"));
+  REQUIRE(hookbox::pgtest::ClusterCommand("server-start", cluster.state()));
   CHECK(Eventually([&] { return ReadyStatus(r.a) == 200 && ReadyStatus(r.b) == 200; }, 20s));
   std::this_thread::sleep_for(1s);  // load goes on after recovery, without a hookbox restart
   stop = true;

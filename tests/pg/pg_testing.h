@@ -1,8 +1,10 @@
 // Test helpers for the PostgreSQL backend: the throwaway cluster that ctest starts
 // (tests/pg/cluster.sh; its STATE file names the socket directory), a fresh database per
 // test, queries as an operator would run them with psql, and stopping / starting the
-// server under a running hookbox. A failover test starts a primary and a synchronous
-// standby of its own (FailoverPair), with the same script, leaving the shared cluster alone.
+// server under a running hookbox. A test that stops the server starts a cluster of its own
+// (OwnCluster), and a failover test a primary and a synchronous standby of its own
+// (FailoverPair), with the same script, leaving the shared cluster alone: ctest runs the
+// other PostgreSQL tests on it at the same time.
 //
 // The cluster's STATE file comes from $HOOKBOX_TEST_PG_STATE, else HOOKBOX_PG_STATE (set by
 // CMakeLists.txt to the build tree's file).
@@ -19,6 +21,7 @@
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <utility>
 
 namespace hookbox::pgtest {
 
@@ -40,9 +43,9 @@ inline std::string StateValue(const std::string& key, const std::string& path = 
   throw std::runtime_error("no " + key + " in " + path);
 }
 
-// The URL of database `db` on the test cluster.
-inline std::string UrlFor(const std::string& db) {
-  return "postgresql:///" + db + "?host=" + StateValue("PG_DIR") + "&user=postgres";
+// The URL of database `db` on the shared test cluster, or on the cluster of `state`.
+inline std::string UrlFor(const std::string& db, const std::string& state = StatePath()) {
+  return "postgresql:///" + db + "?host=" + StateValue("PG_DIR", state) + "&user=postgres";
 }
 
 // A query's rows as psql -At prints them: columns joined by '|', one line per row.
@@ -78,18 +81,20 @@ inline int64_t Count(const std::string& url, const std::string& sql) {
   return std::strtoll(out.c_str(), nullptr, 10);
 }
 
-// A new, empty database on the test cluster, dropped when this goes out of scope.
+// A new, empty database on the shared test cluster (or on the cluster of `state`), dropped
+// when this goes out of scope.
 class TestDatabase {
  public:
-  TestDatabase() {
+  explicit TestDatabase(std::string state = StatePath()) : state_(std::move(state)) {
     static std::atomic<int> counter{0};
     name_ = "hookbox_test_" + std::to_string(getpid()) + "_" + std::to_string(++counter);
-    std::string r = pgtest::Query(UrlFor("postgres"), "CREATE DATABASE " + name_);
+    std::string r = pgtest::Query(UrlFor("postgres", state_), "CREATE DATABASE " + name_);
     if (!r.empty()) throw std::runtime_error("CREATE DATABASE failed: " + r);
   }
   ~TestDatabase() {
     try {
-      pgtest::Query(UrlFor("postgres"), "DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)");
+      pgtest::Query(UrlFor("postgres", state_),
+                    "DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)");
     } catch (...) {
       // The cluster is gone: nothing left to drop.
     }
@@ -97,13 +102,13 @@ class TestDatabase {
   TestDatabase(const TestDatabase&) = delete;
   TestDatabase& operator=(const TestDatabase&) = delete;
 
-  std::string url() const { return UrlFor(name_); }
+  std::string url() const { return UrlFor(name_, state_); }
   const std::string& name() const { return name_; }
   std::string Query(const std::string& sql) const { return pgtest::Query(url(), sql); }
   int64_t Count(const std::string& sql) const { return pgtest::Count(url(), sql); }
 
  private:
-  std::string name_;
+  std::string state_, name_;
 };
 
 // Runs tests/pg/cluster.sh VERB STATE (server-stop, server-start, ...) on the shared
@@ -113,6 +118,35 @@ inline bool ClusterCommand(const std::string& verb, const std::string& state = S
   int rc = std::system(cmd.c_str());
   return rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0;
 }
+
+// A cluster of the test's own (cluster.sh start into a temporary directory), for a test that
+// stops or restarts the server; stopped and removed when this goes out of scope.
+class OwnCluster {
+ public:
+  OwnCluster() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "hookbox-own-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    dir_ = tmpl;
+    state_ = dir_ + "/cluster.env";
+    if (!ClusterCommand("start", state_)) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir_, ec);
+      throw std::runtime_error("cluster.sh start failed");
+    }
+  }
+  ~OwnCluster() {
+    if (std::filesystem::exists(state_)) ClusterCommand("stop", state_);
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  OwnCluster(const OwnCluster&) = delete;
+  OwnCluster& operator=(const OwnCluster&) = delete;
+
+  const std::string& state() const { return state_; }
+
+ private:
+  std::string dir_, state_;
+};
 
 // A primary and a synchronous standby of its own (cluster.sh start, then standby): every
 // commit the primary acknowledges is flushed on the standby too. Both are stopped and their
