@@ -344,75 +344,16 @@ class JobsHold {
   virtual ~JobsHold() = default;
 };
 
-class Inbox {
+// ---- The inbox's four roles. One object (SqlInbox, on either database) plays all four, as
+// Inbox; each client holds the role it uses.
+//
+// EventStore: what receive/ does with a delivery. Stores an event and its jobs once
+// (Accept), and for mode: sync claims, holds and renews the jobs the request runs itself.
+class EventStore {
  public:
-  virtual ~Inbox() = default;
+  virtual ~EventStore() = default;
 
   virtual StatusOr<AcceptResult> Accept(const Event& event) = 0;
-
-  // Claims up to `max` due jobs: pending ones whose next_attempt_at has come, and
-  // processing ones whose lease ran out (their worker died). Per-resource order: only the
-  // first unfinished job of each (endpoint, resource), in received order, is claimable,
-  // and none while another job of the resource holds a live lease. Each claimed job gets
-  // a new lease token, lease_until = now + lease, and an open attempts row.
-  //
-  // Handler state (DESIGN.md, "Handler state"): no job of a paused handler is claimed, nor
-  // of one whose circuit is open; once its cooldown is over, one job (the probe) is, and
-  // the circuit is half-open until RecordCircuit hears how it went. A handler of
-  // `limits.rates` is claimed apart, under a lock on its state row, at most the whole
-  // tokens of its bucket, which the claim refills and takes from.
-  virtual StatusOr<std::vector<ClaimedJob>> ClaimJobs(const std::string& owner, int max,
-                                                      TimePoint now,
-                                                      std::chrono::milliseconds lease,
-                                                      const ClaimLimits& limits) = 0;
-  StatusOr<std::vector<ClaimedJob>> ClaimJobs(const std::string& owner, int max, TimePoint now,
-                                              std::chrono::milliseconds lease) {
-    return ClaimJobs(owner, max, now, lease, ClaimLimits{});
-  }
-
-  // Handler state: the operator's pause (state kept, with the reason and when) and resume,
-  // which also closes the handler's circuit if it is open or half-open. Returns how many
-  // handlers changed. A pause keeps pending jobs pending: no try spent.
-  virtual StatusOr<int64_t> SetPaused(const std::vector<HandlerRef>& handlers, bool paused,
-                                      const std::string& reason, TimePoint now) = 0;
-  // Every handler with a state row or an unfinished or dead job, by endpoint and handler.
-  // Without `count_jobs`, only the handlers with a state row, and no job counts: a read of
-  // the small state table, for the paused gauge at every scrape, instead of a count over
-  // every unfinished and dead job.
-  virtual StatusOr<std::vector<HandlerStatus>> Handlers(TimePoint now, bool count_jobs) = 0;
-  // A finished attempt of a handler with a circuit breaker: failed and timeout count
-  // towards `limit.failures` (and re-open a half-open circuit for another cooldown); ok
-  // resets the count and closes it; permanent counts for neither, and frees a half-open
-  // circuit's probe. The transition, if the circuit changed state.
-  virtual StatusOr<std::optional<CircuitTransition>> RecordCircuit(const HandlerRef& handler,
-                                                                   Outcome outcome,
-                                                                   const CircuitLimit& limit,
-                                                                   TimePoint now) = 0;
-
-  // Records the attempt and moves the job on, only if `job.lease_token` still holds the
-  // lease (compare-and-swap): a worker whose lease expired and was taken over gets
-  // Conflict("lease lost") and changes nothing. With `sql`, its statements run in the same
-  // transaction when the outcome is ok; if they fail, nothing of them stays and
-  // `sql_failed` (with the error as detail) is recorded instead. With `refund_try`, the
-  // job's count of tries against max_attempts goes back down by the one its claim added
-  // (the attempts row stays, as history). Returns the outcome recorded. The inbox row
-  // becomes processed when all its jobs are done, dead if any is.
-  virtual StatusOr<Outcome> FinishJob(const ClaimedJob& job, const JobOutcome& outcome,
-                                      const SqlWork* sql = nullptr,
-                                      const JobOutcome* sql_failed = nullptr) = 0;
-
-  // Many FinishJob()s in one transaction and one commit (the dispatcher's batch): each
-  // finish is still its own compare-and-swap, so one lost lease or failed sql handler
-  // changes nothing of the others. One result per finish, in order; a storage failure
-  // fails them all. The default runs FinishJob() for each.
-  virtual std::vector<StatusOr<Outcome>> FinishJobs(const std::vector<FinishRequest>& finishes) {
-    std::vector<StatusOr<Outcome>> results;
-    results.reserve(finishes.size());
-    for (const FinishRequest& f : finishes) {
-      results.push_back(FinishJob(*f.job, f.outcome, f.sql, f.sql ? &f.sql_failed : nullptr));
-    }
-    return results;
-  }
 
   // mode: sync. Claims the unfinished jobs of one event for the caller (a redelivery
   // taking over after a failed or crashed first request), unless one is leased to someone
@@ -450,6 +391,157 @@ class Inbox {
   // of them. Ok for no jobs.
   virtual Status RenewLeases(std::span<const ClaimedJob> jobs, TimePoint now,
                              std::chrono::milliseconds lease) = 0;
+};
+
+// JobQueue: what the dispatcher does with jobs. Claims due jobs under leases, finishes them
+// by compare-and-swap on the lease, gives back the jobs of a handler this process lacks, and
+// keeps the leases' liveness (the instances' heartbeats).
+class JobQueue {
+ public:
+  virtual ~JobQueue() = default;
+
+  // Claims up to `max` due jobs: pending ones whose next_attempt_at has come, and
+  // processing ones whose lease ran out (their worker died). Per-resource order: only the
+  // first unfinished job of each (endpoint, resource), in received order, is claimable,
+  // and none while another job of the resource holds a live lease. Each claimed job gets
+  // a new lease token, lease_until = now + lease, and an open attempts row.
+  //
+  // Handler state (DESIGN.md, "Handler state"): no job of a paused handler is claimed, nor
+  // of one whose circuit is open; once its cooldown is over, one job (the probe) is, and
+  // the circuit is half-open until RecordCircuit hears how it went. A handler of
+  // `limits.rates` is claimed apart, under a lock on its state row, at most the whole
+  // tokens of its bucket, which the claim refills and takes from.
+  virtual StatusOr<std::vector<ClaimedJob>> ClaimJobs(const std::string& owner, int max,
+                                                      TimePoint now,
+                                                      std::chrono::milliseconds lease,
+                                                      const ClaimLimits& limits) = 0;
+  StatusOr<std::vector<ClaimedJob>> ClaimJobs(const std::string& owner, int max, TimePoint now,
+                                              std::chrono::milliseconds lease) {
+    return ClaimJobs(owner, max, now, lease, ClaimLimits{});
+  }
+
+  // Records the attempt and moves the job on, only if `job.lease_token` still holds the
+  // lease (compare-and-swap): a worker whose lease expired and was taken over gets
+  // Conflict("lease lost") and changes nothing. With `sql`, its statements run in the same
+  // transaction when the outcome is ok; if they fail, nothing of them stays and
+  // `sql_failed` (with the error as detail) is recorded instead. With `refund_try`, the
+  // job's count of tries against max_attempts goes back down by the one its claim added
+  // (the attempts row stays, as history). Returns the outcome recorded. The inbox row
+  // becomes processed when all its jobs are done, dead if any is.
+  virtual StatusOr<Outcome> FinishJob(const ClaimedJob& job, const JobOutcome& outcome,
+                                      const SqlWork* sql = nullptr,
+                                      const JobOutcome* sql_failed = nullptr) = 0;
+
+  // Many FinishJob()s in one transaction and one commit (the dispatcher's batch): each
+  // finish is still its own compare-and-swap, so one lost lease or failed sql handler
+  // changes nothing of the others. One result per finish, in order; a storage failure
+  // fails them all. The default runs FinishJob() for each.
+  virtual std::vector<StatusOr<Outcome>> FinishJobs(const std::vector<FinishRequest>& finishes) {
+    std::vector<StatusOr<Outcome>> results;
+    results.reserve(finishes.size());
+    for (const FinishRequest& f : finishes) {
+      results.push_back(FinishJob(*f.job, f.outcome, f.sql, f.sql ? &f.sql_failed : nullptr));
+    }
+    return results;
+  }
+
+  // Jobs whose handler is gone (DESIGN.md, Handler names). A job names its handler; a
+  // process that claims a job whose handler it does not have gives it back held:
+  // compare-and-swap on the lease as FinishJob; the job is pending again with its try
+  // refunded and its open attempts row removed (nothing ran), next_attempt_at = kHeldUntil
+  // so that no claim takes it, and last_error saying why. A held job is unfinished: it
+  // still holds back the later jobs of its resource. A lost lease leaves that job alone.
+  virtual Status HoldForHandler(const std::vector<ClaimedJob>& jobs, TimePoint now) = 0;
+  // Makes the held jobs of these handlers due at `now` (a start or reload that has them).
+  // Returns how many.
+  virtual StatusOr<int64_t> ReleaseHeld(const std::vector<HandlerRef>& handlers, TimePoint now) = 0;
+
+  // ---- Lease liveness (DESIGN.md, "Lease liveness"): crash recovery that needs no shared
+  // host or PID space. Every process that takes leases is an instance: a random id, the
+  // start of each of its lease owners' names ("<id>:dispatcher", "<id>:request:..."), kept
+  // alive by a heartbeat in the table `instances`. A lease ends before its lease_until only
+  // when its owner's instance has stopped beating (or removed itself at a clean stop), never
+  // by what one process can see of another's.
+  //
+  // Records that `beat.id` is alive: an upsert of its row (started_at = now when the row is
+  // new; heartbeat_at = now and expires_at = now + timeout every time, host and pid as
+  // given). A beat after the row expired or was removed makes it alive again.
+  virtual Status Heartbeat(const InstanceBeat& beat) = 0;
+  // Ends the leases of expired instances, so that their jobs are claimable at once rather
+  // than when those leases run out: every processing job whose lease is live (lease_until
+  // >= now) and whose lease_owner starts with "<id>:" of an instance whose expires_at <
+  // `now`, other than `self`, gets lease_until = now - 1 ms (a compare-and-swap on its lease
+  // token, in job id order); the next claim marks its open attempt abandoned, as for any
+  // lease that ran out. A lease whose owner has no instance row (an older hookbox's
+  // "<host>:<pid>:...", or an instance forgotten since) is left to its lease_until. Then
+  // deletes the instance rows that expired before `forget_before`. Returns the instances
+  // whose leases it ended, each with how many.
+  virtual StatusOr<std::vector<ExpiredInstance>> ReleaseExpiredLeases(TimePoint now,
+                                                                      const std::string& self,
+                                                                      TimePoint forget_before) = 0;
+  // A clean stop (nothing of the process runs any more): deletes the instance's row and ends
+  // the live leases its owners still hold (lease_until = now - 1 ms, as above), in one
+  // transaction. Returns how many jobs' leases it ended.
+  virtual StatusOr<int64_t> RemoveInstance(const std::string& id, TimePoint now) = 0;
+
+  // Runs a `sql` handler's setup statements once (CREATE TABLE IF NOT EXISTS ...) and
+  // prepares its statements, so a mistake is found at start, not at the first event.
+  virtual Status PrepareSql(const SqlWork& sql) = 0;
+};
+
+// HandlerStates: each handler's own state (pause, circuit, rate bucket) and the jobs filed
+// under its name, for the dispatcher's gates, the metrics and the `handler` verbs.
+class HandlerStates {
+ public:
+  virtual ~HandlerStates() = default;
+
+  // Handler state: the operator's pause (state kept, with the reason and when) and resume,
+  // which also closes the handler's circuit if it is open or half-open. Returns how many
+  // handlers changed. A pause keeps pending jobs pending: no try spent.
+  virtual StatusOr<int64_t> SetPaused(const std::vector<HandlerRef>& handlers, bool paused,
+                                      const std::string& reason, TimePoint now) = 0;
+  // Every handler with a state row or an unfinished or dead job, by endpoint and handler.
+  // Without `count_jobs`, only the handlers with a state row, and no job counts: a read of
+  // the small state table, for the paused gauge at every scrape, instead of a count over
+  // every unfinished and dead job.
+  virtual StatusOr<std::vector<HandlerStatus>> Handlers(TimePoint now, bool count_jobs) = 0;
+  // A finished attempt of a handler with a circuit breaker: failed and timeout count
+  // towards `limit.failures` (and re-open a half-open circuit for another cooldown); ok
+  // resets the count and closes it; permanent counts for neither, and frees a half-open
+  // circuit's probe. The transition, if the circuit changed state.
+  virtual StatusOr<std::optional<CircuitTransition>> RecordCircuit(const HandlerRef& handler,
+                                                                   Outcome outcome,
+                                                                   const CircuitLimit& limit,
+                                                                   TimePoint now) = 0;
+
+  // Unfinished jobs by (endpoint, handler), held ones counted apart; ordered by both.
+  virtual StatusOr<std::vector<HandlerBacklog>> UnfinishedByHandler() = 0;
+  // Gives the jobs of handler `from` on `endpoint` that are not running and not done
+  // (pending, held, dead) to handler `to`: held ones become due at `now`, the others keep
+  // their schedule and status (a dead one runs under `to` after `inbox retry`). A row that
+  // already has a job of `to` keeps its `from` job. The caller checks that `to` exists.
+  virtual StatusOr<ReassignCounts> Reassign(const std::string& endpoint, const std::string& from,
+                                            const std::string& to, TimePoint now) = 0;
+  // Deletes the jobs of `handler` on `endpoint` that are not running and not done (pending,
+  // held, dead), with their attempts, and settles their rows (processed when every job
+  // left is done). Returns how many.
+  virtual StatusOr<int64_t> DropJobs(const std::string& endpoint, const std::string& handler,
+                                     TimePoint now) = 0;
+
+  // Every (endpoint, handler) that has a job of any status or a handler_state row, ordered
+  // by both: the names an operator may give that the config no longer has (the CLI's
+  // --handler). Reads every job: asked only for a name the config does not settle.
+  virtual StatusOr<std::vector<HandlerRef>> KnownHandlers() = 0;
+  // Deletes the handler_state row of a handler (its pause, circuit and rate bucket), so that
+  // `handler list` and hookbox_handler_paused forget it: for a handler the config no longer
+  // has (the CLI checks). Its jobs stay as they are. Returns whether there was a row.
+  virtual StatusOr<bool> ForgetHandler(const HandlerRef& handler) = 0;
+};
+
+// InboxAdmin: the operator's reads and verbs (the CLI, the console, the purge, /readyz).
+class InboxAdmin {
+ public:
+  virtual ~InboxAdmin() = default;
 
   // Re-arms the dead jobs of a row with a fresh attempt budget; re-armed jobs of sync
   // endpoints run in the worker pool (no producer is waiting for them). NotFound when there is no
@@ -483,62 +575,6 @@ class Inbox {
   // received order (the claim's per-resource order). Returns how many jobs it re-armed.
   virtual StatusOr<int64_t> Replay(const BulkRequest& request) = 0;
 
-  // Jobs whose handler is gone (DESIGN.md, Handler names). A job names its handler; a
-  // process that claims a job whose handler it does not have gives it back held:
-  // compare-and-swap on the lease as FinishJob; the job is pending again with its try
-  // refunded and its open attempts row removed (nothing ran), next_attempt_at = kHeldUntil
-  // so that no claim takes it, and last_error saying why. A held job is unfinished: it
-  // still holds back the later jobs of its resource. A lost lease leaves that job alone.
-  virtual Status HoldForHandler(const std::vector<ClaimedJob>& jobs, TimePoint now) = 0;
-  // Makes the held jobs of these handlers due at `now` (a start or reload that has them).
-  // Returns how many.
-  virtual StatusOr<int64_t> ReleaseHeld(const std::vector<HandlerRef>& handlers, TimePoint now) = 0;
-  // Unfinished jobs by (endpoint, handler), held ones counted apart; ordered by both.
-  virtual StatusOr<std::vector<HandlerBacklog>> UnfinishedByHandler() = 0;
-  // Gives the jobs of handler `from` on `endpoint` that are not running and not done
-  // (pending, held, dead) to handler `to`: held ones become due at `now`, the others keep
-  // their schedule and status (a dead one runs under `to` after `inbox retry`). A row that
-  // already has a job of `to` keeps its `from` job. The caller checks that `to` exists.
-  virtual StatusOr<ReassignCounts> Reassign(const std::string& endpoint, const std::string& from,
-                                            const std::string& to, TimePoint now) = 0;
-  // Deletes the jobs of `handler` on `endpoint` that are not running and not done (pending,
-  // held, dead), with their attempts, and settles their rows (processed when every job
-  // left is done). Returns how many.
-  virtual StatusOr<int64_t> DropJobs(const std::string& endpoint, const std::string& handler,
-                                     TimePoint now) = 0;
-
-  // ---- Lease liveness (DESIGN.md, "Lease liveness"): crash recovery that needs no shared
-  // host or PID space. Every process that takes leases is an instance: a random id, the
-  // start of each of its lease owners' names ("<id>:dispatcher", "<id>:request:..."), kept
-  // alive by a heartbeat in the table `instances`. A lease ends before its lease_until only
-  // when its owner's instance has stopped beating (or removed itself at a clean stop), never
-  // by what one process can see of another's.
-  //
-  // Records that `beat.id` is alive: an upsert of its row (started_at = now when the row is
-  // new; heartbeat_at = now and expires_at = now + timeout every time, host and pid as
-  // given). A beat after the row expired or was removed makes it alive again.
-  virtual Status Heartbeat(const InstanceBeat& beat) = 0;
-  // Ends the leases of expired instances, so that their jobs are claimable at once rather
-  // than when those leases run out: every processing job whose lease is live (lease_until
-  // >= now) and whose lease_owner starts with "<id>:" of an instance whose expires_at <
-  // `now`, other than `self`, gets lease_until = now - 1 ms (a compare-and-swap on its lease
-  // token, in job id order); the next claim marks its open attempt abandoned, as for any
-  // lease that ran out. A lease whose owner has no instance row (an older hookbox's
-  // "<host>:<pid>:...", or an instance forgotten since) is left to its lease_until. Then
-  // deletes the instance rows that expired before `forget_before`. Returns the instances
-  // whose leases it ended, each with how many.
-  virtual StatusOr<std::vector<ExpiredInstance>> ReleaseExpiredLeases(TimePoint now,
-                                                                      const std::string& self,
-                                                                      TimePoint forget_before) = 0;
-  // A clean stop (nothing of the process runs any more): deletes the instance's row and ends
-  // the live leases its owners still hold (lease_until = now - 1 ms, as above), in one
-  // transaction. Returns how many jobs' leases it ended.
-  virtual StatusOr<int64_t> RemoveInstance(const std::string& id, TimePoint now) = 0;
-
-  // Runs a `sql` handler's setup statements once (CREATE TABLE IF NOT EXISTS ...) and
-  // prepares its statements, so a mistake is found at start, not at the first event.
-  virtual Status PrepareSql(const SqlWork& sql) = 0;
-
   // Newest first.
   virtual StatusOr<std::vector<InboxRow>> List(const ListFilter& filter) = 0;
   // How many rows List() would give without its limit: the filter's and the keyset's
@@ -547,14 +583,7 @@ class Inbox {
   // The dead jobs of these rows (inbox ids), by row then job id, for the dead view of
   // `inbox list`: each DeadJob's `row` holds only its id. An index lookup per row.
   virtual StatusOr<std::vector<DeadJob>> DeadJobsOf(std::span<const int64_t> inbox_ids) = 0;
-  // Every (endpoint, handler) that has a job of any status or a handler_state row, ordered
-  // by both: the names an operator may give that the config no longer has (the CLI's
-  // --handler). Reads every job: asked only for a name the config does not settle.
-  virtual StatusOr<std::vector<HandlerRef>> KnownHandlers() = 0;
-  // Deletes the handler_state row of a handler (its pause, circuit and rate bucket), so that
-  // `handler list` and hookbox_handler_paused forget it: for a handler the config no longer
-  // has (the CLI checks). Its jobs stay as they are. Returns whether there was a row.
-  virtual StatusOr<bool> ForgetHandler(const HandlerRef& handler) = 0;
+
   // Dead jobs, newest first (by job id): up to `limit` of those with an id below
   // `before_job_id` (0 = from the newest).
   virtual StatusOr<std::vector<DeadJob>> DeadJobs(int64_t before_job_id, int limit) = 0;
@@ -580,6 +609,12 @@ class Inbox {
   // nullopt where the log is the server's (PostgreSQL). Reads only the file's size: safe
   // beside every other call.
   virtual std::optional<int64_t> WalBytes() { return std::nullopt; }
+};
+
+// The whole inbox: every role. What OpenInbox returns and the backends implement.
+class Inbox : public EventStore, public JobQueue, public HandlerStates, public InboxAdmin {
+ public:
+  ~Inbox() override = default;
 };
 
 struct InboxOptions {
