@@ -35,8 +35,8 @@ Status SqlInbox::AcceptInto(SqlTx& tx, const Event& e, AcceptResult* out) {
     ASSIGN_OR_RETURN(const bool duplicate, BodyDuplicate(tx, e, now, out));
     if (duplicate) return Status::Ok();
   }
-  static const std::string kInsert = std::string("INSERT INTO inbox (") + kAcceptColumns +
-                                     ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,"
+  static const std::string kInsert = std::string(kInsertEvent) +
+                                     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,"
                                      " $12) ON CONFLICT (endpoint, event_id) DO NOTHING";
   ASSIGN_OR_RETURN(const std::optional<int64_t> inserted,
                    tx.InsertRow(kInsert, {e.endpoint, e.event_id, e.id_source, e.event_type,
@@ -122,11 +122,10 @@ StatusOr<bool> SqlInbox::BodyDuplicate(SqlTx& tx, const Event& e, const std::str
 }
 
 Status SqlInbox::InsertJobs(SqlTx& tx, const Event& e, int64_t inbox_id, const std::string& now) {
+  static const std::string kInsert =
+      std::string(kInsertJobs) + " VALUES ($1, $2, 'pending', $3, $4)";
   for (const std::string& handler : e.handlers) {
-    RETURN_IF_ERROR(
-        tx.Run("INSERT INTO jobs (inbox_id, handler, status, next_attempt_at, sync)"
-               " VALUES ($1, $2, 'pending', $3, $4)",
-               {inbox_id, handler, now, !e.sync_owner.empty()}));
+    RETURN_IF_ERROR(tx.Run(kInsert, {inbox_id, handler, now, !e.sync_owner.empty()}));
   }
   return Status::Ok();
 }

@@ -123,10 +123,16 @@ struct SqlSpelling {
 extern const SqlSpelling kSqliteSpelling;
 extern const SqlSpelling kPostgresSpelling;
 
-// The columns an accept inserts into inbox, in the order of its 12 parameters.
-inline constexpr const char* kAcceptColumns =
-    "endpoint, event_id, id_source, event_type, resource_id, sequence, sequence_key,"
-    " body_sha256, headers, body, status, received_at";
+// The head of every insert of an event's row (the accept's and the grouped accept's): the
+// columns in the order of its 12 parameters.
+inline constexpr const char* kInsertEvent =
+    "INSERT INTO inbox (endpoint, event_id, id_source, event_type, resource_id, sequence,"
+    " sequence_key, body_sha256, headers, body, status, received_at)";
+// The head of every insert of an event's jobs, one row per handler: the accept's (one
+// statement per job on SQLite, one for all on PostgreSQL) and the grouped accept's. Each
+// row is pending, due at the accept's time, `sync` when a request runs it.
+inline constexpr const char* kInsertJobs =
+    "INSERT INTO jobs (inbox_id, handler, status, next_attempt_at, sync)";
 // The inbox row's columns, as ReadRow reads them (a 15th, when selected, follows).
 std::string RowColumns(const SqlSpelling& d);
 InboxRow ReadRow(const SqlRows& q, size_t row);

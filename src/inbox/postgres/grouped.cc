@@ -31,14 +31,15 @@ StatusOr<std::set<std::pair<std::string, std::string>>> InsertEvents(
   }
   ASSIGN_OR_RETURN(
       Result ins,
-      c.Exec(std::string("WITH row AS (INSERT INTO inbox (") + kAcceptColumns + ") VALUES " + rows +
+      c.Exec(std::string("WITH row AS (") + kInsertEvent + " VALUES " + rows +
                  " ON CONFLICT (endpoint, event_id) DO NOTHING"
                  " RETURNING id, endpoint, event_id),"
                  " input (endpoint, event_id, received_at, handlers) AS (VALUES " +
                  input +
                  "),"
-                 " jobs AS (INSERT INTO jobs (inbox_id, handler, status,"
-                 " next_attempt_at, sync) SELECT row.id, t.h, 'pending',"
+                 " jobs AS (" +
+                 kInsertJobs +
+                 " SELECT row.id, t.h, 'pending',"
                  " input.received_at, false FROM row JOIN input"
                  " USING (endpoint, event_id),"
                  " jsonb_array_elements_text(input.handlers) WITH ORDINALITY AS t (h, n)"

@@ -232,11 +232,11 @@ class PostgresInbox final : public SqlInbox {
   };
 
   Status InsertJobs(SqlTx& tx, const Event& e, int64_t inbox_id, const std::string& now) override {
-    return tx.Run(
-        "INSERT INTO jobs (inbox_id, handler, status, next_attempt_at, sync)"
+    static const std::string kInsert =
+        std::string(kInsertJobs) +
         " SELECT $1, h, 'pending', $3, $4"
-        " FROM jsonb_array_elements_text($2::jsonb) WITH ORDINALITY AS t (h, n) ORDER BY n",
-        {inbox_id, JsonText(e.handlers), now, !e.sync_owner.empty()});
+        " FROM jsonb_array_elements_text($2::jsonb) WITH ORDINALITY AS t (h, n) ORDER BY n";
+    return tx.Run(kInsert, {inbox_id, JsonText(e.handlers), now, !e.sync_owner.empty()});
   }
 
   // Runs fn in one transaction on a pooled connection and commits when it returns Ok. A
