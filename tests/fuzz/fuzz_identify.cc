@@ -1,19 +1,24 @@
 // libFuzzer harness: identification (JSON pointers and form fields into hostile bodies,
-// header sources, sequence parsing). Identify must return an identity or InvalidArgument,
-// never crash.
+// header sources, sequence parsing). The input picks a row of the provider table (or
+// `verify: none`), whose default id and type sources then apply, and fills headers named as
+// the table and Sign() show its producers' headers (fuzz_providers.h: no provider is named
+// here). Identify must return an identity or InvalidArgument, never crash, and an identity
+// always has an event id.
 #include <fuzzer/FuzzedDataProvider.h>
 
+#include "fuzz_providers.h"
 #include "receive/identify.h"
 
 using namespace hookbox;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const std::vector<std::string> kHeaderNames = fuzz::AllHeaderNames();
   FuzzedDataProvider in(data, size);
   Endpoint ep;
   ep.name = "fuzz";
-  ep.provider = in.PickValueInArray({Provider::kStripe, Provider::kGithub, Provider::kSlack,
-                                     Provider::kStandard, Provider::kTwilio, Provider::kDiscord,
-                                     Provider::kNone});
+  // One past the last row: `verify: none`.
+  const size_t row = in.ConsumeIntegralInRange<size_t>(0, Providers().size());
+  ep.provider = row < Providers().size() ? Providers()[row].provider : Provider::kNone;
   auto field = [&](FieldRef::From from) {
     return FieldRef{from, in.PickValueInArray({std::string("/id"), std::string("/data/object/id"),
                                                std::string(""), std::string("/a~1b/0"),
@@ -29,8 +34,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ep.sequence = field(in.ConsumeBool() ? FieldRef::From::kBody : FieldRef::From::kHeader);
   }
   Headers headers;
-  headers.emplace("X-GitHub-Delivery", in.ConsumeRandomLengthString(64));
-  headers.emplace(in.ConsumeRandomLengthString(16), in.ConsumeRandomLengthString(64));
+  const int count = in.ConsumeIntegralInRange(0, 3);
+  for (int i = 0; i < count; ++i) {
+    std::string name = fuzz::PickHeaderName(in, kHeaderNames);
+    headers.emplace(std::move(name), in.ConsumeRandomLengthString(64));
+  }
   const std::string body = in.ConsumeRemainingBytesAsString();
   auto id = Identify(ep, headers, body);
   if (id.ok() && id->event_id.empty()) __builtin_trap();  // there is always an id
