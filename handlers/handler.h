@@ -11,8 +11,9 @@
 // the reader's types. The kinds are listed once, in config/handler_kinds.h: a kind is its
 // folder plus a row there.
 //
-// The event a handler gets (HandlerEvent), its Outcome and the `sql` kind's SqlWork are in
-// base/job.h, which the inbox shares.
+// The event a handler gets (HandlerEvent) and its Outcome are in base/job.h, which the inbox
+// shares. A kind whose side effect must commit with the job's own record (sql) offers a
+// TransactionalWork (base/transactional_work.h), which the inbox runs in its transaction.
 //
 // Thread-safety: Run() is called from several worker threads at once, for different events;
 // a handler holds no per-event state.
@@ -29,6 +30,7 @@
 
 #include "base/job.h"
 #include "base/status.h"
+#include "base/transactional_work.h"
 #include "config/config.h"
 
 namespace hookbox {
@@ -55,8 +57,9 @@ class Handler {
   // How long one Run() may take at most (the kind's `timeout`). The worker's lease on the
   // job outlasts it, so no other worker starts the job while an attempt may still run.
   virtual std::chrono::milliseconds timeout() const = 0;
-  // Non-null for the `sql` kind: its work runs in the inbox transaction instead of Run().
-  virtual const SqlWork* sql() const { return nullptr; }
+  // Non-null for a kind whose work runs inside the inbox's transaction instead of Run()
+  // (base/transactional_work.h). It lives as long as the handler.
+  virtual const TransactionalWork* transactional() const { return nullptr; }
 
   // How many attempts of this handler the dispatcher runs at once (the kind's
   // `concurrency`). Per handler, not per daemon: a handler that waits on a slow downstream

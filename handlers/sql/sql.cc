@@ -1,4 +1,5 @@
-// The `sql` handler: validation at load, then nothing but the SqlWork it hands the inbox.
+// The `sql` handler: validation at load, then nothing but the SqlWork it hands the inbox,
+// which binds the event's values by name as it runs each statement.
 // Each statement is scanned once, skipping quoted text ('...', "...", `...`, [...]) and
 // comments, for the mistakes that would otherwise surface per event, or never: a named
 // parameter the inbox does not bind (it would run as NULL), a second statement in one item
@@ -10,16 +11,40 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <set>
 #include <string_view>
 
 #include "base/ascii.h"
+#include "base/status_macros.h"
 #include "config/yaml_reader.h"
 
 namespace hookbox {
 namespace {
 
 constexpr auto kTimeout = std::chrono::seconds(30);
+
+// The named parameters a statement may use, and the event's value for one (nullopt: not one
+// of them). The reader refuses any other name at load. :generation is the job's run, as
+// exec's HOOKBOX_REPLAY_GENERATION and http's X-Hookbox-Replay: 0 for the first, n after n
+// replays. It is a number (bound as an integer, so that `:generation = 0` holds on SQLite,
+// which does not equate the text '0' with 0).
+constexpr std::string_view kSqlParameters[] = {":event_id",    ":endpoint",   ":type",
+                                               ":resource",    ":sequence",   ":body",
+                                               ":received_at", ":generation", ":traceparent"};
+
+std::optional<StatementValue> SqlParameter(const HandlerEvent& e, std::string_view name) {
+  if (name == ":event_id") return StatementValue{&e.event_id};
+  if (name == ":endpoint") return StatementValue{&e.endpoint};
+  if (name == ":type") return StatementValue{&e.event_type};
+  if (name == ":resource") return StatementValue{&e.resource_id};
+  if (name == ":sequence") return StatementValue{&e.sequence};
+  if (name == ":body") return StatementValue{&e.body};
+  if (name == ":received_at") return StatementValue{&e.received_at};
+  if (name == ":generation") return StatementValue{nullptr, e.generation};
+  if (name == ":traceparent") return StatementValue{&e.traceparent};
+  return std::nullopt;
+}
 
 bool IsWordChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
@@ -154,18 +179,32 @@ class SqlHandler final : public Handler {
  public:
   explicit SqlHandler(SqlWork work) : work_(std::move(work)) {}
 
-  // The worker hands sql() to the inbox instead; reaching this is harmless.
+  // The worker hands transactional() to the inbox instead; reaching this is harmless.
   HandlerResult Run(const HandlerEvent&) override {
     return {Outcome::kOk, "sql runs in the inbox transaction", {}};
   }
   std::chrono::milliseconds timeout() const override { return kTimeout; }
-  const SqlWork* sql() const override { return &work_; }
+  const TransactionalWork* transactional() const override { return &work_; }
 
  private:
   const SqlWork work_;
 };
 
 }  // namespace
+
+Status SqlWork::Setup(WorkSetup& db) const {
+  for (const std::string& statement : setup) RETURN_IF_ERROR(db.Execute(statement));
+  for (const std::string& statement : statements) RETURN_IF_ERROR(db.Check(statement));
+  return Status::Ok();
+}
+
+Status SqlWork::Run(WorkTransaction& tx, const HandlerEvent& event) const {
+  const StatementParams params = [&event](std::string_view name) {
+    return SqlParameter(event, name);
+  };
+  for (const std::string& statement : statements) RETURN_IF_ERROR(tx.Execute(statement, params));
+  return Status::Ok();
+}
 
 std::shared_ptr<const KindSettings> ReadSqlSettings(YamlReader& reader, const YamlTree& settings,
                                                     const std::string& where,

@@ -49,17 +49,19 @@ namespace {
 
 using nlohmann::json;
 
-// Builds every handler from the settings the load read and checked, and prepares the sql
-// handlers' statements and runs their setup in the inbox (what only the database can refuse);
+// Builds every handler from the settings the load read and checked, and runs the setup of
+// those whose work runs in the inbox's transaction (what only the database can refuse);
 // nullptr after logging every problem.
 std::shared_ptr<const HandlerSet> BuildAndPrepare(const Config& c, Inbox& inbox) {
   std::vector<std::string> errors;
   auto handlers = std::make_shared<HandlerSet>(BuildHandlers(c, &errors));
   for (const auto& [endpoint, by_name] : handlers->by_endpoint) {
     for (const auto& [name, handler] : by_name) {
-      if (!handler->sql()) continue;
-      if (Status s = inbox.PrepareSql(*handler->sql()); !s.ok()) {
-        errors.push_back(endpoint + "." + name + ": sql: " + s.ToString());
+      const TransactionalWork* work = handler->transactional();
+      if (work == nullptr) continue;
+      if (Status s = inbox.PrepareWork(*work); !s.ok()) {
+        errors.push_back(endpoint + "." + name + ": " + std::string(work->kind()) + ": " +
+                         s.ToString());
       }
     }
   }
@@ -614,7 +616,7 @@ int Serve(const std::string& config_path) {
                                             .applied = &applied});
   if (!opened.inbox) return opened.exit_code;
   for (const std::string& m : applied) LogLifecycle({{"msg", "migrated"}, {"migration", m}});
-  // Build the handlers (once); run the sql handlers' setup. Then raise the open-file limit
+  // Build the handlers (once); run their setup in the inbox. Then raise the open-file limit
   // and fit max_connections under it, beside what the handlers' slots need.
   Config& loaded = *opened.config;
   SetLogLevel(loaded.log_level);

@@ -59,11 +59,11 @@ const char* JobStatusFor(JobOutcome::Next next) {
   return "pending";
 }
 
-JobOutcome SqlFailedOutcome(const JobOutcome& outcome, const JobOutcome* sql_failed,
-                            const Status& error) {
-  JobOutcome failed = sql_failed ? *sql_failed : outcome;
+JobOutcome WorkFailedOutcome(const JobOutcome& outcome, const JobOutcome* work_failed,
+                             std::string_view kind, const Status& error) {
+  JobOutcome failed = work_failed ? *work_failed : outcome;
   failed.outcome = Outcome::kFailed;
-  failed.detail = "sql: " + error.ToString();
+  failed.detail = std::string(kind) + ": " + error.ToString();
   return failed;
 }
 

@@ -40,11 +40,11 @@ Status ClearRefused(const std::string& endpoint, const std::string& event_id);
 // The jobs.status a finish records for what comes next: done, pending (a retry) or dead.
 const char* JobStatusFor(JobOutcome::Next next);
 
-// What a finish records when the sql handler's statements failed (their effects rolled
-// back): the dispatcher's outcome for a failed run (`sql_failed`: its retry or dead
-// decision; `outcome` when there is none) with the statement's error as the detail.
-JobOutcome SqlFailedOutcome(const JobOutcome& outcome, const JobOutcome* sql_failed,
-                            const Status& error);
+// What a finish records when the handler's TransactionalWork failed (its effects rolled
+// back): the dispatcher's outcome for a failed run (`work_failed`: its retry or dead
+// decision; `outcome` when there is none) with "<kind>: <the error>" as the detail.
+JobOutcome WorkFailedOutcome(const JobOutcome& outcome, const JobOutcome* work_failed,
+                             std::string_view kind, const Status& error);
 
 // The last_error of a job held for want of its handler (Inbox::HoldForHandler).
 std::string HeldReason(const std::string& handler);

@@ -2,7 +2,7 @@
 // (sqlite/, postgres/) implement it; nothing else runs SQL. The inbox knows no HTTP,
 // no provider, no config and no handler: it stores Events and answers with Verdicts, and
 // shares with the handlers only the plain types of base/job.h (the event a job runs on, its
-// Outcome, a `sql` handler's SqlWork).
+// Outcome) and the TransactionalWork some run in its transaction (base/transactional_work.h).
 //
 // Contract of Accept(): one transaction that either stores everything for the event (the
 // inbox row, the sequence gate's advance, one job per handler) or nothing. When it returns
@@ -23,6 +23,7 @@
 
 #include "base/job.h"
 #include "base/status.h"
+#include "base/transactional_work.h"
 #include "inbox/filter.h"
 #include "ops/clock.h"
 
@@ -49,12 +50,12 @@ struct Event {
   TimePoint received_at;
 
   // mode: sync. The jobs are created already claimed by `sync_owner` (the request), with a
-  // lease of `sync_lease`, and are never claimed by the worker pool. `sql` handlers (name,
-  // work) run in this transaction: their side effects and the inbox row commit together or
-  // not at all (a failure is Internal and leaves no row).
+  // lease of `sync_lease`, and are never claimed by the worker pool. The handlers whose work
+  // runs in the inbox's transaction (name, work) run in this one: their side effects and the
+  // inbox row commit together or not at all (a failure is Internal and leaves no row).
   std::string sync_owner;
   std::chrono::milliseconds sync_lease{0};
-  std::vector<std::pair<std::string, const SqlWork*>> sync_sql;
+  std::vector<std::pair<std::string, const TransactionalWork*>> sync_work;
 };
 
 enum class Verdict { kAccepted, kDuplicate, kStale, kIgnored };
@@ -181,13 +182,13 @@ struct JobOutcome {
   bool refund_try = false;
 };
 
-// One finish of a batch (Inbox::FinishJobs): what FinishJob() takes. `sql_failed` is
-// recorded instead of `outcome` when the sql handler's statements fail.
+// One finish of a batch (Inbox::FinishJobs): what FinishJob() takes. `work_failed` is
+// recorded instead of `outcome` when the handler's `work` fails in the transaction.
 struct FinishRequest {
   const ClaimedJob* job = nullptr;
   JobOutcome outcome;
-  const SqlWork* sql = nullptr;
-  JobOutcome sql_failed;
+  const TransactionalWork* work = nullptr;
+  JobOutcome work_failed;
 };
 
 // How a job names the handler that runs it: the endpoint and the handler's name.
@@ -422,25 +423,25 @@ class JobQueue {
 
   // Records the attempt and moves the job on, only if `job.lease_token` still holds the
   // lease (compare-and-swap): a worker whose lease expired and was taken over gets
-  // Conflict("lease lost") and changes nothing. With `sql`, its statements run in the same
-  // transaction when the outcome is ok; if they fail, nothing of them stays and
-  // `sql_failed` (with the error as detail) is recorded instead. With `refund_try`, the
+  // Conflict("lease lost") and changes nothing. With `work`, it runs in the same transaction
+  // when the outcome is ok; if it fails, nothing of it stays and `work_failed` (with the
+  // error as detail) is recorded instead. With `refund_try`, the
   // job's count of tries against max_attempts goes back down by the one its claim added
   // (the attempts row stays, as history). Returns the outcome recorded. The inbox row
   // becomes processed when all its jobs are done, dead if any is.
   virtual StatusOr<Outcome> FinishJob(const ClaimedJob& job, const JobOutcome& outcome,
-                                      const SqlWork* sql = nullptr,
-                                      const JobOutcome* sql_failed = nullptr) = 0;
+                                      const TransactionalWork* work = nullptr,
+                                      const JobOutcome* work_failed = nullptr) = 0;
 
   // Many FinishJob()s in one transaction and one commit (the dispatcher's batch): each
-  // finish is still its own compare-and-swap, so one lost lease or failed sql handler
-  // changes nothing of the others. One result per finish, in order; a storage failure
+  // finish is still its own compare-and-swap, so one lost lease or failed work changes
+  // nothing of the others. One result per finish, in order; a storage failure
   // fails them all. The default runs FinishJob() for each.
   virtual std::vector<StatusOr<Outcome>> FinishJobs(const std::vector<FinishRequest>& finishes) {
     std::vector<StatusOr<Outcome>> results;
     results.reserve(finishes.size());
     for (const FinishRequest& f : finishes) {
-      results.push_back(FinishJob(*f.job, f.outcome, f.sql, f.sql ? &f.sql_failed : nullptr));
+      results.push_back(FinishJob(*f.job, f.outcome, f.work, f.work ? &f.work_failed : nullptr));
     }
     return results;
   }
@@ -484,9 +485,10 @@ class JobQueue {
   // transaction. Returns how many jobs' leases it ended.
   virtual StatusOr<int64_t> RemoveInstance(const std::string& id, TimePoint now) = 0;
 
-  // Runs a `sql` handler's setup statements once (CREATE TABLE IF NOT EXISTS ...) and
-  // prepares its statements, so a mistake is found at start, not at the first event.
-  virtual Status PrepareSql(const SqlWork& sql) = 0;
+  // Runs a handler's TransactionalWork::Setup once at start: its setup statements (CREATE
+  // TABLE IF NOT EXISTS ...) and the check of the rest, so a mistake is found at start, not
+  // at the first event.
+  virtual Status PrepareWork(const TransactionalWork& work) = 0;
 };
 
 // HandlerStates: each handler's own state (pause, circuit, rate bucket) and the jobs filed

@@ -130,23 +130,24 @@ Status SqlInbox::InsertJobs(SqlTx& tx, const Event& e, int64_t inbox_id, const s
   return Status::Ok();
 }
 
-// The accepted row's jobs; on a sync endpoint, its sql handlers' work and the claim of the
-// rest for the request.
+// The accepted row's jobs; on a sync endpoint, the work its handlers run in the transaction
+// and the claim of the rest for the request.
 Status SqlInbox::AddJobs(SqlTx& tx, const Event& e, int64_t inbox_id, const std::string& now,
                          AcceptResult* out) {
   RETURN_IF_ERROR(InsertJobs(tx, e, inbox_id, now));
   out->verdict = Verdict::kAccepted;
   if (e.sync_owner.empty()) return Status::Ok();
-  if (!e.sync_sql.empty()) RETURN_IF_ERROR(RunSyncSql(tx, e, inbox_id, now));
+  if (!e.sync_work.empty()) RETURN_IF_ERROR(RunSyncWork(tx, e, inbox_id, now));
   EventClaim claim;
   RETURN_IF_ERROR(ClaimEventInto(tx, inbox_id, e.sync_owner, e.received_at, e.sync_lease, &claim));
   out->claimed = std::move(claim.jobs);
   return Status::Ok();
 }
 
-// mode: sync, sql handlers: their statements run in the accept transaction, and their jobs
-// are recorded done with one ok attempt. A failing statement fails the whole accept.
-Status SqlInbox::RunSyncSql(SqlTx& tx, const Event& e, int64_t inbox_id, const std::string& now) {
+// mode: sync, handlers with a TransactionalWork: it runs in the accept transaction, and
+// their jobs are recorded done with one ok attempt. A failing work fails the whole accept,
+// Internal "<kind> handler failed" (Unavailable stays Unavailable).
+Status SqlInbox::RunSyncWork(SqlTx& tx, const Event& e, int64_t inbox_id, const std::string& now) {
   HandlerEvent he;
   he.endpoint = e.endpoint;
   he.event_id = e.event_id;
@@ -157,12 +158,11 @@ Status SqlInbox::RunSyncSql(SqlTx& tx, const Event& e, int64_t inbox_id, const s
   he.received_at = now;
   const std::optional<std::string> producer = TraceparentOfStoredHeaders(e.headers_json);
   he.traceparent = Traceparent(EventTrace(e.endpoint, e.event_id, producer), NewSpanId());
-  for (const auto& [handler, work] : e.sync_sql) {
-    for (const std::string& statement : work->statements) {
-      if (Status s = tx.RunUserSql(statement, he); !s.ok()) {
-        if (s.code() == Status::Code::kUnavailable) return s;
-        return Status::Internal("sql handler failed", s.ToString());
-      }
+  for (const auto& [handler, work] : e.sync_work) {
+    const std::string kind(work->kind());
+    if (Status s = work->Run(tx, he); !s.ok()) {
+      if (s.code() == Status::Code::kUnavailable) return s;
+      return Status::Internal(kind + " handler failed", s.ToString());
     }
     ASSIGN_OR_RETURN(
         const SqlRows& done,
@@ -173,8 +173,8 @@ Status SqlInbox::RunSyncSql(SqlTx& tx, const Event& e, int64_t inbox_id, const s
     if (done.empty()) continue;
     RETURN_IF_ERROR(
         tx.Run("INSERT INTO attempts (job, number, started_at, finished_at, outcome, detail)"
-               " VALUES ($1, 1, $2, $2, 'ok', 'sql: ran in the accept transaction')",
-               {done.Int(0, 0), now}));
+               " VALUES ($1, 1, $2, $2, 'ok', $3)",
+               {done.Int(0, 0), now, kind + ": ran in the accept transaction"}));
   }
   return SettleRows(tx, {{inbox_id, now}});
 }

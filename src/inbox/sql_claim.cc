@@ -490,14 +490,15 @@ StatusOr<EventClaim> SqlInbox::ClaimEvent(const std::string& endpoint, const std
 // ---- Finish ----
 
 StatusOr<Outcome> SqlInbox::FinishJob(const ClaimedJob& job, const JobOutcome& outcome,
-                                      const SqlWork* sql, const JobOutcome* sql_failed) {
-  const FinishRequest f{&job, outcome, sql, sql_failed ? *sql_failed : outcome};
+                                      const TransactionalWork* work,
+                                      const JobOutcome* work_failed) {
+  const FinishRequest f{&job, outcome, work, work_failed ? *work_failed : outcome};
   return ReadInto<Outcome>(*this, TxKind::kWrite, [&](SqlTx& tx, Outcome& recorded) {
     return FinishInto(tx, f, &recorded);
   });
 }
 
-// A batch's finishes in one transaction. When none runs sql statements (the common case) and
+// A batch's finishes in one transaction. When none runs work of its own (the common case) and
 // there are several, all at once, in a few statements whatever their number (FinishMany).
 // Otherwise, or when the database refuses that (a trigger, text it cannot store) on a live
 // connection, finish by finish in (inbox_id, job_id) order, each in a savepoint of its own
@@ -508,7 +509,7 @@ std::vector<StatusOr<Outcome>> SqlInbox::FinishJobs(const std::vector<FinishRequ
   std::vector<StatusOr<Outcome>> results(finishes.size(), Status::Internal("not finished"));
   bool alone = finishes.size() < 2 ||
                std::any_of(finishes.begin(), finishes.end(), [](const FinishRequest& f) {
-                 return f.sql && f.outcome.outcome == Outcome::kOk;
+                 return f.work && f.outcome.outcome == Outcome::kOk;
                });
   Status s = alone ? Status::Ok() : Transact(TxKind::kWrite, [&](SqlTx& tx) {
     Status many = FinishMany(tx, finishes, &results);
@@ -527,7 +528,7 @@ std::vector<StatusOr<Outcome>> SqlInbox::FinishJobs(const std::vector<FinishRequ
   return results;
 }
 
-// Finishes whose sql statements (if any) have run, all at once: the jobs whose lease token
+// Finishes whose work (if any) has run, all at once: the jobs whose lease token
 // still matches move on (the compare-and-swap), then their attempts are recorded and their
 // rows settled (SettleRows), one statement each for the whole batch, its finishes passed as
 // one JSON array. A finish whose lease was lost gets Conflict and changes nothing.
@@ -598,14 +599,14 @@ Status SqlInbox::FinishAlone(SqlTx& tx, const FinishRequest& f, StatusOr<Outcome
   return tx.Run("RELEASE SAVEPOINT finish");
 }
 
-// One finish: its sql statements (RunSqlWork), then the job moved on by the compare-and-swap
+// One finish: its handler's work (RunWork), then the job moved on by the compare-and-swap
 // on its lease token, its attempt recorded and its row settled. Each statement names its row
 // by key, so PostgreSQL looks it up by index whatever it knows of the tables; a batch's join
 // (FinishMany) is planned from the tables' statistics, and before a fresh inbox's first
 // ANALYZE its cached plans scan them, which a batch amortizes and a lone finish would not.
 Status SqlInbox::FinishInto(SqlTx& tx, const FinishRequest& f, Outcome* recorded) {
   JobOutcome o = f.outcome;
-  if (f.sql && o.outcome == Outcome::kOk) RETURN_IF_ERROR(RunSqlWork(tx, f, &o));
+  if (f.work && o.outcome == Outcome::kOk) RETURN_IF_ERROR(RunWork(tx, f, &o));
   const bool retry = o.next == JobOutcome::Next::kRetry;
   ASSIGN_OR_RETURN(
       const SqlRows& cas,
@@ -627,27 +628,23 @@ Status SqlInbox::FinishInto(SqlTx& tx, const FinishRequest& f, Outcome* recorded
   return SettleRows(tx, {{f.job->inbox_id, finished}});
 }
 
-// The sql handler's statements, only once the lease is known to be held (nothing of a worker
-// that lost its lease runs), in a savepoint of their own: when they fail, nothing of them
-// stays and *outcome becomes what is recorded instead (sql_failed, with the error).
-Status SqlInbox::RunSqlWork(SqlTx& tx, const FinishRequest& f, JobOutcome* outcome) {
+// The handler's TransactionalWork, only once the lease is known to be held (nothing of a
+// worker that lost its lease runs), in a savepoint of its own: when it fails, nothing of it
+// stays and *outcome becomes what is recorded instead (work_failed, with the error).
+Status SqlInbox::RunWork(SqlTx& tx, const FinishRequest& f, JobOutcome* outcome) {
   ASSIGN_OR_RETURN(const SqlRows& held,
                    tx.Query(std::string("SELECT 1 FROM jobs WHERE id = $1 AND lease_token = $2"
                                         " AND status = 'processing'") +
                                 d_.Lock(" FOR NO KEY UPDATE"),
                             {f.job->job_id, f.job->lease_token}));
   if (held.empty()) return LeaseLost(*f.job);
-  RETURN_IF_ERROR(tx.Run("SAVEPOINT sql_handler"));
-  Status s;
-  for (const std::string& statement : f.sql->statements) {
-    if (s = tx.RunUserSql(statement, f.job->event); !s.ok()) break;
-  }
-  if (!s.ok()) {
+  RETURN_IF_ERROR(tx.Run("SAVEPOINT handler_work"));
+  if (Status s = f.work->Run(tx, f.job->event); !s.ok()) {
     if (tx.Lost()) return s;
-    RETURN_IF_ERROR(tx.Run("ROLLBACK TO SAVEPOINT sql_handler"));
-    *outcome = SqlFailedOutcome(f.outcome, &f.sql_failed, s);
+    RETURN_IF_ERROR(tx.Run("ROLLBACK TO SAVEPOINT handler_work"));
+    *outcome = WorkFailedOutcome(f.outcome, &f.work_failed, f.work->kind(), s);
   }
-  return tx.Run("RELEASE SAVEPOINT sql_handler");
+  return tx.Run("RELEASE SAVEPOINT handler_work");
 }
 
 namespace {

@@ -68,8 +68,9 @@ struct SqlRows {
 
 // One transaction on one connection. SQL is written as PostgreSQL's: parameters `$N`, casts
 // `::type` (SQLite reads `?N` and drops the casts: its columns take what they are given).
-// Not thread-safe: it belongs to the call that runs it.
-class SqlTx {
+// Not thread-safe: it belongs to the call that runs it. As a WorkTransaction it runs a
+// handler's statements (base/transactional_work.h), their named parameters bound by name.
+class SqlTx : public WorkTransaction {
  public:
   virtual ~SqlTx() = default;
   virtual StatusOr<SqlRows> Query(const std::string& sql, const SqlArgs& args = {}) = 0;
@@ -85,8 +86,6 @@ class SqlTx {
   // The transaction as a whole is gone (SQLite rolled it back; the connection broke): no
   // savepoint can be rolled back to, nothing more can be recorded.
   virtual bool Lost() = 0;
-  // One statement of a `sql` handler, with the event's named parameters.
-  virtual Status RunUserSql(const std::string& statement, const HandlerEvent& e) = 0;
 };
 
 // The SQL that differs between the dialects, beside `$N` and casts.
@@ -172,8 +171,9 @@ class SqlInbox : public Inbox {
                                                            Outcome outcome,
                                                            const CircuitLimit& limit,
                                                            TimePoint now) override;
-  StatusOr<Outcome> FinishJob(const ClaimedJob& job, const JobOutcome& outcome, const SqlWork* sql,
-                              const JobOutcome* sql_failed) override;
+  StatusOr<Outcome> FinishJob(const ClaimedJob& job, const JobOutcome& outcome,
+                              const TransactionalWork* work,
+                              const JobOutcome* work_failed) override;
   std::vector<StatusOr<Outcome>> FinishJobs(const std::vector<FinishRequest>& finishes) override;
   StatusOr<EventClaim> ClaimEvent(const std::string& endpoint, const std::string& event_id,
                                   const std::string& owner, TimePoint now,
@@ -243,12 +243,12 @@ class SqlInbox : public Inbox {
                                AcceptResult* out);
   Status AddJobs(SqlTx& tx, const Event& e, int64_t inbox_id, const std::string& now,
                  AcceptResult* out);
-  Status RunSyncSql(SqlTx& tx, const Event& e, int64_t inbox_id, const std::string& now);
+  Status RunSyncWork(SqlTx& tx, const Event& e, int64_t inbox_id, const std::string& now);
   Status FinishMany(SqlTx& tx, const std::vector<FinishRequest>& finishes,
                     std::vector<StatusOr<Outcome>>* results);
   Status FinishAlone(SqlTx& tx, const FinishRequest& f, StatusOr<Outcome>* result);
   Status FinishInto(SqlTx& tx, const FinishRequest& f, Outcome* recorded);
-  Status RunSqlWork(SqlTx& tx, const FinishRequest& f, JobOutcome* outcome);
+  Status RunWork(SqlTx& tx, const FinishRequest& f, JobOutcome* outcome);
   Status ClaimInto(SqlTx& tx, const std::string& owner, int max, TimePoint now,
                    std::chrono::milliseconds lease, const ClaimLimits& limits,
                    std::vector<ClaimedJob>* out);

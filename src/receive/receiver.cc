@@ -310,7 +310,8 @@ struct DeliveryRecord {
 };
 
 // The event the inbox stores for an identified delivery, whose body is `body` (SignedBody);
-// on a sync endpoint, with the request's claim and its sql handlers' work.
+// on a sync endpoint, with the request's claim and the work its handlers run in the inbox's
+// transaction.
 Event EventFor(const ReceiverSetup& setup, const Endpoint& ep, const Delivery& d,
                std::string_view body, Identity& id, TimePoint now) {
   Event e;
@@ -333,7 +334,7 @@ Event EventFor(const ReceiverSetup& setup, const Endpoint& ep, const Delivery& d
     e.sync_lease = LeaseFor(*setup.handlers);
     for (const std::string& name : e.handlers) {
       const Handler* h = setup.handlers->Find(ep.name, name);
-      if (h && h->sql()) e.sync_sql.emplace_back(name, h->sql());
+      if (h && h->transactional()) e.sync_work.emplace_back(name, h->transactional());
     }
   }
   return e;

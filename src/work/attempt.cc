@@ -88,9 +88,9 @@ FinishRequest Conclude(const ClaimedJob& job, const HandlerResult& result, const
   FinishRequest f;
   f.job = &job;
   f.outcome = Decide(result, job, policy, now, mode);
-  if (handler && handler->sql()) {
-    f.sql = handler->sql();
-    f.sql_failed = Decide({Outcome::kFailed, "", {}}, job, policy, now, mode);
+  if (handler && handler->transactional()) {
+    f.work = handler->transactional();
+    f.work_failed = Decide({Outcome::kFailed, "", {}}, job, policy, now, mode);
   }
   return f;
 }
@@ -99,9 +99,9 @@ StatusOr<JobOutcome> Report(const FinishRequest& finish, const StatusOr<Outcome>
                             double seconds, AttemptMode mode) {
   const ClaimedJob& job = *finish.job;
   JobOutcome outcome = finish.outcome;
-  if (finish.sql && recorded.ok() && *recorded != Outcome::kOk) {
-    outcome = finish.sql_failed;
-    outcome.detail = "sql statements failed (see the attempt's detail)";
+  if (finish.work && recorded.ok() && *recorded != Outcome::kOk) {
+    outcome = finish.work_failed;
+    outcome.detail = std::string(finish.work->kind()) + " work failed (see the attempt's detail)";
   }
   nlohmann::json log = {{"msg", "attempt"},
                         {"endpoint", job.event.endpoint},
@@ -166,10 +166,10 @@ StatusOr<JobOutcome> RunAttempt(Inbox& inbox, const ClaimedJob& job, const Confi
   }
   const auto started = std::chrono::steady_clock::now();
   HandlerResult result;
-  if (!handler->sql()) result = handler->Run(job.event);
+  if (!handler->transactional()) result = handler->Run(job.event);
   FinishRequest finish = Conclude(job, result, handler, config, clock, mode);
-  StatusOr<Outcome> recorded =
-      inbox.FinishJob(job, finish.outcome, finish.sql, finish.sql ? &finish.sql_failed : nullptr);
+  StatusOr<Outcome> recorded = inbox.FinishJob(job, finish.outcome, finish.work,
+                                               finish.work ? &finish.work_failed : nullptr);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return Report(finish, recorded, seconds, mode);

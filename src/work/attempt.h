@@ -1,7 +1,7 @@
-// One attempt of one claimed job, start to end: find its handler, run it (or hand its SQL to
-// the inbox transaction), decide what comes next (backoff.h), finish the job with the lease
-// compare-and-swap, and log one line. Shared by the worker pool and by sync endpoints, whose
-// requests run their event's jobs themselves.
+// One attempt of one claimed job, start to end: find its handler, run it (or hand its
+// TransactionalWork to the inbox transaction), decide what comes next (backoff.h), finish the job
+// with the lease compare-and-swap, and log one line. Shared by the worker pool and by sync
+// endpoints, whose requests run their event's jobs themselves.
 #pragma once
 
 #include "config/config.h"
@@ -35,8 +35,8 @@ StatusOr<JobOutcome> RunAttempt(Inbox& inbox, const ClaimedJob& job, const Confi
 // The pieces of RunAttempt, for the dispatcher, which runs many attempts at once and
 // finishes them in batches (Inbox::FinishJobs).
 //
-// What the handler's result means for the job: the finish to record (`sql`: the handler's
-// statements, which run in the finishing transaction). `request.job` is &job.
+// What the handler's result means for the job: the finish to record (`work`: the handler's
+// TransactionalWork, which runs in the finishing transaction). `request.job` is &job.
 FinishRequest Conclude(const ClaimedJob& job, const HandlerResult& result, const Handler* handler,
                        const Config& config, const Clock& clock, AttemptMode mode);
 // Logs the attempt's line and counts it in the metrics, whether or not `recorded` (what the

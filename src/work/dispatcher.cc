@@ -343,7 +343,7 @@ void Dispatcher::Launch(std::unique_ptr<Attempt> owned) {
     ++running_[a->key];
   }
   a->started = std::chrono::steady_clock::now();
-  if (a->handler->sql()) return Ended(a, {});  // its statements run in the finish
+  if (a->handler->transactional()) return Ended(a, {});  // it runs in the finish
   if (a->handler->Start(a->job.event, [this, a](HandlerResult r) { Ended(a, std::move(r)); })) {
     return;
   }

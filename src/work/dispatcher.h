@@ -12,8 +12,8 @@
 // transaction, which reads the handler's pause and circuit and the loaded config, is the
 // check that the attempt may run. `exec` attempts wait on their child through the child
 // watch (no thread each); `http` and `file` attempts run on threads the dispatcher starts as
-// they are needed, one per attempt in flight; `sql` work runs inside the finishing
-// transaction itself. The dispatcher thread never waits on a child or a downstream.
+// they are needed, one per attempt in flight; a handler's TransactionalWork runs inside
+// the finishing transaction itself. The dispatcher thread never waits on a child or a downstream.
 //
 // Leases last the longest handler timeout plus a margin, so no other process starts a job
 // while an attempt may still run; a job left `processing` by a crash becomes claimable when

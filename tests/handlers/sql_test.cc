@@ -1,5 +1,11 @@
 // Tests for handlers/sql: validation at load and the SqlWork it hands the inbox.
+#include "handlers/sql/sql.h"
+
 #include <catch2/catch.hpp>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "tests/handlers/testing.h"
 
@@ -19,7 +25,7 @@ TEST_CASE("sql: a valid config gives its setup and statements to the inbox") {
     ]})yaml");
   INFO(built.Errors());
   REQUIRE(built.handler != nullptr);
-  const SqlWork* work = built.handler->sql();
+  const auto* work = dynamic_cast<const SqlWork*>(built.handler->transactional());
   REQUIRE(work != nullptr);
   CHECK(work->setup.size() == 1);
   REQUIRE(work->statements.size() == 3);
@@ -31,7 +37,75 @@ TEST_CASE("sql: a valid config gives its setup and statements to the inbox") {
 
   auto no_setup = Build("sql", "{statements: [\"DELETE FROM t WHERE id = :event_id\"]}");
   REQUIRE(no_setup.handler != nullptr);
-  CHECK(no_setup.handler->sql()->setup.empty());
+  const auto* no_setup_work = dynamic_cast<const SqlWork*>(no_setup.handler->transactional());
+  REQUIRE(no_setup_work != nullptr);
+  CHECK(no_setup_work->setup.empty());
+  CHECK(no_setup_work->kind() == "sql");
+}
+
+// The statements as the inbox is handed them: what a backend's WorkSetup and WorkTransaction
+// were asked, in order. (The inbox's own suite runs them on SQLite and PostgreSQL:
+// tests/inbox/claim_finish_test.cc, sync_test.cc.)
+struct Recorder final : WorkSetup, WorkTransaction {
+  std::vector<std::string> calls;
+  std::map<std::string, std::string> bound;  // the last statement's named parameters
+  std::string fail_on;                       // a statement Execute refuses
+
+  Status Execute(const std::string& statement) override {
+    calls.push_back("setup " + statement);
+    return Status::Ok();
+  }
+  Status Check(const std::string& statement) override {
+    calls.push_back("check " + statement);
+    return Status::Ok();
+  }
+  Status Execute(const std::string& statement, const StatementParams& params) override {
+    calls.push_back("run " + statement);
+    bound.clear();
+    for (const char* name : {":event_id", ":generation", ":traceparent", ":nope"}) {
+      const std::optional<StatementValue> v = params(name);
+      if (!v) continue;
+      bound[name] = v->text ? *v->text : "#" + std::to_string(v->number);
+    }
+    if (statement == fail_on) return Status::Internal("no such table: t");
+    return Status::Ok();
+  }
+};
+
+TEST_CASE("sql: its work sets up, checks and runs its statements with the event's values") {
+  auto built = Build("sql", R"yaml({
+    setup: ["CREATE TABLE IF NOT EXISTS t (id TEXT)"],
+    statements: ["INSERT INTO t VALUES (:event_id)", "UPDATE t SET id = id"]})yaml");
+  INFO(built.Errors());
+  REQUIRE(built.handler != nullptr);
+  const TransactionalWork* work = built.handler->transactional();
+  REQUIRE(work != nullptr);
+
+  Recorder db;
+  REQUIRE(work->Setup(db).ok());
+  CHECK(db.calls == std::vector<std::string>{"setup CREATE TABLE IF NOT EXISTS t (id TEXT)",
+                                             "check INSERT INTO t VALUES (:event_id)",
+                                             "check UPDATE t SET id = id"});
+
+  HandlerEvent e = Event();
+  e.event_id = "evt_1";
+  e.generation = 2;
+  e.traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+  db.calls.clear();
+  REQUIRE(work->Run(db, e).ok());
+  CHECK(db.calls == std::vector<std::string>{"run INSERT INTO t VALUES (:event_id)",
+                                             "run UPDATE t SET id = id"});
+  // Text by reference to the event, :generation as a number, an unknown name unbound.
+  CHECK(db.bound == std::map<std::string, std::string>{{":event_id", "evt_1"},
+                                                       {":generation", "#2"},
+                                                       {":traceparent", e.traceparent}});
+
+  // The first statement that fails ends the run with its error.
+  db.calls.clear();
+  db.fail_on = "INSERT INTO t VALUES (:event_id)";
+  const Status failed = work->Run(db, e);
+  CHECK(failed.ToString().find("no such table: t") != std::string::npos);
+  CHECK(db.calls == std::vector<std::string>{"run INSERT INTO t VALUES (:event_id)"});
 }
 
 TEST_CASE("sql: the factory reports every problem") {

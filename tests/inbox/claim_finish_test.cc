@@ -11,6 +11,7 @@
 #include <map>
 #include <string>
 
+#include "handlers/sql/sql.h"
 #include "inbox/inbox.h"
 #include "tests/inbox/contract.h"
 
@@ -66,8 +67,8 @@ TEST_CASE("sql handler statements commit with the job, or not at all") {
   SqlWork sql;
   sql.setup = {"CREATE TABLE IF NOT EXISTS effects (event_id TEXT PRIMARY KEY, kind TEXT)"};
   sql.statements = {"INSERT INTO effects (event_id, kind) VALUES (:event_id, :type)"};
-  REQUIRE(t->PrepareSql(sql).ok());
-  REQUIRE(t->PrepareSql(sql).ok());  // setup is idempotent
+  REQUIRE(t->PrepareWork(sql).ok());
+  REQUIRE(t->PrepareWork(sql).ok());  // setup is idempotent
 
   Accept(t, MakeEvent("s1"));
   auto job = Claim(t, kT0);
@@ -97,7 +98,7 @@ TEST_CASE("sql handler statements commit with the job, or not at all") {
 
   SqlWork broken;
   broken.statements = {"INSERT INTO no_such_table VALUES (:event_id)"};
-  CHECK_FALSE(t->PrepareSql(broken).ok());
+  CHECK_FALSE(t->PrepareWork(broken).ok());
 }
 
 TEST_CASE("a sql handler's parameter whose type the server cannot infer runs as text") {
@@ -107,7 +108,7 @@ TEST_CASE("a sql handler's parameter whose type the server cannot infer runs as 
   SqlWork sql;
   sql.setup = {"CREATE TABLE IF NOT EXISTS typed (event_id TEXT PRIMARY KEY)"};
   sql.statements = {"INSERT INTO typed (event_id) SELECT :event_id WHERE :type IS NOT NULL"};
-  REQUIRE(t->PrepareSql(sql).ok());
+  REQUIRE(t->PrepareWork(sql).ok());
   Accept(t, MakeEvent("u1"));
   auto job = Claim(t, kT0);
   REQUIRE(job.size() == 1);
@@ -123,7 +124,7 @@ TEST_CASE("FinishJobs: one batch, each finish its own compare-and-swap and sql s
   SqlWork sql;
   sql.setup = {"CREATE TABLE IF NOT EXISTS batch_effects (event_id TEXT PRIMARY KEY)"};
   sql.statements = {"INSERT INTO batch_effects (event_id) VALUES (:event_id)"};
-  REQUIRE(t->PrepareSql(sql).ok());
+  REQUIRE(t->PrepareWork(sql).ok());
   SqlWork clash;  // fails: b1's row is already there when it runs
   clash.statements = {"INSERT INTO batch_effects (event_id) VALUES ('b1')"};
   for (const char* id : {"b1", "b2", "b3", "b4"}) Accept(t, MakeEvent(id));

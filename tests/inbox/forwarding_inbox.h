@@ -27,9 +27,10 @@ class ForwardingInbox : public Inbox {
   std::vector<StatusOr<Outcome>> FinishJobs(const std::vector<FinishRequest>& f) override {
     return in_.FinishJobs(f);
   }
-  StatusOr<Outcome> FinishJob(const ClaimedJob& job, const JobOutcome& outcome, const SqlWork* sql,
-                              const JobOutcome* sql_failed) override {
-    return in_.FinishJob(job, outcome, sql, sql_failed);
+  StatusOr<Outcome> FinishJob(const ClaimedJob& job, const JobOutcome& outcome,
+                              const TransactionalWork* work,
+                              const JobOutcome* work_failed) override {
+    return in_.FinishJob(job, outcome, work, work_failed);
   }
   StatusOr<AcceptResult> Accept(const Event& e) override { return in_.Accept(e); }
   StatusOr<EventClaim> ClaimEvent(const std::string& endpoint, const std::string& id,
@@ -82,7 +83,7 @@ class ForwardingInbox : public Inbox {
   StatusOr<int64_t> RemoveInstance(const std::string& id, TimePoint now) override {
     return in_.RemoveInstance(id, now);
   }
-  Status PrepareSql(const SqlWork& sql) override { return in_.PrepareSql(sql); }
+  Status PrepareWork(const TransactionalWork& work) override { return in_.PrepareWork(work); }
   StatusOr<std::vector<InboxRow>> List(const ListFilter& f) override { return in_.List(f); }
   StatusOr<std::vector<DeadJob>> DeadJobs(int64_t before, int limit) override {
     return in_.DeadJobs(before, limit);

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 
+#include "handlers/sql/sql.h"
 #include "inbox/inbox.h"
 #include "tests/inbox/contract.h"
 
@@ -284,7 +285,7 @@ TEST_CASE("sql handler: :generation is 0 in the first run, n after n replays") {
   sql.statements = {
       "INSERT INTO runs VALUES (:event_id, :generation,"
       " CASE WHEN :generation = 0 THEN 1 ELSE 0 END)"};
-  REQUIRE(t->PrepareSql(sql).ok());
+  REQUIRE(t->PrepareWork(sql).ok());
   REQUIRE(Accept(t, MakeEvent("g1", {"h"})) == Verdict::kAccepted);
   auto run = [&](TimePoint at) {
     auto jobs = Claim(t, at);

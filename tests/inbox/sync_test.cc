@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "handlers/sql/sql.h"
 #include "inbox/inbox.h"
 #include "tests/inbox/contract.h"
 
@@ -109,11 +110,11 @@ TEST_CASE("sync sql: the side effect and the inbox row commit together or not at
   SqlWork sql;
   sql.setup = {"CREATE TABLE IF NOT EXISTS credits (event_id TEXT PRIMARY KEY, body TEXT)"};
   sql.statements = {"INSERT INTO credits VALUES (:event_id, :body)"};
-  REQUIRE(t->PrepareSql(sql).ok());
+  REQUIRE(t->PrepareWork(sql).ok());
   Event e = MakeEvent("pay-1", {"ledger"});
   e.sync_owner = "request";
   e.sync_lease = 30s;
-  e.sync_sql = {{"ledger", &sql}};
+  e.sync_work = {{"ledger", &sql}};
   auto r = t->Accept(e);
   REQUIRE(r.ok());
   CHECK(r->verdict == Verdict::kAccepted);
@@ -130,7 +131,7 @@ TEST_CASE("sync sql: the side effect and the inbox row commit together or not at
   Event f = MakeEvent("pay-2", {"ledger"});
   f.sync_owner = "request";
   f.sync_lease = 30s;
-  f.sync_sql = {{"ledger", &clash}};
+  f.sync_work = {{"ledger", &clash}};
   auto failed = t->Accept(f);
   CHECK(failed.status().code() == Status::Code::kInternal);
   CHECK(t.Count("SELECT count(*) FROM inbox WHERE event_id = 'pay-2'") == 0);
@@ -145,14 +146,14 @@ TEST_CASE("sync sql: a statement that ends the accept's savepoint and then fails
   TestInbox t;
   SqlWork setup;
   setup.setup = {"CREATE TABLE IF NOT EXISTS credits (event_id TEXT PRIMARY KEY, body TEXT)"};
-  REQUIRE(t->PrepareSql(setup).ok());
+  REQUIRE(t->PrepareWork(setup).ok());
   SqlWork sql;
   sql.statements = {"INSERT INTO credits VALUES (:event_id, :body)", "RELEASE w",
                     "INSERT INTO credits VALUES (:event_id, :body)"};
   Event e = MakeEvent("pay-1", {"ledger"});
   e.sync_owner = "request";
   e.sync_lease = 30s;
-  e.sync_sql = {{"ledger", &sql}};
+  e.sync_work = {{"ledger", &sql}};
   auto failed = t->Accept(e);
   REQUIRE_FALSE(failed.ok());
   CHECK(t.Count("SELECT count(*) FROM inbox") == 0);
@@ -184,7 +185,7 @@ TEST_CASE("sync sql: in concurrent accepts, a failing statement rolls back its o
   SqlWork setup;
   setup.setup = {"CREATE TABLE IF NOT EXISTS credits (event_id TEXT PRIMARY KEY, body TEXT)",
                  "INSERT INTO credits VALUES ('taken', '')"};
-  REQUIRE(t->PrepareSql(setup).ok());
+  REQUIRE(t->PrepareWork(setup).ok());
   SqlWork good_sql, bad_sql;
   good_sql.statements = {"INSERT INTO credits VALUES (:event_id, :body)"};
   bad_sql.statements = {"INSERT INTO credits VALUES (:event_id, :body)",
@@ -200,7 +201,7 @@ TEST_CASE("sync sql: in concurrent accepts, a failing statement rolls back its o
                             {"ledger"});
         e.sync_owner = "request-" + std::to_string(i);
         e.sync_lease = 30s;
-        e.sync_sql = {{"ledger", bad ? &bad_sql : &good_sql}};
+        e.sync_work = {{"ledger", bad ? &bad_sql : &good_sql}};
         auto r = t->Accept(e);
         if (r.ok() && r->verdict == Verdict::kAccepted)
           ++accepted;

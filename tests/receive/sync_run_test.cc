@@ -34,10 +34,11 @@ class RenewalFails final : public ForwardingInbox {
   Status finish_fails;
   int renewals = 0;
 
-  StatusOr<Outcome> FinishJob(const ClaimedJob& job, const JobOutcome& outcome, const SqlWork* sql,
-                              const JobOutcome* sql_failed) override {
+  StatusOr<Outcome> FinishJob(const ClaimedJob& job, const JobOutcome& outcome,
+                              const TransactionalWork* work,
+                              const JobOutcome* work_failed) override {
     if (!finish_fails.ok()) return finish_fails;
-    return in_.FinishJob(job, outcome, sql, sql_failed);
+    return in_.FinishJob(job, outcome, work, work_failed);
   }
   Status RenewLeases(std::span<const ClaimedJob> jobs, TimePoint now,
                      std::chrono::milliseconds lease) override {

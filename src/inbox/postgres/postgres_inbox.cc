@@ -46,19 +46,20 @@ constexpr int kPoolSize = 10;
 // accepts or finishes. Opened on first use (only sync endpoints use them); when all are busy
 // a request falls back to the lease poll.
 constexpr int kHoldPoolSize = 16;
-// A `sql` handler statement in positional form, and how its parameters are typed.
+// A handler's statement (TransactionalWork) in positional form, and how its parameters are
+// typed.
 struct UserStatement {
   std::string sql;
   std::vector<std::string> names;
   bool text_params = false;  // the server could not infer a type: all parameters are text
 };
 
-Params EventParams(const UserStatement& st, const HandlerEvent& e) {
+Params NamedParams(const UserStatement& st, const StatementParams& params) {
   Params p;
   for (const std::string& name : st.names) {
-    const std::optional<EventParam> v = SqlParameter(e, name);
+    const std::optional<StatementValue> v = params(name);
     if (!v) {
-      p.AddNull();  // the sql handler refuses unknown names at load
+      p.AddNull();  // a name the work does not bind
     } else if (v->text) {
       p.Add(*v->text);
     } else {
@@ -67,6 +68,23 @@ Params EventParams(const UserStatement& st, const HandlerEvent& e) {
   }
   return p;
 }
+
+// What PrepareWork lends a handler's work: setup statements run in the setup's transaction,
+// under the migration lock; the statements to check are kept, to be prepared once it has
+// committed (a failed prepare inside it would abort the setup).
+class PgSetup final : public WorkSetup {
+ public:
+  PgSetup(Conn& c, std::vector<std::string>* checks) : conn_(c), checks_(*checks) {}
+  Status Execute(const std::string& statement) override { return conn_.Run(statement); }
+  Status Check(const std::string& statement) override {
+    checks_.push_back(statement);
+    return Status::Ok();
+  }
+
+ private:
+  Conn& conn_;
+  std::vector<std::string>& checks_;
+};
 
 class PostgresInbox final : public SqlInbox {
  public:
@@ -163,18 +181,20 @@ class PostgresInbox final : public SqlInbox {
     return true;                 // the handle rolls back: nothing of this wait stays locked
   }
 
-  Status PrepareSql(const SqlWork& sql) override {
+  Status PrepareWork(const TransactionalWork& work) override {
     // Setup under the migration lock: replicas starting at once must not race on
-    // CREATE TABLE IF NOT EXISTS (it is not safe against itself in PostgreSQL).
+    // CREATE TABLE IF NOT EXISTS (it is not safe against itself in PostgreSQL). The checks
+    // wait for its commit (PgSetup).
+    std::vector<std::string> checks;
     RETURN_IF_ERROR(TransactOn([&](Conn& c) -> Status {
       RETURN_IF_ERROR(
           Exec(c, "SELECT pg_advisory_xact_lock($1::bigint)", Params().Add(kMigrationLock)));
-      for (const std::string& statement : sql.setup) RETURN_IF_ERROR(c.Run(statement));
-      return Status::Ok();
+      PgSetup setup(c, &checks);
+      return work.Setup(setup);
     }));
     // Outside a transaction: a failed prepare aborts nothing.
     return Read([&](Conn& c) -> Status {
-      for (const std::string& statement : sql.statements) {
+      for (const std::string& statement : checks) {
         UserStatement st = Translate(statement);
         Status p = c.Prepare(st.sql, false, static_cast<int>(st.names.size()));
         if (!p.ok() && c.last_sqlstate() == sqlstate::kIndeterminateDatatype) {
@@ -222,8 +242,8 @@ class PostgresInbox final : public SqlInbox {
       return r.empty() ? std::nullopt : std::optional<int64_t>(r.Int(0, 0));
     }
     bool Lost() override { return conn_.broken(); }
-    Status RunUserSql(const std::string& statement, const HandlerEvent& e) override {
-      return inbox_.RunUserStatement(conn_, statement, e);
+    Status Execute(const std::string& statement, const StatementParams& params) override {
+      return inbox_.RunUserStatement(conn_, statement, params);
     }
 
    private:
@@ -286,10 +306,10 @@ class PostgresInbox final : public SqlInbox {
     return it->second;
   }
 
-  // Runs one `sql` handler statement with the event's parameters.
-  Status RunUserStatement(Conn& c, const std::string& statement, const HandlerEvent& e) {
+  // Runs one of a handler's statements with its named parameters.
+  Status RunUserStatement(Conn& c, const std::string& statement, const StatementParams& params) {
     UserStatement st = Translate(statement);
-    auto r = c.Exec(st.sql, EventParams(st, e), st.text_params);
+    auto r = c.Exec(st.sql, NamedParams(st, params), st.text_params);
     return r.ok() ? Status::Ok() : r.status();
   }
 

@@ -69,6 +69,10 @@ class Stmt final {
   void Reset() { sqlite3_reset(stmt_); }
   // Named parameters (":event_id").
   int ParamIndex(const char* name) const { return sqlite3_bind_parameter_index(stmt_, name); }
+  // The statement's parameters: how many (the largest index), and the name of the one at
+  // `i` (1-based) as written, with its prefix (":name"); nullptr for a nameless `?`.
+  int ParamCount() const { return sqlite3_bind_parameter_count(stmt_); }
+  const char* ParamName(int i) const { return sqlite3_bind_parameter_name(stmt_, i); }
 
   // true: a row is ready; false: done. A failure is returned through *status.
   bool Step(Status* status);

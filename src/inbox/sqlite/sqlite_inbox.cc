@@ -24,20 +24,36 @@ namespace {
 using sqlite::Db;
 using sqlite::WalCheckpointer;
 
-// Binds the `sql` handler's named parameters that a statement uses.
-void BindEventParams(sqlite::Stmt& q, const HandlerEvent& e) {
-  for (std::string_view name : kSqlParameters) {
-    // name.data(): each of kSqlParameters views a whole string literal, so it ends in NUL.
-    if (int i = q.ParamIndex(name.data()); i > 0) {
-      const EventParam v = *SqlParameter(e, name);
-      if (v.text) {
-        q.Bind(i, *v.text);
-      } else {
-        q.Bind(i, v.number);
-      }
+// Binds each named parameter of a handler's statement to the value its work gives; a name
+// it does not know, and a nameless `?`, stay NULL.
+void BindNamedParams(sqlite::Stmt& q, const StatementParams& params) {
+  for (int i = 1; i <= q.ParamCount(); ++i) {
+    const char* name = q.ParamName(i);
+    if (name == nullptr) continue;
+    const std::optional<StatementValue> v = params(name);
+    if (!v) continue;
+    if (v->text) {
+      q.Bind(i, *v->text);
+    } else {
+      q.Bind(i, v->number);
     }
   }
 }
+
+// What PrepareWork lends a handler's work: its setup statements run on the writer, in the
+// setup's transaction; the others prepared there (and kept in the statement cache).
+class SqliteSetup final : public WorkSetup {
+ public:
+  explicit SqliteSetup(Db& db) : db_(db) {}
+  Status Execute(const std::string& statement) override { return db_.Exec(statement.c_str()); }
+  Status Check(const std::string& statement) override {
+    auto prepared = db_.Prepare(statement);
+    return prepared.ok() ? Status::Ok() : prepared.status();
+  }
+
+ private:
+  Db& db_;
+};
 
 // One transaction of the algorithm (sql_inbox.h) on a SQLite connection: `$N` read as `?N`,
 // `::type` casts dropped, each statement prepared once (Db's cache).
@@ -74,9 +90,9 @@ class SqliteTx final : public SqlTx {
 
   bool Lost() override { return !db_.InTransaction(); }
 
-  Status RunUserSql(const std::string& statement, const HandlerEvent& e) override {
+  Status Execute(const std::string& statement, const StatementParams& params) override {
     ASSIGN_OR_RETURN(const std::unique_ptr<sqlite::Stmt> q, db_.Prepare(statement));
-    BindEventParams(*q, e);
+    BindNamedParams(*q, params);
     return q->Run();
   }
 
@@ -205,11 +221,10 @@ class SqliteInbox final : public SqlInbox {
     (void)reader_->Run("COMMIT");
     return s;
   }
-  Status PrepareSql(const SqlWork& sql) override {
+  Status PrepareWork(const TransactionalWork& work) override {
     return Write([&](Db& db) -> Status {
-      for (const std::string& statement : sql.setup) RETURN_IF_ERROR(db.Exec(statement.c_str()));
-      for (const std::string& statement : sql.statements) RETURN_IF_ERROR(db.Prepare(statement));
-      return Status::Ok();
+      SqliteSetup setup(db);
+      return work.Setup(setup);
     });
   }
 
