@@ -1,9 +1,9 @@
 // The hookbox command line, shared by its verbs: the exit codes and the one mapping from a
 // Status to them, the one way a verb loads its config and opens the inbox (or says why it
 // cannot), the one reading of a handler name (handler_name.cc), and the verbs themselves, one
-// file per family (serve.cc; inbox.cc; held.cc; send.cc; purge.cc for purge and stats;
-// config.cc for check-config and migrate). src/main.cc is the table that maps the command
-// line onto them.
+// file per family (serve.cc; inbox.cc; reassign.cc; send.cc; stats_purge.cc; check_config.cc
+// for check-config and migrate; alert_sample.cc for alerts test). src/main.cc is the table that
+// maps the command line onto them.
 //
 // Exit status: 0 success; 1 usage, config or lookup error (unknown endpoint or id, a row
 // with no dead job); 2 the database cannot be opened or fails; 3 the row is busy (`inbox
@@ -93,10 +93,10 @@ Opened LoadAndOpen(const std::string& path, const OpenRequest& request);
 // ---- the verbs: each returns the process's exit status
 
 int Serve(const std::string& config_path);                            // serve.cc
-int CheckConfig(const std::string& path, bool read_secrets);          // config.cc
-int Migrate(const std::string& path);                                 // config.cc
+int CheckConfig(const std::string& path, bool read_secrets);          // check_config.cc
+int Migrate(const std::string& path);                                 // check_config.cc
 int Backup(const std::string& config_path, const std::string& file);  // backup.cc
-// `alerts test NAME`: one sample alert to the alert's target, now (alerts.cc). 0 when the
+// `alerts test NAME`: one sample alert to the alert's target, now (alert_sample.cc). 0 when the
 // target took it; 1 when it did not, or for a config problem or a name no alert has.
 int AlertsTest(const std::string& path, const std::string& name);
 
@@ -142,7 +142,7 @@ struct BulkArgs {
   bool dry_run = false, yes = false, json = false;
 };
 int InboxBulk(const std::string& path, BulkVerb verb, const BulkArgs& args);
-// held.cc: the jobs of a handler the config no longer has.
+// reassign.cc: the jobs of a handler the config no longer has.
 int InboxReassign(const std::string& path, const std::string& endpoint, const std::string& from,
                   const std::string& to);
 int InboxDrop(const std::string& path, const std::string& endpoint, const std::string& handler);
@@ -163,7 +163,7 @@ struct SendArgs {
 };
 int Send(const std::string& path, const SendArgs& args);  // send.cc
 
-int Stats(const std::string& path, bool as_json);                // purge.cc
-int Purge(const std::string& path, bool dry_run, bool as_json);  // purge.cc
+int Stats(const std::string& path, bool as_json);                // stats_purge.cc
+int Purge(const std::string& path, bool dry_run, bool as_json);  // stats_purge.cc
 
 }  // namespace hookbox::cli

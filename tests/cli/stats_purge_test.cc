@@ -1,4 +1,4 @@
-// `hookbox stats` and `hookbox purge` (src/cli/purge.cc): counts by endpoint and status, and
+// `hookbox stats` and `hookbox purge` (src/cli/stats_purge.cc): counts by endpoint and status, and
 // what retention no longer keeps deleted or counted (exit 0); usage errors (exit 1); a
 // database that cannot be opened (exit 2); and --help. Purge's schedule and what it keeps
 // are the work and integration tests'.

@@ -1,4 +1,4 @@
-// `hookbox check-config` and `hookbox migrate` (src/cli/config.cc): their exit codes and what
+// `hookbox check-config` and `hookbox migrate` (src/cli/check_config.cc): their exit codes and what
 // they print on success, on a usage error, on a database that cannot be opened, and for
 // --help. check-config checks the config, not the database (its check of held jobs is
 // skipped when the inbox cannot be opened: integration/handler_identity_test.cc).

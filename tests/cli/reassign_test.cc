@@ -1,5 +1,5 @@
 // `hookbox inbox reassign ENDPOINT FROM TO` and `hookbox inbox drop ENDPOINT HANDLER`
-// (src/cli/held.cc): the jobs of a handler the config no longer has, given to another or
+// (src/cli/reassign.cc): the jobs of a handler the config no longer has, given to another or
 // deleted (exit 0); usage and lookup errors (exit 1), among them a handler the config still
 // has; a database that cannot be opened (exit 2); and --help. The rows' jobs are the dead
 // ones of handler `fails`, after the config renamed it `fixed`.
