@@ -207,13 +207,18 @@ bench-accept-cost: build
 # file the build compiles (the fuzz harnesses and bench tools, built by other compilers and
 # builds, are only format-checked), and flake8 (.flake8: why not ruff) over every Python file
 # git tracks (bench/, scripts/, tests/; node_modules is npm's). CI runs it after `make test`.
+# clang-tidy reads the compile commands of a configure of its own (LINT_BUILD, nothing
+# compiled), with HOOKBOX_FAST_BUILD off: one entry per file, each compiled alone, where the
+# build's unity batches and gcc's precompiled headers would give clang neither.
 LINT_FILES = git ls-files '*.cc' '*.h' | grep -v '^tests/interop/'
 TIDY_FILES = git ls-files '*.cc' | grep -v -e '^tests/interop/' -e '^tests/fuzz/fuzz_' -e '^bench/'
 PY_LINT_FILES = git ls-files '*.py' | grep -v '/node_modules/'
-lint: build
+LINT_BUILD ?= build-lint
+lint: deps
+	@cmake -S . -B $(LINT_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHOOKBOX_FAST_BUILD=OFF >/dev/null
 	@$(LINT_FILES) | xargs clang-format --dry-run -Werror
 	@$(PY_LINT_FILES) | xargs -r flake8
-	@$(TIDY_FILES) | xargs -P$(JOBS) -n4 clang-tidy -p $(BUILD) --quiet
+	@$(TIDY_FILES) | xargs -P$(JOBS) -n4 clang-tidy -p $(LINT_BUILD) --quiet
 	@echo "lint: clean"
 
 # The prefix is fixed at configure time (the units name the binary's path):
@@ -244,4 +249,4 @@ test-deb: $(DEB_FILE) $(DEB_OLDER)
 	@nice -n 5 scripts/test-deb.sh $(DEB_FILE) $(DEB_OLDER)
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-fuzz
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz $(LINT_BUILD)

@@ -11,12 +11,17 @@
 # The links' paths keep a /src/ or /handlers/ component (build/src/inbox/include/inbox/...),
 # which .clang-tidy's HeaderFilterRegex needs to check the headers.
 
-# hookbox_library(NAME FOLDER [RECURSE] [EXCLUDE file...]): FOLDER's *.cc (relative to the
-# root; with RECURSE, its subfolders' too) as the static library NAME, which shows FOLDER's
-# *.h under the same names. One library per CMakeLists.txt: the include directory is that
-# folder's. EXCLUDE leaves files of FOLDER to another target of the same CMakeLists.txt.
+# hookbox_library(NAME FOLDER [RECURSE] [NO_UNITY] [EXCLUDE file...]): FOLDER's *.cc
+# (relative to the root; with RECURSE, its subfolders' too) as the static library NAME, which
+# shows FOLDER's *.h under the same names. One library per CMakeLists.txt: the include
+# directory is that folder's. EXCLUDE leaves files of FOLDER to another target of the same
+# CMakeLists.txt. With HOOKBOX_FAST_BUILD, the files compile in unity batches of 8 (their
+# headers parsed, and the templates they share instantiated, once a batch), so two files of
+# a batch may not give one name two meanings at namespace scope, even in an anonymous
+# namespace; NO_UNITY is for a folder whose files do that by design (one file per provider,
+# or per handler kind, each with its own Parse, Sign, kDefaultTimeout...).
 function(hookbox_library name folder)
-  cmake_parse_arguments(PARSE_ARGV 2 arg "RECURSE" "" "EXCLUDE")
+  cmake_parse_arguments(PARSE_ARGV 2 arg "RECURSE;NO_UNITY" "" "EXCLUDE")
   set(dir ${CMAKE_SOURCE_DIR}/${folder})
   set(patterns ${dir}/*.cc ${dir}/*.h)
   if(arg_RECURSE)
@@ -49,6 +54,9 @@ function(hookbox_library name folder)
   endforeach()
   add_library(${name} STATIC ${sources})
   target_include_directories(${name} PUBLIC ${include})
+  if(HOOKBOX_FAST_BUILD AND NOT arg_NO_UNITY)
+    set_target_properties(${name} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+  endif()
 endfunction()
 
 # hookbox_header_view(NAME LIBRARY FOLDER HEADER...): an interface library that shows only

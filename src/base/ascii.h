@@ -2,7 +2,8 @@
 // header names (the Headers map, the request parser, the listener's answers, the http
 // handler), host names, the values HTTP defines as case-insensitive tokens ("chunked",
 // "close") and SQL keywords. Only A-Z fold; every other byte, UTF-8 included, is itself.
-// And ASCII digits read as a number, for the ids and ports a request carries.
+// And ASCII digits read as a number, for the ids and ports a request carries, and a hex digit's
+// value (percent-encoding, hex strings, PostgreSQL's bytea).
 #pragma once
 
 #include <algorithm>
@@ -14,6 +15,14 @@ namespace hookbox {
 
 // `c` with A-Z as a-z.
 constexpr char AsciiLower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; }
+
+// The value of the hex digit `c` (0-9, a-f, A-F), or -1 for any other byte.
+constexpr int HexDigitValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
 
 // Whether `a` and `b` are the same bytes once A-Z are folded to a-z.
 constexpr bool EqualsIgnoringAsciiCase(std::string_view a, std::string_view b) {

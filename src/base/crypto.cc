@@ -15,6 +15,8 @@
 #include <memory>
 #include <utility>
 
+#include "base/ascii.h"
+
 namespace hookbox {
 namespace {
 
@@ -77,13 +79,6 @@ EVP_MAC_CTX* HmacContext(HashAlgorithm algorithm) {
     if (ctx && EVP_MAC_CTX_set_params(ctx.get(), params.data()) != 1) ctx.reset();
   }
   return ctx.get();
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 bool IsBase64Char(char c) {
@@ -151,8 +146,8 @@ std::optional<std::string> HexDecode(std::string_view hex) {
   std::string out;
   out.reserve(hex.size() / 2);
   for (size_t i = 0; i < hex.size(); i += 2) {
-    int hi = HexValue(hex[i]);
-    int lo = HexValue(hex[i + 1]);
+    int hi = HexDigitValue(hex[i]);
+    int lo = HexDigitValue(hex[i + 1]);
     if (hi < 0 || lo < 0) return std::nullopt;
     out.push_back(static_cast<char>((hi << 4) | lo));
   }

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/ascii.h"
 #include "base/status_macros.h"
 
 namespace hookbox::pg {
@@ -21,13 +22,6 @@ std::string Trim(std::string s) {
 
 bool StartsWith(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 }  // namespace
@@ -73,7 +67,7 @@ std::string Result::Bytes(int row, int col) const {
   std::string out;
   out.reserve((n - 2) / 2);
   for (size_t i = 2; i + 1 < n; i += 2) {
-    int hi = HexValue(p[i]), lo = HexValue(p[i + 1]);
+    int hi = HexDigitValue(p[i]), lo = HexDigitValue(p[i + 1]);
     if (hi < 0 || lo < 0) break;
     out.push_back(static_cast<char>(hi * 16 + lo));
   }
