@@ -2,13 +2,12 @@
 // condition `test`), now, from this shell, and says what the target answered. Nothing is
 // stored. The alert's secrets are read (its http target signs with one), so the operator runs
 // it where the service's credentials are (e.g. `sudo -u hookbox`), as check-config does.
-#include "work/alerts.h"
-
 #include <iostream>
 
 #include "cli/cli.h"
 #include "handlers/handler.h"
 #include "ops/terminal.h"
+#include "work/alerts.h"
 
 namespace hookbox::cli {
 

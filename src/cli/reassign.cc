@@ -3,13 +3,12 @@
 // jobs are held, never run by another handler nor made dead for it; these verbs give them
 // to a configured handler (with the old one's pause, if it was paused), or delete them so
 // their rows can settle.
-#include "work/held.h"
-
 #include <chrono>
 #include <iostream>
 
 #include "cli/cli.h"
 #include "ops/terminal.h"
+#include "work/held.h"
 
 namespace hookbox::cli {
 namespace {

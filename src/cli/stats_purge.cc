@@ -1,8 +1,6 @@
 // `hookbox purge` and `hookbox stats`: what retention would delete (and deleting it now, as
 // the daily purge does), and how many rows each endpoint has in each status. Text for a
 // terminal, every field escaped; `--json` for scripts.
-#include "work/purge.h"
-
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -12,6 +10,7 @@
 #include "ops/clock.h"
 #include "ops/terminal.h"
 #include "work/held.h"
+#include "work/purge.h"
 
 namespace hookbox::cli {
 namespace {
