@@ -13,6 +13,11 @@ delivery is a new event (~2 KB GitHub push, signed), so each is a real insert.
 
   python3 bench/accept_cost.py --hookbox build/hookbox [--hookbox other/hookbox ...]
       [--durable-limit build-bench/tools/durable_limit] [--top-level 'allow_from: [127.0.0.1]']
+      [--keep DIR]
+
+--keep copies each run's callgrind output into DIR (`<n>-small.out`, `<n>-full.out`, n the
+build's place in the list), for `callgrind_annotate --inclusive=yes DIR/1-full.out`: where
+the instructions went, with the start-up in it (the small run's figures are that part).
 
 --top-level adds its YAML to the top level of each hookbox's config (a feature's cost: an
 allow list every delivery is checked against, say).
@@ -75,9 +80,9 @@ def deliveries(n, seed):
     return out
 
 
-def run_once(server, binary, durability, sends, workdir):
+def run_once(server, binary, durability, sends, workdir, keep=None):
     """Total instructions of one server lifetime (`server`: CallgrindHookbox or
-    CallgrindDurableLimit) that accepted `sends` deliveries."""
+    CallgrindDurableLimit) that accepted `sends` deliveries; the output copied to `keep`."""
     hb = server(workdir, binary, durability)
     hb.fresh()
     hb.start()
@@ -90,6 +95,8 @@ def run_once(server, binary, durability, sends, workdir):
         conn.close()
     finally:
         hb.stop()
+    if keep:
+        shutil.copyfile(hb.out, keep)
     with open(hb.out) as f:
         for line in f:
             m = re.match(r"(?:summary|totals): (\d+)", line)
@@ -106,6 +113,7 @@ def main():
     ap.add_argument("--many", type=int, default=500)
     ap.add_argument("--durability", default="full")
     ap.add_argument("--top-level", default="", help="YAML added to each hookbox's top level")
+    ap.add_argument("--keep", help="a folder for the callgrind outputs")
     args = ap.parse_args()
     if args.top_level:
         CallgrindHookbox.extra_top_level = args.top_level.rstrip("\n") + "\n"
@@ -117,10 +125,15 @@ def main():
     rows = [(CallgrindHookbox, binary) for binary in args.hookbox]
     if args.durable_limit:
         rows.append((CallgrindDurableLimit, args.durable_limit))
-    for server, binary in rows:
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+    for n, (server, binary) in enumerate(rows, 1):
+        def kept(run):
+            return os.path.join(args.keep, "%d-%s.out" % (n, run)) if args.keep else None
         with tempfile.TemporaryDirectory() as workdir:
-            base = run_once(server, binary, args.durability, sends[:args.small], workdir)
-            full = run_once(server, binary, args.durability, sends, workdir)
+            base = run_once(server, binary, args.durability, sends[:args.small], workdir,
+                            kept("small"))
+            full = run_once(server, binary, args.durability, sends, workdir, kept("full"))
         label = binary + (" with `%s`" % args.top_level if args.top_level and
                           server is CallgrindHookbox else "")
         print("| %s | %d |" % (label, (full - base) // args.many), flush=True)
