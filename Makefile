@@ -52,6 +52,7 @@ SOAK_MINUTES ?= 30
 FUZZ_TARGETS = $(shell sed -n 's/^hookbox_fuzz_harness(\([a-z_]*\)[ )].*/\1/p' tests/fuzz/CMakeLists.txt)
 
 .PHONY: all deps build daemon run test lint interop-deps install clean test-asan test-tsan fuzz \
+        release-check asan-build asan-check tsan-build tsan-check \
         fuzz-smoke fuzz-build crash-test soak bench bench-replicas bench-handlers bench-scale bench-finish \
         bench-console bench-search bench-rate bench-bulk bench-accept-cost deb test-deb
 
@@ -87,37 +88,55 @@ interop-deps: deps
 # ports (ephemeral), directories (mkdtemp) and PostgreSQL databases (named by pid), so they
 # do not meet.
 TEST_JOBS ?= $(shell echo $$(( $(JOBS) * 2 )))
-
+# `make test` runs each suite while the next build compiles, under nice so that the tests
+# come first: the suites mostly wait, and the compiles fill the time they leave. The build
+# in the background writes its output to <dir>/make-test.log, shown when it fails. The
+# measurements are in bench/RESULTS.md, "The time of make test".
 test: build interop-deps
+	@$(call while_building,build-asan,asan-build,release-check)
+	@$(call while_building,build-tsan,tsan-build,asan-check)
+	@$(MAKE) --no-print-directory tsan-check
+# $(call while_building,DIR,BUILD_TARGET,CHECK_TARGET): BUILD_TARGET niced in the
+# background (its output in DIR/make-test.log) while CHECK_TARGET runs; fails if either does.
+define while_building
+mkdir -p $(1); \
+( nice -n 10 $(MAKE) --no-print-directory $(2) > $(1)/make-test.log 2>&1 ) & build=$$!; \
+$(MAKE) --no-print-directory $(3); check=$$?; \
+wait $$build; built=$$?; \
+[ $$built -eq 0 ] || { tail -n 80 $(1)/make-test.log; echo "make $(2) failed: $(1)/make-test.log"; }; \
+[ $$check -eq 0 ] && [ $$built -eq 0 ]
+endef
+release-check:
 	@cd $(BUILD) && ctest --output-on-failure --timeout 600 -j$(TEST_JOBS)
-	@$(MAKE) --no-print-directory test-asan test-tsan
-
 # The sanitizer builds keep line tables only (-g1): a sanitizer's report needs file and line,
 # not the variables' locations, and full debug info is a fifth of their compile time. TSan
 # at -O1, as its documentation suggests, rather than the build type's -O2.
 SANITIZE_FLAGS_DEBUG = -O0 -g1
 SANITIZE_FLAGS_TSAN = -O1 -g1 -DNDEBUG
-
 # The whole suite, the daemon included, under AddressSanitizer + UndefinedBehaviorSanitizer.
-test-asan: deps interop-deps
+test-asan: asan-build interop-deps
+	@$(MAKE) --no-print-directory asan-check
+asan-build: deps
 	@cmake -S . -B build-asan -DHOOKBOX_SANITIZE=address -DCMAKE_BUILD_TYPE=Debug \
 	  -DCMAKE_CXX_FLAGS_DEBUG="$(SANITIZE_FLAGS_DEBUG)" >/dev/null
 	@cmake --build build-asan -j$(JOBS)
+asan-check:
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure --timeout 900 \
 	  -j$(TEST_JOBS)
-
 # The concurrency tests (storage, the dispatcher, handlers, the open-file limit, the daemon end
 # to end) under TSan: the ctest tests of those five binaries, which in this build leave out
 # the cases tagged [fork] (CMakeLists.txt, HOOKBOX_TEST_FILTER, says why).
 TSAN_TESTS = test_inbox test_work test_handlers test_ops test_integration
-test-tsan: deps
+test-tsan: tsan-build
+	@$(MAKE) --no-print-directory tsan-check
+tsan-build: deps
 	@cmake -S . -B build-tsan -DHOOKBOX_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$(SANITIZE_FLAGS_TSAN)" >/dev/null
 	@cmake --build build-tsan -j$(JOBS) --target hookbox $(TSAN_TESTS)
+tsan-check:
 	@cd build-tsan && TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/tsan.supp" \
 	  ctest --output-on-failure --timeout 900 -j$(TEST_JOBS) -R '^(inbox|work|handlers|ops|integration/.*)$$'
-
 fuzz-build: deps
 	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -DHOOKBOX_FUZZ=ON \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
