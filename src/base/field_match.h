@@ -2,7 +2,7 @@
 // read and matched. The operator writes the same condition in two places and it means the
 // same in both: `inbox list --where` and the bulk verbs select stored rows with it (the
 // backends turn it into SQL: inbox/backend.cc, FilterCondition, with JsonPointerValue as
-// SQLite's function and schema/postgres/0005_filter_pointer.sql its twin), and a route's
+// SQLite's function and schema/postgres/0007_filter_pointer.sql its twin), and a route's
 // `where:` (README, "Routes by content") decides at accept which handlers an event gets
 // (FieldMatches, here). The parsing and the matching live here once so that the two cannot
 // drift apart.

@@ -18,6 +18,45 @@ int64_t LatestMigration(const std::vector<Migration>& migrations) {
   return latest;
 }
 
+namespace {
+
+std::string_view ChangeName(std::string_view name) {
+  const size_t under = name.find('_');
+  return under == std::string_view::npos ? name : name.substr(under + 1);
+}
+
+const Migration* MigrationNamed(std::string_view name, const std::vector<Migration>& migrations) {
+  for (const Migration& m : migrations) {
+    if (ChangeName(m.name) == ChangeName(name)) return &m;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<std::pair<RecordedMigration, const Migration*>> Renumbered(
+    std::vector<RecordedMigration> recorded, const std::vector<Migration>& migrations) {
+  std::sort(
+      recorded.begin(), recorded.end(),
+      [](const RecordedMigration& a, const RecordedMigration& b) { return a.version > b.version; });
+  std::vector<std::pair<RecordedMigration, const Migration*>> out;
+  for (RecordedMigration& r : recorded) {
+    const Migration* m = MigrationNamed(r.name, migrations);
+    if (m && (m->version != r.version || m->name != r.name)) out.emplace_back(std::move(r), m);
+  }
+  return out;
+}
+
+int64_t SchemaVersionOf(const std::vector<RecordedMigration>& recorded,
+                        const std::vector<Migration>& migrations) {
+  int64_t version = 0;
+  for (const RecordedMigration& r : recorded) {
+    const Migration* m = MigrationNamed(r.name, migrations);
+    version = std::max<int64_t>(version, m ? m->version : r.version);
+  }
+  return version;
+}
+
 Status CheckVersion(const std::string& where, int64_t version,
                     const std::vector<Migration>& migrations) {
   if (version >= LatestMigration(migrations)) return Status::Ok();

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -19,6 +20,25 @@ namespace hookbox {
 
 // The newest of a backend's migrations.
 int64_t LatestMigration(const std::vector<Migration>& migrations);
+// A row of schema_migrations: what a database says it has applied.
+struct RecordedMigration {
+  int64_t version = 0;
+  std::string name;  // "0005_inbox_by_body"
+};
+// The migrations are numbered alike on both backends: a number names one change, and a
+// backend without that change has no file of the number (gaps are skipped). Before
+// 2026-12-07 each backend counted its own (SQLite's 0004_inbox_by_body was PostgreSQL's
+// 0003). A database migrated then records the old numbers, so a recorded migration is
+// known by its name after the number ("inbox_by_body"): Renumbered gives, in descending
+// order of their recorded version, the rows whose number is not `migrations`' number for
+// that name, with that number and name (rows of unknown names, a newer binary's, are kept).
+// Updated in that order, no two rows ever hold one number, since no change's number fell.
+std::vector<std::pair<RecordedMigration, const Migration*>> Renumbered(
+    std::vector<RecordedMigration> recorded, const std::vector<Migration>& migrations);
+// The database's schema version in `migrations`' numbers: the highest of the recorded rows
+// once renumbered; 0 for none.
+int64_t SchemaVersionOf(const std::vector<RecordedMigration>& recorded,
+                        const std::vector<Migration>& migrations);
 // For the operator's verbs, which never migrate: Unavailable("the database's schema is behind
 // this hookbox") when `where` (the file, or the schema) has migration `version` and
 // `migrations` go further; Ok otherwise.

@@ -60,7 +60,7 @@ Circuit CircuitFromName(const std::string& name) {
 // A job heads its resource: no earlier unfinished job of the resource, by (inbox id, job
 // id), and no live lease on another of its jobs. The arguments are SQL expressions. The
 // resource is never empty here; saying so lets SQLite use inbox_by_resource, which holds
-// only rows with a resource (its migration 0010).
+// only rows with a resource (its migration 0012).
 std::string HeadsItsResource(const std::string& endpoint, const std::string& resource,
                              const std::string& row, const std::string& job,
                              const std::string& now) {

@@ -1,17 +1,20 @@
 // The Inbox contract, OpenInbox and the database itself (inbox.h): a database that cannot
 // be opened, an open without create that only reads, migrations applied once by replicas
-// starting at once, SQLite's write-ahead log under continuous writes (WalBytes), and Ping. Part
-// of the storage contract suite, on SQLite and PostgreSQL (tests/inbox/contract.h).
+// starting at once, a database recorded under the older per-backend migration numbers,
+// SQLite's write-ahead log under continuous writes (WalBytes), and Ping. Part of the
+// storage contract suite, on SQLite and PostgreSQL (tests/inbox/contract.h).
 #include <sqlite3.h>
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <thread>
 
 #include "inbox/inbox.h"
+#include "inbox/migration.h"
 #include "tests/inbox/contract.h"
 
 using namespace hookbox;
@@ -198,4 +201,92 @@ TEST_CASE("Ping (/readyz): ok while the inbox's tables are there, a failure once
     REQUIRE(rc == SQLITE_OK);
   }
   CHECK_FALSE(t->Ping().ok());
+}
+
+namespace {
+
+// Statements through a separate connection, as an operator (or an older binary) runs them.
+void ExecOn(const TestInbox& t, const std::string& sql) {
+  if (OnPostgres()) {
+    REQUIRE(t.pg->Query(sql).empty());
+    return;
+  }
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(t.database.c_str(), &db) == SQLITE_OK);
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  REQUIRE(rc == SQLITE_OK);
+}
+
+std::string RecordedNames(const TestInbox& t) {
+  std::string names;
+  const std::vector<Migration>& ms = OnPostgres() ? kPostgresMigrations : kSqliteMigrations;
+  for (const Migration& m : ms) {
+    if (t.Count("SELECT count(*) FROM schema_migrations WHERE version = " +
+                std::to_string(m.version) + " AND name = '" + m.name + "'") == 1) {
+      names += std::string(m.name) + " ";
+    }
+  }
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("a database of the per-backend numbers is read in the shared ones, then renumbered") {
+  TestInbox t;
+  REQUIRE(t.inbox->Accept(MakeEvent("kept")).ok());
+  t.inbox.reset();
+  const std::vector<Migration>& ms = OnPostgres() ? kPostgresMigrations : kSqliteMigrations;
+  std::string all;
+  for (const Migration& m : ms) all += std::string(m.name) + " ";
+  REQUIRE(RecordedNames(t) == all);
+  // The rows as the binary before the shared numbers wrote them: its n-th file was number n.
+  for (size_t i = 0; i < ms.size(); ++i) {
+    const std::string change = std::string(ms[i].name).substr(4);  // "_inbox_by_body"
+    char old_name[64];
+    snprintf(old_name, sizeof old_name, "%04zu%s", i + 1, change.c_str());
+    ExecOn(t, "UPDATE schema_migrations SET version = " + std::to_string(i + 1) + ", name = '" +
+                  old_name + "' WHERE version = " + std::to_string(ms[i].version));
+  }
+  CHECK(t.Count("SELECT max(version) FROM schema_migrations") == static_cast<int64_t>(ms.size()));
+  CHECK(RecordedNames(t) != all);
+
+  // The operator's verbs read it as up to date, and leave it as it is.
+  auto reader = OpenInbox({t.database, true, /*create=*/false});
+  REQUIRE(reader.ok());
+  CHECK((*reader)->List({})->size() == 1);
+  reader->reset();
+  CHECK(t.Count("SELECT max(version) FROM schema_migrations") == static_cast<int64_t>(ms.size()));
+
+  // `migrate` (or `serve`) applies nothing and gives the rows the shared numbers.
+  std::vector<std::string> applied;
+  auto migrated = OpenInbox({t.database, true, true}, &applied);
+  REQUIRE(migrated.ok());
+  CHECK(applied.empty());
+  CHECK(RecordedNames(t) == all);
+  CHECK(t.Count("SELECT count(*) FROM schema_migrations") == static_cast<int64_t>(ms.size()));
+  CHECK((*migrated)->List({})->size() == 1);
+}
+
+TEST_CASE("a database of the per-backend numbers gets what it lacks") {
+  if (OnPostgres()) return;  // SQLite's last migration can run again; PostgreSQL's cannot
+  TestInbox t;
+  t.inbox.reset();
+  // As an older binary left a file at its 9th of 10 migrations: every row under its old
+  // number, the last (0010_inbox_by_resource_partial, now 0012) not applied.
+  const std::vector<Migration>& ms = kSqliteMigrations;
+  for (size_t i = 0; i < ms.size(); ++i) {
+    char old_name[64];
+    snprintf(old_name, sizeof old_name, "%04zu%s", i + 1, ms[i].name + 4);
+    ExecOn(t, "UPDATE schema_migrations SET version = " + std::to_string(i + 1) + ", name = '" +
+                  old_name + "' WHERE version = " + std::to_string(ms[i].version));
+  }
+  ExecOn(t, "DELETE FROM schema_migrations WHERE version = " + std::to_string(ms.size()));
+  CHECK(OpenInbox({t.database, true, /*create=*/false}).status().code() ==
+        Status::Code::kUnavailable);
+  std::vector<std::string> applied;
+  REQUIRE(OpenInbox({t.database, true, true}, &applied).ok());
+  CHECK(applied == std::vector<std::string>{ms.back().name});
+  CHECK(t.Count("SELECT max(version) FROM schema_migrations") == ms.back().version);
+  CHECK(t.Count("SELECT count(*) FROM schema_migrations") == static_cast<int64_t>(ms.size()));
 }

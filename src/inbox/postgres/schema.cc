@@ -115,9 +115,10 @@ StatusOr<SchemaChoice> ResolveSchema(Conn& c, bool create) {
     if (i != chosen) out.search_path += ", " + path.quoted[i];
   }
   if (!path.holders.empty()) {
-    ASSIGN_OR_RETURN(pg::Result v, c.Exec("SELECT coalesce(max(version), 0) FROM " + out.quoted +
-                                          ".schema_migrations"));
-    out.version = v.Int(0, 0);
+    ASSIGN_OR_RETURN(pg::Result v,
+                     c.Exec("SELECT version, name FROM " + out.quoted + ".schema_migrations"));
+    for (int i = 0; i < v.rows(); ++i) out.recorded.push_back({v.Int(i, 0), v.Text(i, 1)});
+    out.version = SchemaVersionOf(out.recorded, kPostgresMigrations);
   }
   return out;
 }
@@ -131,12 +132,23 @@ Status Migrate(Conn& c, SchemaChoice* choice, std::vector<std::string>* applied)
   RETURN_IF_ERROR(
       Exec(c, "SELECT pg_advisory_xact_lock($1::bigint)", Params().Add(kMigrationLock)));
   ASSIGN_OR_RETURN(*choice, ResolveSchema(c, /*create=*/true));
-  if (choice->version >= LatestMigration(kPostgresMigrations)) return Status::Ok();
+  const auto renumbered = Renumbered(choice->recorded, kPostgresMigrations);
+  if (choice->version >= LatestMigration(kPostgresMigrations) && renumbered.empty()) {
+    return Status::Ok();
+  }
   // The migrations name their tables without a schema: they go where the pool will look.
   RETURN_IF_ERROR(c.Run("SET LOCAL search_path TO " + choice->search_path));
   RETURN_IF_ERROR(c.Run("CREATE TABLE IF NOT EXISTS " + choice->quoted +
                         ".schema_migrations (version integer PRIMARY KEY,"
                         " name text NOT NULL, applied_at timestamptz NOT NULL)"));
+  // A schema migrated before the numbers were shared records the old ones: given this
+  // binary's, in the order that never puts two rows on one number.
+  for (const auto& [row, m] : renumbered) {
+    RETURN_IF_ERROR(Exec(c,
+                         "UPDATE " + choice->quoted +
+                             ".schema_migrations SET version = $1, name = $2 WHERE version = $3",
+                         Params().Add(int64_t{m->version}).Add(m->name).Add(row.version)));
+  }
   for (const Migration& m : kPostgresMigrations) {
     if (m.version <= choice->version) continue;
     RETURN_IF_ERROR(c.Run(m.sql));

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "inbox/backend.h"
 #include "inbox/postgres/pg.h"
 
 namespace hookbox::pg {
@@ -25,7 +26,9 @@ struct SchemaChoice {
   std::string schema;       // as named in the catalog
   std::string quoted;       // quote_ident(schema), for SQL
   std::string search_path;  // for SET search_path TO ...
-  int64_t version = 0;      // the highest migration recorded there; 0 when it has no tables
+  int64_t version = 0;      // the highest migration recorded there (this binary's numbers,
+                            // inbox/backend.h: Renumbered); 0 when it has no tables
+  std::vector<RecordedMigration> recorded;  // schema_migrations' rows
 };
 
 // `serve` and `migrate`: resolves the schema and applies what is missing, in one transaction

@@ -121,16 +121,34 @@ class SqliteTx final : public SqlTx {
   Db& db_;
 };
 
-// The highest migration recorded in the file, read without a write lock; 0 when the file has
-// no hookbox tables (a new file, or another program's).
-StatusOr<int64_t> SchemaVersion(SqlTx& tx) {
+// The migrations the file records (none when it has no hookbox tables: a new file, or
+// another program's), read without a write lock.
+StatusOr<std::vector<RecordedMigration>> RecordedMigrations(SqlTx& tx) {
   ASSIGN_OR_RETURN(const SqlRows& tables,
                    tx.Query("SELECT count(*) FROM sqlite_master WHERE type = 'table'"
                             " AND name IN ('schema_migrations', 'inbox')"));
-  if (tables.Int(0, 0) != 2) return int64_t{0};
-  ASSIGN_OR_RETURN(const SqlRows& v,
-                   tx.Query("SELECT coalesce(max(version), 0) FROM schema_migrations"));
-  return v.Int(0, 0);
+  std::vector<RecordedMigration> out;
+  if (tables.Int(0, 0) != 2) return out;
+  ASSIGN_OR_RETURN(const SqlRows& rows, tx.Query("SELECT version, name FROM schema_migrations"));
+  for (size_t i = 0; i < rows.size(); ++i) out.push_back({rows.Int(i, 0), rows.Text(i, 1)});
+  return out;
+}
+
+// The file's schema version in this binary's numbers (backend.h, Renumbered).
+StatusOr<int64_t> SchemaVersion(SqlTx& tx) {
+  ASSIGN_OR_RETURN(const std::vector<RecordedMigration>& recorded, RecordedMigrations(tx));
+  return SchemaVersionOf(recorded, kSqliteMigrations);
+}
+
+// A file migrated before the numbers were shared records the old ones: given this binary's.
+Status Renumber(SqlTx& tx) {
+  ASSIGN_OR_RETURN(std::vector<RecordedMigration> recorded, RecordedMigrations(tx));
+  for (const auto& [row, m] : Renumbered(std::move(recorded), kSqliteMigrations)) {
+    RETURN_IF_ERROR(
+        tx.Run("UPDATE schema_migrations SET version = $1, name = $2 WHERE version = $3",
+               {int64_t{m->version}, m->name, row.version}));
+  }
+  return Status::Ok();
 }
 
 // `serve` and `migrate`: applies what is missing in one BEGIN IMMEDIATE transaction. A file
@@ -138,25 +156,28 @@ StatusOr<int64_t> SchemaVersion(SqlTx& tx) {
 // write lock does not wait for it.
 Status Migrate(Db& db, std::vector<std::string>* applied) {
   SqliteTx tx(db);
-  ASSIGN_OR_RETURN(const int64_t before, SchemaVersion(tx));
-  if (before >= LatestMigration(kSqliteMigrations)) return Status::Ok();
+  ASSIGN_OR_RETURN(std::vector<RecordedMigration> recorded, RecordedMigrations(tx));
+  if (SchemaVersionOf(recorded, kSqliteMigrations) >= LatestMigration(kSqliteMigrations) &&
+      Renumbered(std::move(recorded), kSqliteMigrations).empty()) {
+    return Status::Ok();
+  }
   RETURN_IF_ERROR(
       db.Exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
               "name TEXT NOT NULL, applied_at TEXT NOT NULL)"));
   sqlite::Transaction write(db);
   RETURN_IF_ERROR(write.Begin());
   // Again under the lock: another process may have migrated since the read above.
-  ASSIGN_OR_RETURN(const SqlRows& current,
-                   tx.Query("SELECT coalesce(max(version), 0) FROM schema_migrations"));
+  RETURN_IF_ERROR(Renumber(tx));
+  ASSIGN_OR_RETURN(const int64_t current, SchemaVersion(tx));
   for (const Migration& m : kSqliteMigrations) {
-    if (m.version <= current.Int(0, 0)) continue;
+    if (m.version <= current) continue;
     RETURN_IF_ERROR(db.Exec(m.sql));
     RETURN_IF_ERROR(
         tx.Run("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
                {int64_t{m.version}, m.name, FormatTime(std::chrono::system_clock::now())}));
     if (applied) applied->push_back(m.name);
   }
-  // A migration that rewrites a table's definition in sqlite_schema (0009) leaves the schema
+  // A migration that rewrites a table's definition in sqlite_schema (0011) leaves the schema
   // version where it was, and connections would keep the old definitions: moved on here, as
   // SQLite's procedure for such a change asks (one more than before), for every migration.
   ASSIGN_OR_RETURN(const SqlRows& version, tx.Query("PRAGMA schema_version"));

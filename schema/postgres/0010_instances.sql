@@ -1,4 +1,4 @@
--- Lease liveness: the same table as schema/sqlite/0008, in PostgreSQL's types. One row per
+-- Lease liveness: the same table as schema/sqlite/0010, in PostgreSQL's types. One row per
 -- running hookbox process that takes leases (an instance), on any replica. Its id, random,
 -- starts the names of its lease owners ("<id>:dispatcher", "<id>:request:..."); the process
 -- renews heartbeat_at and expires_at every few seconds, and once expires_at has passed any

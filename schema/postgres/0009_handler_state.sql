@@ -1,4 +1,4 @@
--- Handler state: the same table as schema/sqlite/0007, in PostgreSQL's types.
+-- Handler state: the same table as schema/sqlite/0009, in PostgreSQL's types.
 -- One row per (endpoint, handler) that an operator paused, whose circuit breaker counted a
 -- failure, or that has a rate limit. The claim transaction reads it (and locks the rows of
 -- rate-limited handlers and of a circuit's probe, FOR UPDATE), so every replica honours a
