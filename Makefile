@@ -89,13 +89,15 @@ interop-deps: deps
 # do not meet.
 TEST_JOBS ?= $(shell echo $$(( $(JOBS) * 2 )))
 # `make test` runs each suite while the next build compiles, under nice so that the tests
-# come first: the suites mostly wait, and the compiles fill the time they leave. The build
-# in the background writes its output to <dir>/make-test.log, shown when it fails. The
-# measurements are in bench/RESULTS.md, "The time of make test".
+# come first: the suites mostly wait, and the compiles fill the time they leave. The TSan
+# build goes beside the release suite and the ASan build beside the TSan suite, so the ASan
+# suite, the one that spends the most CPU, runs last and alone. The build in the background
+# writes its output to <dir>/make-test.log, shown when it fails. The measurements are in
+# bench/RESULTS.md, "The time of make test".
 test: build interop-deps
-	@$(call while_building,build-asan,asan-build,release-check)
-	@$(call while_building,build-tsan,tsan-build,asan-check)
-	@$(MAKE) --no-print-directory tsan-check
+	@$(call while_building,build-tsan,tsan-build,release-check)
+	@$(call while_building,build-asan,asan-build,tsan-check)
+	@$(MAKE) --no-print-directory asan-check
 # $(call while_building,DIR,BUILD_TARGET,CHECK_TARGET): BUILD_TARGET niced in the
 # background (its output in DIR/make-test.log) while CHECK_TARGET runs; fails if either does.
 define while_building
