@@ -57,6 +57,12 @@ int64_t SchemaVersionOf(const std::vector<RecordedMigration>& recorded,
   return version;
 }
 
+bool MigrationDue(const std::vector<RecordedMigration>& recorded,
+                  const std::vector<Migration>& migrations) {
+  return SchemaVersionOf(recorded, migrations) < LatestMigration(migrations) ||
+         !Renumbered(recorded, migrations).empty();
+}
+
 Status CheckVersion(const std::string& where, int64_t version,
                     const std::vector<Migration>& migrations) {
   if (version >= LatestMigration(migrations)) return Status::Ok();

@@ -39,6 +39,10 @@ std::vector<std::pair<RecordedMigration, const Migration*>> Renumbered(
 // once renumbered; 0 for none.
 int64_t SchemaVersionOf(const std::vector<RecordedMigration>& recorded,
                         const std::vector<Migration>& migrations);
+// Whether `migrate` has anything to write: a migration of `migrations` the database lacks,
+// or a row under an old number. (Renumbering leaves SchemaVersionOf as it was.)
+bool MigrationDue(const std::vector<RecordedMigration>& recorded,
+                  const std::vector<Migration>& migrations);
 // For the operator's verbs, which never migrate: Unavailable("the database's schema is behind
 // this hookbox") when `where` (the file, or the schema) has migration `version` and
 // `migrations` go further; Ok otherwise.

@@ -36,3 +36,14 @@ TEST_CASE("renumbering runs from the highest recorded row down, and skips rows i
   // Already in the shared numbers, or unknown: nothing to move.
   CHECK(Renumbered({{1, "0001_inbox"}, {5, "0005_by_body"}, {9, "0009_later"}}, kShared).empty());
 }
+
+TEST_CASE("migrate has work when a migration is missing or a row has an old number") {
+  const std::vector<RecordedMigration> current = {
+      {1, "0001_inbox"}, {2, "0002_purge"}, {5, "0005_by_body"}, {7, "0007_state"}};
+  CHECK_FALSE(MigrationDue(current, kShared));
+  CHECK(MigrationDue({}, kShared));
+  CHECK(MigrationDue({{1, "0001_inbox"}, {2, "0002_purge"}, {5, "0005_by_body"}}, kShared));
+  // Up to date, but under the old numbers.
+  CHECK(MigrationDue({{1, "0001_inbox"}, {2, "0002_purge"}, {3, "0003_by_body"}, {4, "0004_state"}},
+                     kShared));
+}

@@ -132,10 +132,7 @@ Status Migrate(Conn& c, SchemaChoice* choice, std::vector<std::string>* applied)
   RETURN_IF_ERROR(
       Exec(c, "SELECT pg_advisory_xact_lock($1::bigint)", Params().Add(kMigrationLock)));
   ASSIGN_OR_RETURN(*choice, ResolveSchema(c, /*create=*/true));
-  const auto renumbered = Renumbered(choice->recorded, kPostgresMigrations);
-  if (choice->version >= LatestMigration(kPostgresMigrations) && renumbered.empty()) {
-    return Status::Ok();
-  }
+  if (!MigrationDue(choice->recorded, kPostgresMigrations)) return Status::Ok();
   // The migrations name their tables without a schema: they go where the pool will look.
   RETURN_IF_ERROR(c.Run("SET LOCAL search_path TO " + choice->search_path));
   RETURN_IF_ERROR(c.Run("CREATE TABLE IF NOT EXISTS " + choice->quoted +
@@ -143,7 +140,7 @@ Status Migrate(Conn& c, SchemaChoice* choice, std::vector<std::string>* applied)
                         " name text NOT NULL, applied_at timestamptz NOT NULL)"));
   // A schema migrated before the numbers were shared records the old ones: given this
   // binary's, in the order that never puts two rows on one number.
-  for (const auto& [row, m] : renumbered) {
+  for (const auto& [row, m] : Renumbered(choice->recorded, kPostgresMigrations)) {
     RETURN_IF_ERROR(Exec(c,
                          "UPDATE " + choice->quoted +
                              ".schema_migrations SET version = $1, name = $2 WHERE version = $3",

@@ -140,35 +140,27 @@ StatusOr<int64_t> SchemaVersion(SqlTx& tx) {
   return SchemaVersionOf(recorded, kSqliteMigrations);
 }
 
-// A file migrated before the numbers were shared records the old ones: given this binary's.
-Status Renumber(SqlTx& tx) {
-  ASSIGN_OR_RETURN(std::vector<RecordedMigration> recorded, RecordedMigrations(tx));
-  for (const auto& [row, m] : Renumbered(std::move(recorded), kSqliteMigrations)) {
-    RETURN_IF_ERROR(
-        tx.Run("UPDATE schema_migrations SET version = $1, name = $2 WHERE version = $3",
-               {int64_t{m->version}, m->name, row.version}));
-  }
-  return Status::Ok();
-}
-
 // `serve` and `migrate`: applies what is missing in one BEGIN IMMEDIATE transaction. A file
 // already up to date is only read, so a daemon starting while a shell's `purge` holds the
 // write lock does not wait for it.
 Status Migrate(Db& db, std::vector<std::string>* applied) {
   SqliteTx tx(db);
-  ASSIGN_OR_RETURN(std::vector<RecordedMigration> recorded, RecordedMigrations(tx));
-  if (SchemaVersionOf(recorded, kSqliteMigrations) >= LatestMigration(kSqliteMigrations) &&
-      Renumbered(std::move(recorded), kSqliteMigrations).empty()) {
-    return Status::Ok();
-  }
+  ASSIGN_OR_RETURN(const std::vector<RecordedMigration>& seen, RecordedMigrations(tx));
+  if (!MigrationDue(seen, kSqliteMigrations)) return Status::Ok();
   RETURN_IF_ERROR(
       db.Exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
               "name TEXT NOT NULL, applied_at TEXT NOT NULL)"));
   sqlite::Transaction write(db);
   RETURN_IF_ERROR(write.Begin());
-  // Again under the lock: another process may have migrated since the read above.
-  RETURN_IF_ERROR(Renumber(tx));
-  ASSIGN_OR_RETURN(const int64_t current, SchemaVersion(tx));
+  // Again under the lock: another process may have migrated since the read above. Rows
+  // under the old numbers get this binary's (backend.h, Renumbered).
+  ASSIGN_OR_RETURN(const std::vector<RecordedMigration>& recorded, RecordedMigrations(tx));
+  for (const auto& [row, m] : Renumbered(recorded, kSqliteMigrations)) {
+    RETURN_IF_ERROR(
+        tx.Run("UPDATE schema_migrations SET version = $1, name = $2 WHERE version = $3",
+               {int64_t{m->version}, m->name, row.version}));
+  }
+  const int64_t current = SchemaVersionOf(recorded, kSqliteMigrations);
   for (const Migration& m : kSqliteMigrations) {
     if (m.version <= current) continue;
     RETURN_IF_ERROR(db.Exec(m.sql));
