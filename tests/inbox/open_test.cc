@@ -20,6 +20,23 @@
 using namespace hookbox;
 using namespace std::chrono_literals;
 
+namespace {
+
+// Statements through a separate connection, as an operator (or an older binary) runs them.
+void ExecOn(const TestInbox& t, const std::string& sql) {
+  if (OnPostgres()) {
+    REQUIRE(t.pg->Query(sql).empty());
+    return;
+  }
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(t.database.c_str(), &db) == SQLITE_OK);
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  REQUIRE(rc == SQLITE_OK);
+}
+
+}  // namespace
+
 TEST_CASE("opening a database that cannot be opened is Unavailable") {
   if (OnPostgres()) {
     // No server at that socket; no such database (hookbox never creates one); a database
@@ -71,14 +88,7 @@ TEST_CASE("opening without create only reads: no write lock, nothing migrated") 
   const std::string drop_last =
       "DELETE FROM schema_migrations WHERE version = (SELECT max(version) FROM "
       "schema_migrations)";
-  if (OnPostgres()) {
-    REQUIRE(t.pg->Query(drop_last).empty());
-  } else {
-    sqlite3* db = nullptr;
-    REQUIRE(sqlite3_open(t.database.c_str(), &db) == SQLITE_OK);
-    REQUIRE(sqlite3_exec(db, drop_last.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
-    sqlite3_close(db);
-  }
+  ExecOn(t, drop_last);
   auto behind = OpenInbox({t.database, true, /*create=*/false});
   CHECK(behind.status().code() == Status::Code::kUnavailable);
   CHECK(behind.status().ToString().find("hookbox migrate") != std::string::npos);
@@ -205,17 +215,16 @@ TEST_CASE("Ping (/readyz): ok while the inbox's tables are there, a failure once
 
 namespace {
 
-// Statements through a separate connection, as an operator (or an older binary) runs them.
-void ExecOn(const TestInbox& t, const std::string& sql) {
-  if (OnPostgres()) {
-    REQUIRE(t.pg->Query(sql).empty());
-    return;
+// The rows as a binary before the shared numbers wrote them: its n-th file was number n
+// ("0004_inbox_by_body" for SQLite's 0005). Ascending: each row moves down into a number
+// the one before it left.
+void RecordOldNumbers(const TestInbox& t, const std::vector<Migration>& ms) {
+  for (size_t i = 0; i < ms.size(); ++i) {
+    char old_name[64];
+    snprintf(old_name, sizeof old_name, "%04zu%s", i + 1, ms[i].name + 4);
+    ExecOn(t, "UPDATE schema_migrations SET version = " + std::to_string(i + 1) + ", name = '" +
+                  old_name + "' WHERE version = " + std::to_string(ms[i].version));
   }
-  sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open(t.database.c_str(), &db) == SQLITE_OK);
-  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
-  sqlite3_close(db);
-  REQUIRE(rc == SQLITE_OK);
 }
 
 std::string RecordedNames(const TestInbox& t) {
@@ -240,14 +249,7 @@ TEST_CASE("a database of the per-backend numbers is read in the shared ones, the
   std::string all;
   for (const Migration& m : ms) all += std::string(m.name) + " ";
   REQUIRE(RecordedNames(t) == all);
-  // The rows as the binary before the shared numbers wrote them: its n-th file was number n.
-  for (size_t i = 0; i < ms.size(); ++i) {
-    const std::string change = std::string(ms[i].name).substr(4);  // "_inbox_by_body"
-    char old_name[64];
-    snprintf(old_name, sizeof old_name, "%04zu%s", i + 1, change.c_str());
-    ExecOn(t, "UPDATE schema_migrations SET version = " + std::to_string(i + 1) + ", name = '" +
-                  old_name + "' WHERE version = " + std::to_string(ms[i].version));
-  }
+  RecordOldNumbers(t, ms);
   CHECK(t.Count("SELECT max(version) FROM schema_migrations") == static_cast<int64_t>(ms.size()));
   CHECK(RecordedNames(t) != all);
 
@@ -275,12 +277,7 @@ TEST_CASE("a database of the per-backend numbers gets what it lacks") {
   // As an older binary left a file at its 9th of 10 migrations: every row under its old
   // number, the last (0010_inbox_by_resource_partial, now 0012) not applied.
   const std::vector<Migration>& ms = kSqliteMigrations;
-  for (size_t i = 0; i < ms.size(); ++i) {
-    char old_name[64];
-    snprintf(old_name, sizeof old_name, "%04zu%s", i + 1, ms[i].name + 4);
-    ExecOn(t, "UPDATE schema_migrations SET version = " + std::to_string(i + 1) + ", name = '" +
-                  old_name + "' WHERE version = " + std::to_string(ms[i].version));
-  }
+  RecordOldNumbers(t, ms);
   ExecOn(t, "DELETE FROM schema_migrations WHERE version = " + std::to_string(ms.size()));
   CHECK(OpenInbox({t.database, true, /*create=*/false}).status().code() ==
         Status::Code::kUnavailable);
