@@ -22,22 +22,21 @@ std::optional<Answer> EarlyAnswer(const ProviderSpec& provider, std::string_view
 
 }  // namespace
 
-void Examine(const Endpoint& endpoint, const Delivery& delivery, TimePoint now, Examination& out) {
-  // Verify: before anything reads the body or the inbox.
-  out.refused =
-      Verify(endpoint, delivery.headers, delivery.body, now, delivery.query, &out.signed_message);
+void Examine(const Verifier& verifier, const Delivery& delivery, TimePoint now, Examination& out) {
+  // Verify: before anything reads the body or the inbox. The body the signature stands for
+  // is the request's but for a square delivery with bytes moved across the `?`: that one is
+  // read, and stored, as Square split its message, so it is the event it replays
+  // (docs/SECURITY.md row 124).
+  out.refused = verifier.Verify(delivery.headers, delivery.body, now, delivery.query, out.verified);
   if (!out.refused.ok()) return;
+  const Endpoint& endpoint = verifier.endpoint();
   const ProviderSpec& provider = SpecOf(endpoint.provider);
   if ((out.answered = EarlyAnswer(provider, delivery.body))) {
     out.outcome = provider.answer.outcome;
     return;
   }
-  // The body the signature stands for, which is the request's but for a square delivery
-  // with bytes moved across the `?`: that one is read, and stored, as Square split its
-  // message, so it is the event it replays (docs/SECURITY.md row 124).
-  out.body = SignedBody(endpoint, delivery.body, out.signed_message);
-  out.body_resplit = out.body != delivery.body;
-  StatusOr<Identity> identity = Identify(endpoint, delivery.headers, out.body, out.signed_message);
+  out.body_resplit = out.verified.body != delivery.body;
+  StatusOr<Identity> identity = Identify(endpoint, delivery.headers, out.verified);
   if (!identity.ok()) {
     out.refused = identity.status();
     return;

@@ -3,7 +3,8 @@
 // read the body the signature stands for, and identify the event. One call, so the
 // receiver's walk is route -> examine (the provider) -> accept, and what the endpoint's
 // provider means for a delivery is decided here from its row (config/providers.h) and its
-// scheme (src/verify/), never by the receiver naming a provider.
+// scheme (src/verify/, bound to the endpoint once: verify.h, Verifier), never by the
+// receiver naming a provider.
 //
 // Thread-safe: a pure function of its arguments.
 #pragma once
@@ -35,16 +36,16 @@ struct Examination {
   // labels it ("challenge", "ping").
   std::optional<Answer> answered;
   std::string_view outcome;
-  // Otherwise, the event. What Verify set for the schemes that sign a message built from the
-  // request (twilio, square); the body the signature stands for (verify.h SignedBody: the
-  // delivery's, or square's as Square split its message, then `body_resplit`); its identity.
-  std::string signed_message;
-  std::string_view body;
+  // Otherwise, the event: what verification proved (verify.h, Verified: the body the
+  // signature stands for, the delivery's or square's as Square split its message, then
+  // `body_resplit`); its identity.
+  Verified verified;
   bool body_resplit = false;
   Identity identity;
 };
 
-// Examines `delivery`, routed to `endpoint`, at `now`, into `out` (default-constructed).
-void Examine(const Endpoint& endpoint, const Delivery& delivery, TimePoint now, Examination& out);
+// Examines `delivery`, routed to the endpoint `verifier` is bound to, at `now`, into `out`
+// (default-constructed).
+void Examine(const Verifier& verifier, const Delivery& delivery, TimePoint now, Examination& out);
 
 }  // namespace hookbox

@@ -134,18 +134,16 @@ namespace {
 // The event's id (and where it came from): the first source that has one, else the hash of
 // what the signature covers. A provider that always sends its id (provider.id_required) has
 // no event without one.
-Status ReadEventId(const Endpoint& endpoint, const Headers& headers, BodyReader& reader,
-                   Identity& id) {
+Status ReadEventId(const Endpoint& endpoint, const Headers& headers, std::string_view id_header,
+                   BodyReader& reader, Identity& id) {
   const ProviderSpec& provider = SpecOf(endpoint.provider);
   std::vector<FieldRef> id_sources = endpoint.event_id.empty()
                                          ? DefaultIdSources(endpoint.provider)
                                          : std::vector<FieldRef>{endpoint.event_id};
-  if (endpoint.event_id.empty()) {
+  if (endpoint.event_id.empty() && !id_header.empty()) {
     // The id is the one the signature covers, where the scheme signs one (standard: from the
     // header family that was verified, never the other one).
-    if (std::optional<std::string_view> signed_id = SignedIdHeader(endpoint, headers)) {
-      id_sources = {FieldRef{FieldRef::From::kHeader, std::string(*signed_id)}};
-    }
+    id_sources = {FieldRef{FieldRef::From::kHeader, std::string(id_header)}};
   }
   for (const FieldRef& ref : id_sources) {
     auto v = Read(ref, headers, reader);
@@ -157,7 +155,7 @@ Status ReadEventId(const Endpoint& endpoint, const Headers& headers, BodyReader&
   }
   if (id.event_id.empty() && endpoint.event_id.empty() && provider.id_required) {
     // The producer always sends its id (square: its body's /event_id, read where Square's body
-    // starts in its signed message, verify.h SignedBody): no event it sends. Refused rather
+    // starts in its signed message, verify.h Verified::body): no event it sends. Refused rather
     // than stored under the hash, which would make a new event of a signature over anything
     // else.
     const ProviderSpec::Source& first = provider.ids.front();
@@ -174,13 +172,14 @@ Status ReadEventId(const Endpoint& endpoint, const Headers& headers, BodyReader&
 
 }  // namespace
 
-StatusOr<Identity> Identify(const Endpoint& endpoint, const Headers& headers, std::string_view body,
-                            std::string_view signed_message) {
-  BodyReader reader(body);
+StatusOr<Identity> Identify(const Endpoint& endpoint, const Headers& headers,
+                            const Verified& verified) {
+  BodyReader reader(verified.body);
   Identity id;
-  id.body_sha256 = Sha256Hex(signed_message.empty() ? body : signed_message);
+  id.body_sha256 =
+      Sha256Hex(verified.signed_message.empty() ? verified.body : verified.signed_message);
 
-  RETURN_IF_ERROR(ReadEventId(endpoint, headers, reader, id));
+  RETURN_IF_ERROR(ReadEventId(endpoint, headers, verified.id_header, reader, id));
   const ProviderSpec& provider = SpecOf(endpoint.provider);
   FieldRef type_ref =
       endpoint.event_type.empty() ? DefaultTypeSource(endpoint.provider) : endpoint.event_type;

@@ -13,6 +13,7 @@
 #include "base/headers.h"
 #include "base/status.h"
 #include "config/config.h"
+#include "verify/verify.h"
 
 namespace hookbox {
 
@@ -30,19 +31,19 @@ struct Identity {
   std::string body_sha256;              // hex
 };
 
-// InvalidArgument when a field breaks the bounds above, or for a delivery of a provider whose
-// row requires its id (square: the body's /event_id) that has none under the default. `body` is the
-// one the signature stands for (verify.h SignedBody: for square, read where Square split its signed
-// message). `signed_message` is what Verify set (twilio, square): when not empty, body_sha256 and
-// the "sha256:" fallback id hash it rather than the body, so that every request carrying one signed
-// message is one event (docs/SECURITY.md row 122).
-StatusOr<Identity> Identify(const Endpoint& endpoint, const Headers& headers, std::string_view body,
-                            std::string_view signed_message = {});
+// The identity of a verified delivery: its body, signed message and signed id header are
+// what Verify found (verify.h, Verified). InvalidArgument when a field breaks the bounds
+// above, or for a delivery of a provider whose row requires its id (square: the body's
+// /event_id) that has none under the default. When `verified.signed_message` is not empty
+// (twilio, square), body_sha256 and the "sha256:" fallback id hash it rather than the body,
+// so that every request carrying one signed message is one event (docs/SECURITY.md row 122).
+StatusOr<Identity> Identify(const Endpoint& endpoint, const Headers& headers,
+                            const Verified& verified);
 
 // The provider's default id and type sources, from its row (config/providers.h; DESIGN.md,
 // "Providers"). Several id sources are tried in order (shopify: X-Shopify-Event-Id, then
 // X-Shopify-Webhook-Id). Standard lists both of its ids, but Identify reads only the one
-// the signature covers (verify.h SignedIdHeader).
+// the signature covers (verify.h, Verified::id_header).
 std::vector<FieldRef> DefaultIdSources(Provider provider);
 FieldRef DefaultTypeSource(Provider provider);
 

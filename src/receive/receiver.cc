@@ -188,10 +188,16 @@ Answer Receiver::TakeOver(const ReceiverSetup& setup, const Endpoint& endpoint,
 
 Receiver::Receiver(ReceiverSetup setup, Inbox& inbox, const Clock& clock,
                    std::function<void()> on_jobs)
-    : setup_(std::make_shared<const ReceiverSetup>(std::move(setup))),
-      inbox_(inbox),
-      clock_(clock),
-      on_jobs_(std::move(on_jobs)) {}
+    : setup_(Bind(std::move(setup))), inbox_(inbox), clock_(clock), on_jobs_(std::move(on_jobs)) {}
+
+std::shared_ptr<const ReceiverSetup> Receiver::Bind(ReceiverSetup setup) {
+  setup.verifiers.clear();
+  if (setup.config) {
+    setup.verifiers.reserve(setup.config->endpoints.size());
+    for (const Endpoint& endpoint : setup.config->endpoints) setup.verifiers.emplace_back(endpoint);
+  }
+  return std::make_shared<const ReceiverSetup>(std::move(setup));
+}
 
 bool RouteMatches(const Route& route, const std::string& event_type, std::string_view body) {
   const bool typed = std::any_of(route.events.begin(), route.events.end(), [&](const auto& glob) {
@@ -309,7 +315,7 @@ struct DeliveryRecord {
   bool stored = false;         // the inbox answered with a verdict
 };
 
-// The event the inbox stores for an identified delivery, whose body is `body` (SignedBody);
+// The event the inbox stores for an identified delivery, whose body is `body` (Verified::body);
 // on a sync endpoint, with the request's claim and the work its handlers run in the inbox's
 // transaction.
 Event EventFor(const ReceiverSetup& setup, const Endpoint& ep, const Delivery& d,
@@ -342,14 +348,14 @@ Event EventFor(const ReceiverSetup& setup, const Endpoint& ep, const Delivery& d
 
 // A body too large to read: past limits.max_body, or a form with more than kMaxFormFields
 // fields where the provider's signature covers them parsed (twilio, verify.h
-// TooManyFormFields), so that work is bounded before the signature is checked
+// Verifier::TooManyFormFields), so that work is bounded before the signature is checked
 // (docs/SECURITY.md row 123).
-std::optional<std::pair<Answer, const char*>> SizeRefusal(const Endpoint& ep, const Delivery& d,
-                                                          size_t max_body) {
+std::optional<std::pair<Answer, const char*>> SizeRefusal(const Verifier& verifier,
+                                                          const Delivery& d, size_t max_body) {
   if (d.body.size() > max_body) {
     return std::make_pair(ErrorAnswer(413, "body larger than limits.max_body"), "too_large");
   }
-  if (TooManyFormFields(ep, d.body, d.query)) {
+  if (verifier.TooManyFormFields(d.body, d.query)) {
     return std::make_pair(
         ErrorAnswer(413, "form body has more than " + std::to_string(kMaxFormFields) + " fields"),
         "too_large");
@@ -376,14 +382,15 @@ Answer Receiver::Receive(const Delivery& d) const {
   if (auto refused = RouteRefusal(ep, client, d)) {
     return record.Finish(std::move(refused->first), refused->second);
   }
-  if (auto refused = SizeRefusal(*ep, d, config->limits.max_body)) {
+  const Verifier& verifier = setup->VerifierOf(*ep);
+  if (auto refused = SizeRefusal(verifier, d, config->limits.max_body)) {
     return record.Finish(std::move(refused->first), refused->second);
   }
 
   // 2. verify and identify: the endpoint's provider (examine.h), before anything reads the
   // inbox.
   Examination exam;
-  Examine(*ep, d, clock_.Now(), exam);
+  Examine(verifier, d, clock_.Now(), exam);
   if (exam.body_resplit) record.log["body_resplit"] = true;
   if (exam.refused.code() == Status::Code::kUnauthenticated) {
     const std::string& why = exam.refused.what();
@@ -399,7 +406,7 @@ Answer Receiver::Receive(const Delivery& d) const {
   record.LogIdentity(ep->name, exam.identity);
 
   // 3. accept
-  const Event e = EventFor(*setup, *ep, d, exam.body, exam.identity, clock_.Now());
+  const Event e = EventFor(*setup, *ep, d, exam.verified.body, exam.identity, clock_.Now());
   if (record.spans.on()) record.spans.AcceptStarted();
   StatusOr<AcceptResult> result = inbox_.Accept(e);
   if (record.spans.on()) record.spans.AcceptEnded(ep->name, e.event_id, result);

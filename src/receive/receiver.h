@@ -27,6 +27,7 @@
 #include "handlers/handler.h"
 #include "inbox/inbox.h"
 #include "ops/clock.h"
+#include "verify/verify.h"
 
 namespace hookbox {
 
@@ -34,6 +35,14 @@ namespace hookbox {
 struct ReceiverSetup {
   std::shared_ptr<const Config> config;
   std::shared_ptr<const HandlerSet> handlers;
+  // Each of config->endpoints bound to its provider's scheme, in its order (verify.h,
+  // Verifier): filled by the Receiver when it takes the setup (constructor, Swap), so that
+  // the provider is looked up once per load, not per delivery.
+  std::vector<Verifier> verifiers = {};
+
+  const Verifier& VerifierOf(const Endpoint& endpoint) const {
+    return verifiers[&endpoint - config->endpoints.data()];
+  }
 };
 
 class Receiver final {
@@ -48,12 +57,12 @@ class Receiver final {
   // when the request would be refused anyway; nullopt when the body should come.
   std::optional<Answer> CheckHead(const Delivery& head) const;
 
-  void Swap(ReceiverSetup setup) {
-    setup_.store(std::make_shared<const ReceiverSetup>(std::move(setup)));
-  }
+  void Swap(ReceiverSetup setup) { setup_.store(Bind(std::move(setup))); }
   std::shared_ptr<const ReceiverSetup> setup() const { return setup_.load(); }
 
  private:
+  // `setup` with its verifiers, one per endpoint.
+  static std::shared_ptr<const ReceiverSetup> Bind(ReceiverSetup setup);
   // The answer to a stored delivery (Receive's last step).
   Answer AnswerFor(const ReceiverSetup& setup, const Endpoint& endpoint, const Event& event,
                    const AcceptResult& result) const;

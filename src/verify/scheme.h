@@ -26,12 +26,26 @@ namespace hookbox::verify_internal {
 // public keys (Secret::public_key); a scheme may carry both (standard: v1 and v1a).
 // `other_messages`: other spellings of the message the producer may have signed, each tried
 // like `message` (twilio: its URL with and without the port).
+//
+// The rest is what the steps after verification need of the scheme, decided by parse so
+// that nothing asks the scheme again (verify.h, Verified):
+// - `message_is_identity`: the signature covers a message built from the request (parsed
+//   fields, URL and body run together) rather than the body's raw bytes; identity hashes
+//   `message`, which every request that verifies alike shares (twilio, square).
+// - `body_at`: where in `message` the producer's body starts, for a scheme whose message
+//   runs the body on from the URL with no separator (square); npos: the request's body,
+//   whose bytes the signature fixes.
+// - `id_header`: the header whose event id the signature covers (standard's webhook-id or
+//   svix-id); empty: the id is read from the provider's row.
 struct Claim {
   HashAlgorithm algorithm = HashAlgorithm::kSha256;
   std::string message;
   std::vector<std::string> other_messages;
   std::vector<std::string> macs;
   std::vector<std::string> signatures;
+  bool message_is_identity = false;
+  size_t body_at = std::string::npos;
+  std::string_view id_header;
 };
 
 struct Scheme {
@@ -48,23 +62,10 @@ struct Scheme {
   // nullptr for public-key-only schemes.
   Headers (*sign)(const Endpoint& endpoint, const Secret& secret, std::string_view body,
                   TimePoint now, std::string_view event_id, std::string_view event_type);
-  // True when the signature covers a message built from the request (parsed fields, URL and
-  // body run together) rather than the body's raw bytes: identity then hashes Claim::message
-  // (Verify's signed_message), which every request that verifies alike shares.
-  bool signs_parsed_body = false;
-  // For a scheme whose message runs the body on from the URL with no separator (square):
-  // the body as the producer sent it, read back from a verified claim's message, wherever
-  // the request split that message between its query and its body. nullopt when the message
-  // has no body where the producer's would start. nullptr for the other schemes, whose
-  // signatures fix the body's bytes.
-  std::optional<std::string_view> (*signed_body)(const Endpoint& endpoint,
-                                                 std::string_view message) = nullptr;
-  // For a scheme that signs the event id's header (standard): the header of this request
-  // whose id the signature covers, which identity then reads alone. nullptr for the others.
-  std::string_view (*signed_id_header)(const Headers& headers) = nullptr;
   // For a form-body scheme (ProviderSpec::body): true when this request's signature covers
   // its body by a hash in the query instead of by its parsed fields (twilio's bodySHA256),
-  // so the body is not parsed and not bounded as a form. nullptr: always parsed.
+  // so the body is not parsed and not bounded as a form. nullptr: always parsed. Asked
+  // before parse, as the bound on the fields comes before the work of parsing them.
   bool (*body_signed_by_hash)(std::string_view query) = nullptr;
 };
 

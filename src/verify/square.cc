@@ -7,7 +7,7 @@
 //
 // Nothing separates the query from the body in the signed text, so bytes moved across the
 // `?` (`?token=abc{` and the body without its `{`) verify alike. Such a request is Square's
-// delivery under another spelling: SignedBody reads the body back where Square split it,
+// delivery under another spelling: Verified::body is read back where Square split it,
 // and the receiver identifies and stores that, so the replay is a `duplicate` of the event
 // (200, no handler run) and, arriving first, is stored with Square's JSON. A request split
 // elsewhere cannot name another event id, as the id is read from the message, not from the
@@ -15,6 +15,7 @@
 // either, but answered a replay of a stored event unlike every other replay.)
 #include <string>
 
+#include "base/status_macros.h"
 #include "verify/scheme.h"
 
 namespace hookbox::verify_internal {
@@ -22,21 +23,19 @@ namespace {
 
 constexpr std::string_view kHeader = "x-square-hmacsha256-signature";
 
-StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::string_view body,
-                      TimePoint now, std::string_view query) {
-  return SingleMacClaim(endpoint, headers, kHeader, "", Encoding::kBase64, HashAlgorithm::kSha256,
-                        SignedUrl(endpoint.public_url, query) + std::string(body));
-}
-
 // Square's body is its JSON object: it starts at the first '{' after public_url. A query
 // cannot hold a raw '{' (RFC 3986 leaves it out; Square's dashboard keeps the URL as a URL),
 // so no byte of Square's own query is taken into the body. Without a '{' there is no body
-// Square sent: nullopt (the receiver keeps the request's, and identify refuses it).
-std::optional<std::string_view> SignedBody(const Endpoint& endpoint, std::string_view message) {
-  if (!message.starts_with(endpoint.public_url)) return std::nullopt;
-  const size_t brace = message.find('{', endpoint.public_url.size());
-  if (brace == std::string_view::npos) return std::nullopt;
-  return message.substr(brace);
+// Square sent: body_at stays npos (the receiver keeps the request's, and identify refuses it).
+StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::string_view body,
+                      TimePoint now, std::string_view query) {
+  ASSIGN_OR_RETURN(
+      Claim claim,
+      SingleMacClaim(endpoint, headers, kHeader, "", Encoding::kBase64, HashAlgorithm::kSha256,
+                     SignedUrl(endpoint.public_url, query) + std::string(body)));
+  claim.message_is_identity = true;
+  claim.body_at = claim.message.find('{', endpoint.public_url.size());
+  return claim;
 }
 
 // Signs for public_url without a query (what `hookbox send` posts to, given no --url).
@@ -50,6 +49,6 @@ Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view bo
 
 }  // namespace
 
-const Scheme kSquare = {&Parse, &HmacWithSecret, &Sign, /*signs_parsed_body=*/true, &SignedBody};
+const Scheme kSquare = {.parse = &Parse, .expected_mac = &HmacWithSecret, .sign = &Sign};
 
 }  // namespace hookbox::verify_internal

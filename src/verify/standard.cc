@@ -70,6 +70,9 @@ StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::str
   if (claim.macs.empty() && claim.signatures.empty()) return Fail(endpoint, reason::kMalformed);
   RETURN_IF_ERROR(CheckTimestamp(endpoint, timestamp, now));
   claim.message = std::string(id) + "." + std::string(timestamp) + "." + std::string(body);
+  // The id the signature covers is the signed family's: a svix-signed delivery with an added,
+  // unsigned webhook-id is no new event (docs/SECURITY.md row 7).
+  claim.id_header = prefix == "svix-" ? "svix-id" : "webhook-id";
   return claim;
 }
 
@@ -101,18 +104,9 @@ Headers Sign(const Endpoint& endpoint, const Secret& secret, std::string_view bo
   return headers;
 }
 
-// The id the signature covers is the signed family's: a svix-signed delivery with an added,
-// unsigned webhook-id is no new event (docs/SECURITY.md row 7).
-std::string_view SignedIdHeader(const Headers& headers) {
-  return StandardHeaderPrefix(headers) == "svix-" ? "svix-id" : "webhook-id";
-}
-
 }  // namespace
 
-const Scheme kStandard = {.parse = &Parse,
-                          .expected_mac = &ExpectedMac,
-                          .sign = &Sign,
-                          .signed_id_header = &SignedIdHeader};
+const Scheme kStandard = {.parse = &Parse, .expected_mac = &ExpectedMac, .sign = &Sign};
 
 }  // namespace hookbox::verify_internal
 

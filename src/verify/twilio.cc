@@ -106,6 +106,7 @@ StatusOr<Claim> Parse(const Endpoint& endpoint, const Headers& headers, std::str
   auto [without_port, with_port] = PortSpellings(endpoint.public_url);
   claim.message = SignedUrl(std::move(without_port), query) + signed_after_url;
   claim.other_messages.push_back(SignedUrl(std::move(with_port), query) + signed_after_url);
+  claim.message_is_identity = true;
   return claim;
 }
 
@@ -129,7 +130,6 @@ bool BodySignedByHash(std::string_view query) {
 const Scheme kTwilio = {.parse = &Parse,
                         .expected_mac = &HmacWithSecret,
                         .sign = &Sign,
-                        .signs_parsed_body = true,
                         .body_signed_by_hash = &BodySignedByHash};
 
 }  // namespace hookbox::verify_internal

@@ -205,43 +205,44 @@ bool AnySecretMatches(const Scheme& scheme, const Endpoint& endpoint,
 
 }  // namespace
 
-Status Verify(const Endpoint& endpoint, const Headers& headers, std::string_view body,
-              TimePoint now, std::string_view query, std::string* signed_message) {
-  const Scheme* scheme = SchemeFor(endpoint.provider);
-  if (scheme == nullptr) return Status::Ok();
+Verifier::Verifier(const Endpoint& endpoint)
+    : endpoint_(&endpoint), scheme_(SchemeFor(endpoint.provider)) {}
+
+Status Verifier::Verify(const Headers& headers, std::string_view body, TimePoint now,
+                        std::string_view query, Verified& out) const {
+  out.body = body;
+  if (scheme_ == nullptr) return Status::Ok();
   ASSIGN_OR_RETURN(verify_internal::Claim claim,
-                   scheme->parse(endpoint, headers, body, now, query));
+                   scheme_->parse(*endpoint_, headers, body, now, query));
   // The first message is the canonical one (public_url as configured); the others are
   // spellings of the same URL (twilio's port), so identity does not depend on which matched.
-  std::string canonical = scheme->signs_parsed_body ? claim.message : std::string();
-  bool matched = AnySecretMatches(*scheme, endpoint, claim);
+  std::string canonical = claim.message_is_identity ? claim.message : std::string();
+  bool matched = AnySecretMatches(*scheme_, *endpoint_, claim);
   for (std::string& other : claim.other_messages) {
     claim.message = std::move(other);
-    matched |= AnySecretMatches(*scheme, endpoint, claim);
+    matched |= AnySecretMatches(*scheme_, *endpoint_, claim);
   }
-  if (!matched) return verify_internal::Fail(endpoint, reason::kMismatch);
-  if (signed_message != nullptr) *signed_message = std::move(canonical);
+  if (!matched) return verify_internal::Fail(*endpoint_, reason::kMismatch);
+  out.signed_message = std::move(canonical);
+  if (claim.body_at < out.signed_message.size()) {
+    out.body = std::string_view(out.signed_message).substr(claim.body_at);
+  }
+  out.id_header = claim.id_header;
   return Status::Ok();
 }
 
-std::string_view SignedBody(const Endpoint& endpoint, std::string_view body,
-                            std::string_view signed_message) {
-  const Scheme* scheme = SchemeFor(endpoint.provider);
-  if (scheme == nullptr || scheme->signed_body == nullptr || signed_message.empty()) return body;
-  return scheme->signed_body(endpoint, signed_message).value_or(body);
-}
-
-std::optional<std::string_view> SignedIdHeader(const Endpoint& endpoint, const Headers& headers) {
-  const Scheme* scheme = SchemeFor(endpoint.provider);
-  if (scheme == nullptr || scheme->signed_id_header == nullptr) return std::nullopt;
-  return scheme->signed_id_header(headers);
-}
-
-bool TooManyFormFields(const Endpoint& endpoint, std::string_view body, std::string_view query) {
-  if (SpecOf(endpoint.provider).body != ProviderSpec::BodyFormat::kForm) return false;
-  const Scheme* scheme = SchemeFor(endpoint.provider);
-  if (scheme->body_signed_by_hash != nullptr && scheme->body_signed_by_hash(query)) return false;
+bool Verifier::TooManyFormFields(std::string_view body, std::string_view query) const {
+  if (SpecOf(endpoint_->provider).body != ProviderSpec::BodyFormat::kForm) return false;
+  if (scheme_->body_signed_by_hash != nullptr && scheme_->body_signed_by_hash(query)) return false;
   return CountFormFields(body) > kMaxFormFields;
+}
+
+Status Verify(const Endpoint& endpoint, const Headers& headers, std::string_view body,
+              TimePoint now, std::string_view query, std::string* signed_message) {
+  Verified verified;
+  RETURN_IF_ERROR(Verifier(endpoint).Verify(headers, body, now, query, verified));
+  if (signed_message != nullptr) *signed_message = std::move(verified.signed_message);
+  return Status::Ok();
 }
 
 bool CanSign(const Secret& secret) { return !secret.public_key && !secret.value.empty(); }

@@ -197,7 +197,8 @@ Headers ProducerHeaders(Producer& producer, const Endpoint& ep, SignMode mode,
 
 // True when `query` makes the endpoint's scheme sign a form body by a hash in the query
 // rather than by its fields, so that what Sign() signs (the fields) is not what is checked.
-// TooManyFormFields says so without naming the scheme: it leaves such a body unbounded.
+// Verifier::TooManyFormFields says so without naming the scheme: it leaves such a body
+// unbounded.
 bool QuerySignsBodyByHash(const Endpoint& ep, const std::string& query) {
   static const std::string kManyFields = [] {
     std::string fields;
@@ -205,7 +206,7 @@ bool QuerySignsBodyByHash(const Endpoint& ep, const std::string& query) {
     return fields;
   }();
   return SpecOf(ep.provider).body == fuzz::BodyFormat::kForm &&
-         !TooManyFormFields(ep, kManyFields, query);
+         !Verifier(ep).TooManyFormFields(kManyFields, query);
 }
 
 bool DocumentedStatus(int status) {

@@ -19,11 +19,25 @@ Endpoint Ep(Provider p) {
   return e;
 }
 
+// Identify as the receiver calls it, given what verification found: the body, the signed
+// message (twilio, square) and the header of the signed id (standard), each as verify.h's
+// Verified holds it (tests/verify/ shows each scheme filling them in).
+StatusOr<Identity> IdentifyVerified(const Endpoint& endpoint, const Headers& headers,
+                                    std::string_view body, std::string_view id_header = {},
+                                    std::string signed_message = {}) {
+  Verified verified;
+  verified.signed_message = std::move(signed_message);
+  verified.body = body;
+  verified.id_header = id_header;
+  return Identify(endpoint, headers, verified);
+}
+
 }  // namespace
 
 TEST_CASE("provider defaults for id and type") {
   SECTION("stripe: body /id and /type") {
-    auto id = Identify(Ep(Provider::kStripe), {}, R"({"id":"evt_1","type":"invoice.paid"})");
+    auto id =
+        IdentifyVerified(Ep(Provider::kStripe), {}, R"({"id":"evt_1","type":"invoice.paid"})");
     REQUIRE(id.ok());
     CHECK(id->event_id == "evt_1");
     CHECK(id->id_source == "body:/id");
@@ -31,99 +45,97 @@ TEST_CASE("provider defaults for id and type") {
   }
   SECTION("github: headers") {
     Headers h = {{"x-github-delivery", "d-1"}, {"X-GitHub-Event", "push"}};
-    auto id = Identify(Ep(Provider::kGithub), h, "{}");
+    auto id = IdentifyVerified(Ep(Provider::kGithub), h, "{}");
     CHECK(id->event_id == "d-1");
     CHECK(id->id_source == "header:X-GitHub-Delivery");
     CHECK(id->event_type == "push");
   }
-  SECTION("standard: webhook-id, else svix-id") {
-    auto a = Identify(Ep(Provider::kStandard), {{"webhook-id", "msg_1"}}, R"({"type":"t"})");
+  SECTION("standard: the id of the header the signature covers") {
+    const Endpoint ep = Ep(Provider::kStandard);
+    auto a = IdentifyVerified(ep, {{"webhook-id", "msg_1"}}, R"({"type":"t"})", "webhook-id");
     CHECK(a->event_id == "msg_1");
     CHECK(a->event_type == "t");
-    auto b =
-        Identify(Ep(Provider::kStandard), {{"svix-id", "msg_2"}, {"svix-signature", "v1,x"}}, "{}");
-    CHECK(b->event_id == "msg_2");
-    CHECK(b->id_source == "header:svix-id");
-  }
-  SECTION("standard: the id of the signed header family only") {
     // svix-signed, with an added webhook-id the signature does not cover: the svix-id.
-    Headers replay = {{"svix-id", "msg_signed"},
-                      {"svix-timestamp", "1700000000"},
-                      {"svix-signature", "v1,x"},
-                      {"webhook-id", "anything"}};
-    auto a = Identify(Ep(Provider::kStandard), replay, "{}");
-    REQUIRE(a.ok());
-    CHECK(a->event_id == "msg_signed");
-    CHECK(a->id_source == "header:svix-id");
+    Headers replay = {{"svix-id", "msg_signed"}, {"webhook-id", "anything"}};
+    auto b = IdentifyVerified(ep, replay, "{}", "svix-id");
+    REQUIRE(b.ok());
+    CHECK(b->event_id == "msg_signed");
+    CHECK(b->id_source == "header:svix-id");
     // webhook-signed: the webhook-id, never a svix-id, even when webhook-id is missing.
-    auto b =
-        Identify(Ep(Provider::kStandard),
-                 {{"webhook-signature", "v1,x"}, {"webhook-id", "msg_w"}, {"svix-id", "s"}}, "{}");
-    CHECK(b->event_id == "msg_w");
-    auto c =
-        Identify(Ep(Provider::kStandard), {{"webhook-signature", "v1,x"}, {"svix-id", "s"}}, "{}");
-    CHECK(c->id_source == "sha256");
+    auto c = IdentifyVerified(ep, {{"webhook-id", "msg_w"}, {"svix-id", "s"}}, "{}", "webhook-id");
+    CHECK(c->event_id == "msg_w");
+    auto d = IdentifyVerified(ep, {{"svix-id", "s"}}, "{}", "webhook-id");
+    CHECK(d->id_source == "sha256");
+    // A configured event_id wins over the signed header, as for every provider.
+    Endpoint configured = ep;
+    configured.event_id = FieldRef{FieldRef::From::kBody, "/id"};
+    auto e = IdentifyVerified(configured, replay, R"({"id":"mine"})", "svix-id");
+    CHECK(e->event_id == "mine");
   }
   SECTION("shopify: X-Shopify-Event-Id, else X-Shopify-Webhook-Id") {
-    auto a = Identify(Ep(Provider::kShopify),
-                      {{"X-Shopify-Event-Id", "e"},
-                       {"X-Shopify-Webhook-Id", "w"},
-                       {"X-Shopify-Topic", "orders/create"}},
-                      "{}");
+    auto a = IdentifyVerified(Ep(Provider::kShopify),
+                              {{"X-Shopify-Event-Id", "e"},
+                               {"X-Shopify-Webhook-Id", "w"},
+                               {"X-Shopify-Topic", "orders/create"}},
+                              "{}");
     CHECK(a->event_id == "e");
     CHECK(a->event_type == "orders/create");
-    auto b = Identify(Ep(Provider::kShopify), {{"X-Shopify-Webhook-Id", "w"}}, "{}");
+    auto b = IdentifyVerified(Ep(Provider::kShopify), {{"X-Shopify-Webhook-Id", "w"}}, "{}");
     CHECK(b->event_id == "w");
   }
   SECTION("slack: body /event_id and /event/type") {
-    auto a = Identify(Ep(Provider::kSlack), {}, R"({"event_id":"Ev1","event":{"type":"message"}})");
+    auto a = IdentifyVerified(Ep(Provider::kSlack), {},
+                              R"({"event_id":"Ev1","event":{"type":"message"}})");
     CHECK(a->event_id == "Ev1");
     CHECK(a->event_type == "message");
   }
   SECTION("gitlab: Idempotency-Key, else X-Gitlab-Event-UUID") {
-    auto a = Identify(Ep(Provider::kGitlab),
-                      {{"X-Gitlab-Event-UUID", "u"}, {"X-Gitlab-Event", "Push Hook"}}, "{}");
+    auto a =
+        IdentifyVerified(Ep(Provider::kGitlab),
+                         {{"X-Gitlab-Event-UUID", "u"}, {"X-Gitlab-Event", "Push Hook"}}, "{}");
     CHECK(a->event_id == "u");
     CHECK(a->event_type == "Push Hook");
-    auto b = Identify(Ep(Provider::kGitlab),
-                      {{"Idempotency-Key", "k"}, {"X-Gitlab-Event-UUID", "u"}}, "{}");
+    auto b = IdentifyVerified(Ep(Provider::kGitlab),
+                              {{"Idempotency-Key", "k"}, {"X-Gitlab-Event-UUID", "u"}}, "{}");
     CHECK(b->event_id == "k");
   }
   SECTION("paddle, square: body /event_id; /event_type, /type") {
-    auto a = Identify(Ep(Provider::kPaddle), {}, R"({"event_id":"evt_1","event_type":"a.b"})");
+    auto a =
+        IdentifyVerified(Ep(Provider::kPaddle), {}, R"({"event_id":"evt_1","event_type":"a.b"})");
     CHECK(a->event_id == "evt_1");
     CHECK(a->event_type == "a.b");
-    auto b = Identify(Ep(Provider::kSquare), {}, R"({"event_id":"e-2","type":"payment.created"})");
+    auto b = IdentifyVerified(Ep(Provider::kSquare), {},
+                              R"({"event_id":"e-2","type":"payment.created"})");
     CHECK(b->event_id == "e-2");
     CHECK(b->event_type == "payment.created");
   }
   SECTION("discord: the body hash, and /event/type") {
     const std::string body = R"({"version":1,"type":1,"event":{"type":"APPLICATION_AUTHORIZED"}})";
-    auto a = Identify(Ep(Provider::kDiscord), {}, body);
+    auto a = IdentifyVerified(Ep(Provider::kDiscord), {}, body);
     CHECK(a->event_id == "sha256:" + Sha256Hex(body));
     CHECK(a->event_type == "APPLICATION_AUTHORIZED");
   }
   SECTION("twilio: the signed message's hash, never the unsigned token; type twilio") {
     const std::string form = "MessageSid=SM1&MessageStatus=delivered";
     const std::string message = "https://example.com/hMessageSidSM1MessageStatusdelivered";
-    auto a =
-        Identify(Ep(Provider::kTwilio), {{"I-Twilio-Idempotency-Token", "tok-1"}}, form, message);
+    auto a = IdentifyVerified(Ep(Provider::kTwilio), {{"I-Twilio-Idempotency-Token", "tok-1"}},
+                              form, {}, message);
     CHECK(a->event_id == "sha256:" + Sha256Hex(message));
     CHECK(a->id_source == "sha256");
     CHECK(a->event_type == "twilio");
-    auto b =
-        Identify(Ep(Provider::kTwilio), {{"I-Twilio-Idempotency-Token", "tok-2"}}, form, message);
+    auto b = IdentifyVerified(Ep(Provider::kTwilio), {{"I-Twilio-Idempotency-Token", "tok-2"}},
+                              form, {}, message);
     CHECK(b->event_id == a->event_id);
     // The token only when the operator names it.
     Endpoint token = Ep(Provider::kTwilio);
     token.event_id = {FieldRef::From::kHeader, "I-Twilio-Idempotency-Token"};
-    auto c = Identify(token, {{"I-Twilio-Idempotency-Token", "tok-1"}}, form, message);
+    auto c = IdentifyVerified(token, {{"I-Twilio-Idempotency-Token", "tok-1"}}, form, {}, message);
     CHECK(c->event_id == "tok-1");
     CHECK(c->id_source == "header:I-Twilio-Idempotency-Token");
     // A configured type wins over the constant.
     Endpoint typed = Ep(Provider::kTwilio);
     typed.event_type = {FieldRef::From::kForm, "MessageStatus"};
-    CHECK(Identify(typed, {}, form)->event_type == "delivered");
+    CHECK(IdentifyVerified(typed, {}, form)->event_type == "delivered");
   }
 }
 
@@ -135,7 +147,7 @@ TEST_CASE("form:NAME reads a field of an application/x-www-form-urlencoded body"
   e.sequence = {FieldRef::From::kForm, "SequenceNumber"};
   const std::string form =
       "CallSid=CA1&MessageSid=SM%2F1&Event+Type=call.st%C3%A4tus&SequenceNumber=3&MessageSid=SM2";
-  auto id = Identify(e, {}, form);
+  auto id = IdentifyVerified(e, {}, form);
   REQUIRE(id.ok());
   CHECK(id->event_id == "SM/1");  // decoded; the first of a repeated field
   CHECK(id->id_source == "form:MessageSid");
@@ -143,11 +155,11 @@ TEST_CASE("form:NAME reads a field of an application/x-www-form-urlencoded body"
   CHECK(id->resource_id == "CA1");
   CHECK(id->sequence_key == 3);
   // Absent, or a JSON body: the fallbacks, as for body: fields.
-  auto absent = Identify(e, {}, R"({"MessageSid":"SM1"})");
+  auto absent = IdentifyVerified(e, {}, R"({"MessageSid":"SM1"})");
   CHECK(absent->id_source == "sha256");
   CHECK(absent->event_type.empty());
   // Decoded control characters are refused like any other identity field's.
-  CHECK_FALSE(Identify(e, {}, "MessageSid=a%0Ab").ok());
+  CHECK_FALSE(IdentifyVerified(e, {}, "MessageSid=a%0Ab").ok());
 }
 
 TEST_CASE("configured sources override the defaults") {
@@ -156,7 +168,8 @@ TEST_CASE("configured sources override the defaults") {
   e.event_type = {FieldRef::From::kHeader, "X-Kind"};
   e.resource = {FieldRef::From::kBody, "/obj"};
   e.sequence = {FieldRef::From::kBody, "/version"};
-  auto id = Identify(e, {{"X-Kind", "k"}}, R"({"meta":{"id":123},"obj":"o-1","version":7})");
+  auto id =
+      IdentifyVerified(e, {{"X-Kind", "k"}}, R"({"meta":{"id":123},"obj":"o-1","version":7})");
   REQUIRE(id.ok());
   CHECK(id->event_id == "123");  // numbers keep their JSON text
   CHECK(id->id_source == "body:/meta/id");
@@ -171,7 +184,7 @@ TEST_CASE("missing, empty or non-JSON ids fall back to sha256 of the raw body") 
        {std::string("{}"), std::string(R"({"id":""})"), std::string("not json"),
         std::string(R"({"id":{"nested":1}})"), std::string()}) {
     INFO(body);
-    auto id = Identify(Ep(Provider::kStripe), {}, body);
+    auto id = IdentifyVerified(Ep(Provider::kStripe), {}, body);
     REQUIRE(id.ok());
     CHECK(id->event_id == "sha256:" + Sha256Hex(body));
     CHECK(id->id_source == "sha256");
@@ -180,17 +193,18 @@ TEST_CASE("missing, empty or non-JSON ids fall back to sha256 of the raw body") 
 
 TEST_CASE("identity fields are bounded") {
   auto long_id =
-      Identify(Ep(Provider::kGithub), {{"X-GitHub-Delivery", std::string(513, 'a')}}, "");
+      IdentifyVerified(Ep(Provider::kGithub), {{"X-GitHub-Delivery", std::string(513, 'a')}}, "");
   CHECK(long_id.status().code() == Status::Code::kInvalidArgument);
-  auto ok_id = Identify(Ep(Provider::kGithub), {{"X-GitHub-Delivery", std::string(512, 'a')}}, "");
+  auto ok_id =
+      IdentifyVerified(Ep(Provider::kGithub), {{"X-GitHub-Delivery", std::string(512, 'a')}}, "");
   CHECK(ok_id.ok());
-  auto ctl = Identify(Ep(Provider::kStripe), {}, R"({"id":"a\u0001b"})");
+  auto ctl = IdentifyVerified(Ep(Provider::kStripe), {}, R"({"id":"a\u0001b"})");
   CHECK(ctl.status().code() == Status::Code::kInvalidArgument);
-  auto del = Identify(Ep(Provider::kStripe), {},
-                      "{\"id\":\"a\x7f"
-                      "b\"}");
+  auto del = IdentifyVerified(Ep(Provider::kStripe), {},
+                              "{\"id\":\"a\x7f"
+                              "b\"}");
   CHECK(del.status().code() == Status::Code::kInvalidArgument);
-  auto type = Identify(Ep(Provider::kStripe), {}, R"({"id":"x","type":"a\nb"})");
+  auto type = IdentifyVerified(Ep(Provider::kStripe), {}, R"({"id":"x","type":"a\nb"})");
   CHECK(type.status().code() == Status::Code::kInvalidArgument);
 }
 

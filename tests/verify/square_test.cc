@@ -86,9 +86,11 @@ TEST_CASE("square: missing and malformed headers", "[square]") {
                {"x-square-hmacsha256-signature", kPublished}}) == "malformed signature");
 }
 
-TEST_CASE("square: SignedBody reads the body where Square split its message", "[square]") {
+TEST_CASE("square: Verified::body is the body where Square split its message", "[square]") {
   const std::string query = "token=abc";
   const Headers headers = Delivery(Mac(kUrl + "?" + query + kBody));
+  const Endpoint square = Square();
+  const Verifier verifier(square);
   // Every split of the one signed text verifies, and gives Square's body back.
   for (const auto& [q, body] : {std::pair{query, kBody}, std::pair{query + "{", kBody.substr(1)},
                                 std::pair{std::string("token=ab"), "c" + kBody},
@@ -96,20 +98,23 @@ TEST_CASE("square: SignedBody reads the body where Square split its message", "[
                                 std::pair{query + kBody.substr(0, kBody.find("\"data\":") + 7),
                                           kBody.substr(kBody.find("\"data\":") + 7)}}) {
     INFO(q << " | " << body);
-    std::string message;
-    REQUIRE(Verify(Square(), headers, body, At(0), q, &message).ok());
-    CHECK(message == kUrl + "?" + query + kBody);
-    CHECK(SignedBody(Square(), body, message) == kBody);
+    Verified verified;
+    REQUIRE(verifier.Verify(headers, body, At(0), q, verified).ok());
+    CHECK(verified.signed_message == kUrl + "?" + query + kBody);
+    CHECK(verified.body == kBody);
+    CHECK(verified.id_header.empty());
   }
   // No '{' after public_url: no body of Square's; the request's own is kept.
-  std::string message;
-  REQUIRE(
-      Verify(Square(), Delivery(Mac(kUrl + "?a=1plain")), "plain", At(0), "a=1", &message).ok());
-  CHECK(SignedBody(Square(), "plain", message) == "plain");
-  // Other providers, and no signed message: the body as it came.
+  Verified plain;
+  REQUIRE(verifier.Verify(Delivery(Mac(kUrl + "?a=1plain")), "plain", At(0), "a=1", plain).ok());
+  CHECK(plain.body == "plain");
+  // Another provider: the body as it came, and no signed message.
   Endpoint stripe = testing::MakeEndpoint(Provider::kStripe, {"whsec_x"});
-  CHECK(SignedBody(stripe, "x{y", "https://h/{z") == "x{y");
-  CHECK(SignedBody(Square(), "x{y", "") == "x{y");
+  Verified none;
+  const Headers stripe_signed = Sign(stripe, stripe.secrets[0], "x{y", At(0), "evt", "t");
+  REQUIRE(Verifier(stripe).Verify(stripe_signed, "x{y", At(0), "", none).ok());
+  CHECK(none.body == "x{y");
+  CHECK(none.signed_message.empty());
 }
 
 }  // namespace

@@ -38,6 +38,17 @@ std::string Check(const Headers& headers, TimePoint now = At(kT),
   return Outcome(Verify(endpoint, headers, kBody, now));
 }
 
+// The header Verify names as the one whose id the signature covers (Verified::id_header);
+// "" when the delivery does not verify.
+std::string IdHeader(const Headers& headers) {
+  Endpoint endpoint = testing::MakeEndpoint(Provider::kStandard, {kSecret});
+  Verified verified;
+  if (!Verifier(endpoint).Verify(headers, kBody, At(kT), "", verified).ok()) return "";
+  CHECK(verified.body == kBody);
+  CHECK(verified.signed_message.empty());
+  return std::string(verified.id_header);
+}
+
 TEST_CASE("standard: Sign then Verify", "[standard]") {
   Endpoint endpoint = testing::MakeEndpoint(Provider::kStandard, {kSecret});
   Headers headers = Sign(endpoint, endpoint.secrets[0], kBody, At(kT), kId, "user.created");
@@ -66,18 +77,21 @@ TEST_CASE("standard: svix-* header names", "[standard]") {
 TEST_CASE("standard: the signed family alone; the other family's headers change nothing",
           "[standard]") {
   // A svix-signed delivery replayed with added webhook-id / webhook-timestamp is verified
-  // with the svix-* headers, and StandardHeaderPrefix says so, which is what Identify reads
-  // the event id from.
+  // with the svix-* headers, and names svix-id as the id the signature covers, which is
+  // what Identify reads the event id from.
   Headers replay = Delivery(V1(), "svix-");
   replay.emplace("webhook-id", "anything");
   replay.emplace("webhook-timestamp", "1");
   CHECK(StandardHeaderPrefix(replay) == "svix-");
   CHECK(Check(replay) == "ok");
+  CHECK(IdHeader(replay) == "svix-id");
   // A webhook-signature picks webhook-*, whatever svix-* headers come along.
   Headers both = Delivery(V1());
   for (const auto& [k, v] : Delivery("v1,AAAA", "svix-")) both.emplace(k, v);
   CHECK(StandardHeaderPrefix(both) == "webhook-");
   CHECK(Check(both) == "ok");
+  CHECK(IdHeader(both) == "webhook-id");
+  CHECK(IdHeader(Delivery(V1())) == "webhook-id");
   // Neither signature: webhook-* (verification then answers missing signature).
   CHECK(StandardHeaderPrefix({{"svix-id", kId}}) == "webhook-");
   CHECK(Check({{"svix-id", kId}, {"svix-timestamp", std::to_string(kT)}}) == reason::kMissing);
