@@ -36,8 +36,8 @@ struct HttpReply {
 // POSTs `body` with `headers` plus Content-Type. Any answer, whatever its status, is a
 // reply; failing to get one (refused, reset, TLS, timed out, a head over kMaxReplyHead
 // bytes or kMaxReplyHeaders lines) is Status::Unavailable whose what() says why ("timed
-// out", "cannot connect", "response head over 64 KiB") and whose about() is the URL.
-// Redirects are not followed.
+// out", "cannot connect", "response head over 64 KiB") and whose ToString() adds the URL
+// ("timed out: http://..."). Redirects are not followed.
 StatusOr<HttpReply> HttpPost(const HttpUrl& url, const Headers& headers, std::string_view body,
                              const std::string& content_type, std::chrono::milliseconds timeout);
 

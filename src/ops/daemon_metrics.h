@@ -42,7 +42,7 @@ struct DaemonMetrics {
   // {verb}: retry, replay. Jobs the console's bulk page re-armed (the CLI's bulk verbs run in
   // a process of their own: they print what they did, and are not counted here).
   CounterFamily& bulk_jobs_rearmed;
-  // {op}: accept, checkpoint, purge, claim, finish. Storage operations that failed for a
+  // {op}: accept, checkpoint, purge, claim, finish, heartbeat. Storage operations that failed for a
   // reason other than lock contention (storage_health.h); each is also an `error` log line.
   CounterFamily& storage_errors;
   // Reloads (SIGHUP) refused because the new config had errors; the old one stays.

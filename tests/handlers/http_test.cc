@@ -1,5 +1,7 @@
-// Tests for handlers/http and src/http/client: a real downstream (cpp-httplib's server on
-// 127.0.0.1, port 0) that records what it was sent and answers as each test says.
+// Tests for handlers/http, and src/http/client's bounds as the handler reports them: a real
+// downstream (cpp-httplib's server on 127.0.0.1, port 0) that records what it was sent and
+// answers as each test says. HttpPost's own cases are tests/http/client_test.cc; the URLs,
+// tests/base/http_url_test.cc.
 #include "handlers/http/http.h"
 
 #include <httplib.h>
@@ -622,30 +624,6 @@ TEST_CASE("http: the factory reports every problem, and never a secret") {
             .HasError("h.sign.secret: environment variable HOOKBOX_TEST_UNSET_VAR is not set"));
   CHECK(Build("http", "{url: \"http://h/\", sign: {secret: whsec_abc}}")
             .HasError("h.sign.secret: expected one of {env: NAME}"));
-}
-
-TEST_CASE("http client: URLs") {
-  auto url = ParseHttpUrl("http://127.0.0.1:8080/a/b?c=d");
-  REQUIRE(url.ok());
-  CHECK(url->host == "127.0.0.1");
-  CHECK(url->port == 8080);
-  CHECK(url->path == "/a/b?c=d");
-  CHECK_FALSE(url->https);
-  auto https = ParseHttpUrl("https://example.com");
-  REQUIRE(https.ok());
-  CHECK(https->https);
-  CHECK(https->port == 443);
-  CHECK(https->path == "/");
-  auto v6 = ParseHttpUrl("http://[::1]:9/x");
-  REQUIRE(v6.ok());
-  CHECK(v6->host == "::1");
-  CHECK(ParseHttpUrl("http://h?q=1")->path == "/?q=1");
-  for (const char* bad :
-       {"", "http://", "http://:80/", "http://h:/", "http://h:99999/", "http://h/a b",
-        "http://h/#frag", "http://::1/", "HTTP://h/", "http://[::1/"}) {
-    INFO(bad);
-    CHECK_FALSE(ParseHttpUrl(bad).ok());
-  }
 }
 
 }  // namespace
