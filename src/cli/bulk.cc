@@ -5,7 +5,7 @@
 // handler's state and the drain time a --rate sets; a --rate spread of a paused handler's
 // jobs is refused (it would run out during the pause, and every job run at once on
 // resume). Safe beside the running daemon and other replicas: the inbox changes each job by
-// a compare-and-swap (inbox.h).
+// a compare-and-swap (inbox_admin.h).
 #include <chrono>
 #include <cstdlib>
 #include <iomanip>

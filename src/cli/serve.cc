@@ -372,10 +372,11 @@ class Daemon {
         handlers_(handlers),
         inbox_(std::move(inbox)),
         instance_(*inbox_, clock_, started_config_.heartbeat_timeout),
-        dispatcher_(*inbox_, config, handlers, clock_),
-        receiver_({config, handlers}, *inbox_, clock_, [this] { dispatcher_.Wake(); }),
+        dispatcher_(*inbox_, *inbox_, *inbox_, config, handlers, clock_),
+        receiver_({config, handlers}, *inbox_, *inbox_, clock_, [this] { dispatcher_.Wake(); }),
         purge_(*inbox_, config, clock_),
-        alert_watch_(*inbox_, config, handlers, clock_, [] { return Storage().Problem(); }),
+        alert_watch_(*inbox_, *inbox_, config, handlers, clock_,
+                     [] { return Storage().Problem(); }),
         hooks_(
             PublicLimits(started_config_),
             [this](const Delivery& d) { return receiver_.Receive(d); },
@@ -384,8 +385,8 @@ class Daemon {
         guards_(started_config_.admin_hosts,
                 started_config_.admin_token ? started_config_.admin_token->value : "",
                 std::move(csrf_key)),
-        console_(*inbox_, ConsoleOptionsFor(started_config_, [this] { dispatcher_.Wake(); }),
-                 guards_),
+        console_(*inbox_, *inbox_,
+                 ConsoleOptionsFor(started_config_, [this] { dispatcher_.Wake(); }), guards_),
         admin_routes_(admin::AdminRoutes([this] { return liveness_.ReadyProblem(); }, console_),
                       guards_),
         admin_(AdminLimits(), [this](const Delivery& d) { return admin_routes_.Dispatch(d); }) {}
@@ -430,7 +431,7 @@ class Daemon {
 };
 
 bool Daemon::Start(const std::vector<int>& activated) {
-  WarnAboutHeldJobs(*inbox_, started_config_, "start");
+  WarnAboutHeldJobs(*inbox_, *inbox_, started_config_, "start");
   NoteConfig(started_config_, *handlers_);
   // The heartbeat first: it ends the leases of processes whose heartbeat has expired before
   // the first claim, and beats for sync requests' leases too, dispatcher or not.
@@ -556,7 +557,7 @@ void Daemon::Reload() {
   NoteConfig(*new_config, *new_handlers);
   LogLifecycle({{"msg", "reloaded"}, {"endpoints", new_config->endpoints.size()}});
   // A renamed or removed handler's waiting jobs are held, never run by another (held.h).
-  WarnAboutHeldJobs(*inbox_, *new_config, "reload");
+  WarnAboutHeldJobs(*inbox_, *inbox_, *new_config, "reload");
 }
 
 int Daemon::Drain() {

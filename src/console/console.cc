@@ -423,8 +423,10 @@ Answer NotAllowedPage(std::string_view allow) {
 
 Answer RefusedPage(std::string_view why) { return Message(403, "Refused", std::string(why)); }
 
-Console::Console(Inbox& inbox, ConsoleOptions options, const Guards& guards)
-    : inbox_(inbox),
+Console::Console(InboxAdmin& admin, HandlerStates& states, ConsoleOptions options,
+                 const Guards& guards)
+    : admin_(admin),
+      states_(states),
       options_(std::make_shared<const ConsoleOptions>(std::move(options))),
       guards_(guards) {}
 
@@ -480,7 +482,7 @@ Answer Console::ListPage(const Delivery& d) {
   }
   auto rows = Rows(f);
   if (!rows.ok()) return Failed(rows.status());
-  auto queue = inbox_.Queue(false);
+  auto queue = admin_.Queue(false);
   if (!queue.ok()) return Failed(queue.status());
 
   const EventFilter& ef = f.filter;
@@ -523,12 +525,12 @@ Answer Console::ListPage(const Delivery& d) {
 // events of the endpoints in the config, at any size of the inbox.
 StatusOr<std::vector<InboxRow>> Console::Rows(const ListFilter& f) {
   const std::shared_ptr<const ConsoleOptions> opts = Options();
-  if (f.event_id.empty() || !f.filter.endpoint.empty()) return inbox_.List(f);
+  if (f.event_id.empty() || !f.filter.endpoint.empty()) return admin_.List(f);
   std::vector<InboxRow> rows;
   for (const std::string& endpoint : opts->endpoints) {
     ListFilter one = f;
     one.filter.endpoint = endpoint;
-    ASSIGN_OR_RETURN(const std::vector<InboxRow> found, inbox_.List(one));
+    ASSIGN_OR_RETURN(const std::vector<InboxRow> found, admin_.List(one));
     rows.insert(rows.end(), found.begin(), found.end());
   }
   std::sort(rows.begin(), rows.end(), [](const InboxRow& a, const InboxRow& b) {
@@ -544,7 +546,7 @@ Answer Console::EventPage(const Delivery& d) {
   if (endpoint.empty() || id.empty()) {
     return Message(400, "Which event?", "An event's page needs its endpoint and id.");
   }
-  auto detail = inbox_.Show(endpoint, id);
+  auto detail = admin_.Show(endpoint, id);
   if (!detail.ok()) {
     if (detail.status().code() == Status::Code::kNotFound) {
       return Message(HttpStatusFor(detail.status()), "No such event",
@@ -580,7 +582,7 @@ Answer Console::DeadPage(const Delivery& d) {
     if (!n) return Message(400, "Bad page", "The page's position (before) is not valid.");
     before = *n;
   }
-  auto dead = inbox_.DeadJobs(before, kPageRows + 1);
+  auto dead = admin_.DeadJobs(before, kPageRows + 1);
   if (!dead.ok()) return Failed(dead.status());
   const bool more = dead->size() > static_cast<size_t>(kPageRows);
   if (more) dead->pop_back();
@@ -623,7 +625,7 @@ Answer Console::EventAction(const Delivery& d, bool retry) {
          {"back_href", EventHref(endpoint, id)}});
   }
   if (retry) {
-    auto rearmed = inbox_.Retry(endpoint, id, std::chrono::system_clock::now());
+    auto rearmed = admin_.Retry(endpoint, id, std::chrono::system_clock::now());
     if (!rearmed.ok()) {
       const Status& s = rearmed.status();
       // A row without a dead job is refused as InvalidArgument: here it is the row's state
@@ -636,7 +638,7 @@ Answer Console::EventAction(const Delivery& d, bool retry) {
     if (opts->wake) opts->wake();
     return Redirect(EventHref(endpoint, id) + "&retried=" + std::to_string(*rearmed));
   }
-  if (Status s = inbox_.Clear(endpoint, id, std::chrono::system_clock::now()); !s.ok()) {
+  if (Status s = admin_.Clear(endpoint, id, std::chrono::system_clock::now()); !s.ok()) {
     // A busy row (kEventBusy, 409): its own words, since Failed's are a failed inbox's.
     if (s.conflict() == Status::ConflictKind::kEventBusy) {
       return Message(HttpStatusFor(s), "Not cleared",
@@ -654,7 +656,7 @@ Answer Console::EventAction(const Delivery& d, bool retry) {
 Answer Console::HandlersPage(const Delivery& d) {
   const std::shared_ptr<const ConsoleOptions> opts = Options();
   const FormFields query = ParseUrlEncoded(d.query);
-  auto all = inbox_.Handlers(std::chrono::system_clock::now(), /*count_jobs=*/true);
+  auto all = states_.Handlers(std::chrono::system_clock::now(), /*count_jobs=*/true);
   if (!all.ok()) return Failed(all.status());
   json view = {{"title", "Handlers"}, {"handlers", json::array()}};
   for (const ConsoleOptions::PoolHandler& ph : opts->handlers) {
@@ -721,8 +723,8 @@ Answer Console::HandlerAction(const Delivery& d, bool pause) {
   }
   std::string reason = FormText(form, "reason");
   if (reason.size() > 200) reason.resize(200);
-  auto changed = inbox_.SetPaused({{endpoint, handler}}, pause, pause ? reason : "",
-                                  std::chrono::system_clock::now());
+  auto changed = states_.SetPaused({{endpoint, handler}}, pause, pause ? reason : "",
+                                   std::chrono::system_clock::now());
   if (!changed.ok()) return Failed(changed.status());
   if (!pause && opts->wake) opts->wake();
   return Redirect(std::string("/handlers?done=") + (pause ? "paused" : "resumed") +
@@ -773,9 +775,9 @@ Answer Console::BulkPage(const Delivery& d) {
       view["error"] = "A replay runs one handler again: name it.";
       return Html(200, "bulk.html", view);
     }
-    auto plan = inbox_.PlanBulk(q->request);
+    auto plan = admin_.PlanBulk(q->request);
     if (!plan.ok()) return Failed(plan.status());
-    auto handlers = HandlersOfPlan(inbox_, *plan, q->request.now);
+    auto handlers = HandlersOfPlan(states_, *plan, q->request.now);
     if (!handlers.ok()) return Failed(handlers.status());
     view["plan"] = BulkPlanView(*plan, *handlers, *q);
     view["plan"]["csrf"] = guards_.BulkCsrfToken();
@@ -785,7 +787,7 @@ Answer Console::BulkPage(const Delivery& d) {
 
 // The bulk page's POST: the confirmation of the plan the page showed. Guarded as Retry and
 // Clear (Origin, Sec-Fetch-Site and the bulk form's CSRF token); acts on the rows the
-// filter matches now (jobs that changed since the plan are left alone: inbox.h).
+// filter matches now (jobs that changed since the plan are left alone: inbox_admin.h).
 Answer Console::BulkAction(const Delivery& d) {
   const std::shared_ptr<const ConsoleOptions> opts = Options();
   const FormFields form = ParseUrlEncoded(d.body);
@@ -797,15 +799,15 @@ Answer Console::BulkAction(const Delivery& d) {
   // A rate's refusal again: the handler may have been paused since the page was shown.
   // Without a rate there is nothing to refuse, and no plan to make again.
   if (q->request.rate > 0) {
-    auto plan = inbox_.PlanBulk(q->request);
+    auto plan = admin_.PlanBulk(q->request);
     if (!plan.ok()) return Failed(plan.status());
-    auto handlers = HandlersOfPlan(inbox_, *plan, q->request.now);
+    auto handlers = HandlersOfPlan(states_, *plan, q->request.now);
     if (!handlers.ok()) return Failed(handlers.status());
     if (const PlanHandler* paused = PausedUnderRate(*handlers, q->request.rate)) {
       return Message(409, "Handler paused", PausedRefusal(*paused));
     }
   }
-  auto done = ActBulk(inbox_, q->request);
+  auto done = ActBulk(admin_, q->request);
   if (!done.ok()) return Failed(done.status());
   Metrics()
       .bulk_jobs_rearmed.With({BulkVerbName(q->request.verb)})

@@ -30,7 +30,8 @@
 #include "base/delivery.h"
 #include "base/form.h"
 #include "console/guards.h"
-#include "inbox/inbox.h"
+#include "inbox/handler_states.h"
+#include "inbox/inbox_admin.h"
 
 namespace hookbox::console {
 
@@ -59,7 +60,9 @@ Answer RefusedPage(std::string_view why);
 // as one snapshot per page or action.
 class Console {
  public:
-  Console(Inbox& inbox, ConsoleOptions options, const Guards& guards);
+  // The inbox in two of its roles: the operator's reads and verbs, and the handler states
+  // the handlers page shows and pauses (one Inbox plays both).
+  Console(InboxAdmin& admin, HandlerStates& states, ConsoleOptions options, const Guards& guards);
 
   // The options of the config a reload installed (SIGHUP): the next page reads them, so the
   // handlers page lists what the dispatcher now runs and an action names only those.
@@ -83,7 +86,8 @@ class Console {
 
   std::shared_ptr<const ConsoleOptions> Options() const;
 
-  Inbox& inbox_;
+  InboxAdmin& admin_;
+  HandlerStates& states_;
   mutable std::mutex mu_;                          // guards options_
   std::shared_ptr<const ConsoleOptions> options_;  // replaced whole by Swap()
   const Guards& guards_;

@@ -9,9 +9,9 @@
 
 namespace hookbox {
 
-StatusOr<std::vector<PlanHandler>> HandlersOfPlan(Inbox& inbox, const BulkPlan& plan,
+StatusOr<std::vector<PlanHandler>> HandlersOfPlan(HandlerStates& states, const BulkPlan& plan,
                                                   TimePoint now) {
-  ASSIGN_OR_RETURN(std::vector<HandlerStatus> all, inbox.Handlers(now, /*count_jobs=*/false));
+  ASSIGN_OR_RETURN(std::vector<HandlerStatus> all, states.Handlers(now, /*count_jobs=*/false));
   std::map<std::string, const HandlerState*> stored;
   for (const HandlerStatus& h : all) stored[h.state.endpoint + "/" + h.state.handler] = &h.state;
   std::vector<PlanHandler> out;
@@ -29,16 +29,16 @@ int64_t DrainSeconds(int64_t jobs, double rate) {
                            static_cast<int64_t>(std::ceil(static_cast<double>(jobs - 1) / rate)));
 }
 
-StatusOr<int64_t> ActBulk(Inbox& inbox, const BulkRequest& request) {
+StatusOr<int64_t> ActBulk(InboxAdmin& admin, const BulkRequest& request) {
   switch (request.verb) {
     case BulkVerb::kReplay:
-      return inbox.Replay(request);
+      return admin.Replay(request);
     case BulkVerb::kRetryWaiting:
-      return inbox.RetryWaiting(request);
+      return admin.RetryWaiting(request);
     case BulkVerb::kRetryDead:
       break;
   }
-  return inbox.RetryDead(request);
+  return admin.RetryDead(request);
 }
 
 const PlanHandler* PausedUnderRate(const std::vector<PlanHandler>& handlers, double rate) {

@@ -3,7 +3,7 @@
 // and the one refusal both front ends give. A --rate spread starts when the verb acts; over a
 // paused handler its due times run out while the handler waits, and on resume every job would
 // run at once, so such a verb is refused (README, "Bulk retry and replay"). Policy over the
-// Inbox's reads: no SQL here.
+// inbox's roles (HandlerStates, InboxAdmin): no SQL here.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "base/status.h"
-#include "inbox/inbox.h"
+#include "inbox/handler_states.h"
+#include "inbox/inbox_admin.h"
 #include "ops/clock.h"
 
 namespace hookbox {
@@ -25,7 +26,7 @@ struct PlanHandler {
 };
 
 // The handlers of plan.jobs_by_handler, in its order, with their states.
-StatusOr<std::vector<PlanHandler>> HandlersOfPlan(Inbox& inbox, const BulkPlan& plan,
+StatusOr<std::vector<PlanHandler>> HandlersOfPlan(HandlerStates& states, const BulkPlan& plan,
                                                   TimePoint now);
 
 // About how many seconds a spread of `jobs` jobs at `rate` a second takes to come due: the
@@ -34,7 +35,7 @@ StatusOr<std::vector<PlanHandler>> HandlersOfPlan(Inbox& inbox, const BulkPlan& 
 int64_t DrainSeconds(int64_t jobs, double rate);
 
 // The verb's act: Inbox::RetryDead, RetryWaiting or Replay. Returns the jobs re-armed.
-StatusOr<int64_t> ActBulk(Inbox& inbox, const BulkRequest& request);
+StatusOr<int64_t> ActBulk(InboxAdmin& admin, const BulkRequest& request);
 
 // The first paused handler of `handlers` when `rate` > 0: a spread that would not hold its
 // pace. nullptr when there is none, or no rate.

@@ -1,4 +1,4 @@
-// The bulk verbs (inbox.h, BulkRequest), once for both dialects (see sql_inbox.h): the plan,
+// The bulk verbs (inbox_admin.h, BulkRequest), once for both dialects (see sql_inbox.h): the plan,
 // counted as of one moment, and the act of RetryDead, RetryWaiting and Replay.
 //
 // The act reads the jobs to act on at once (their ids, in received order), then changes them

@@ -14,7 +14,7 @@
 
 #include "base/delivery.h"
 #include "base/trace.h"
-#include "inbox/inbox.h"
+#include "inbox/event_store.h"
 
 namespace hookbox {
 

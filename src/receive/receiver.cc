@@ -112,7 +112,7 @@ Answer Receiver::RunSync(const ReceiverSetup& setup, const std::vector<ClaimedJo
   bool all_ok = true;
   std::string error;
   // A duplicate of this event on any replica waits on this lock (PostgreSQL), see TakeOver.
-  const std::unique_ptr<JobsHold> hold = inbox_.HoldJobs(jobs);
+  const std::unique_ptr<JobsHold> hold = events_.HoldJobs(jobs);
   for (size_t i = 0; i < jobs.size(); ++i) {
     const ClaimedJob& job = jobs[i];
     // The claim, just taken, leased every job for one run, and the first job uses it. Each
@@ -123,7 +123,7 @@ Answer Receiver::RunSync(const ReceiverSetup& setup, const std::vector<ClaimedJo
     if (i > 0) {
       const Handler* handler = setup.handlers->Find(job.event.endpoint, job.handler);
       if (Status renewed =
-              inbox_.RenewLeases(std::span(jobs).subspan(i), clock_.Now(), LeaseFor(handler));
+              events_.RenewLeases(std::span(jobs).subspan(i), clock_.Now(), LeaseFor(handler));
           !renewed.ok()) {
         // Lost (taken over: the new owner runs these jobs) or any other failure, which is
         // storage's: run none of them.
@@ -134,7 +134,7 @@ Answer Receiver::RunSync(const ReceiverSetup& setup, const std::vector<ClaimedJo
       }
     }
     auto outcome =
-        RunAttempt(inbox_, job, *setup.config, *setup.handlers, clock_, AttemptMode::kSync);
+        RunAttempt(jobs_, job, *setup.config, *setup.handlers, clock_, AttemptMode::kSync);
     if (!outcome.ok()) {
       // Nothing recorded: the lease was lost, the handler is not configured (the job is
       // held), or storage failed.
@@ -157,7 +157,7 @@ Answer Receiver::TakeOver(const ReceiverSetup& setup, const Endpoint& endpoint,
   const auto deadline = std::chrono::steady_clock::now() + endpoint.sync_wait;
   for (;;) {
     auto claim =
-        inbox_.ClaimEvent(endpoint.name, event_id, owner, clock_.Now(), LeaseFor(*setup.handlers));
+        events_.ClaimEvent(endpoint.name, event_id, owner, clock_.Now(), LeaseFor(*setup.handlers));
     if (!claim.ok()) return ErrorAnswer(HttpStatusFor(claim.status()), claim.status().what());
     switch (claim->state) {
       case EventClaim::State::kSettled:
@@ -179,16 +179,20 @@ Answer Receiver::TakeOver(const ReceiverSetup& setup, const Endpoint& endpoint,
     // Wait on the first request's lock where the backend has one (PostgreSQL: a row lock
     // held for the whole run, on whichever replica); else, or when it is not held yet or
     // its holder died, poll the lease.
-    if (!inbox_.AwaitEvent(endpoint.name, event_id,
-                           std::chrono::ceil<std::chrono::milliseconds>(deadline - now))) {
+    if (!events_.AwaitEvent(endpoint.name, event_id,
+                            std::chrono::ceil<std::chrono::milliseconds>(deadline - now))) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
 }
 
-Receiver::Receiver(ReceiverSetup setup, Inbox& inbox, const Clock& clock,
+Receiver::Receiver(ReceiverSetup setup, EventStore& events, JobQueue& jobs, const Clock& clock,
                    std::function<void()> on_jobs)
-    : setup_(Bind(std::move(setup))), inbox_(inbox), clock_(clock), on_jobs_(std::move(on_jobs)) {}
+    : setup_(Bind(std::move(setup))),
+      events_(events),
+      jobs_(jobs),
+      clock_(clock),
+      on_jobs_(std::move(on_jobs)) {}
 
 std::shared_ptr<const ReceiverSetup> Receiver::Bind(ReceiverSetup setup) {
   setup.verifiers.clear();
@@ -363,6 +367,25 @@ std::optional<std::pair<Answer, const char*>> SizeRefusal(const Verifier& verifi
   return std::nullopt;
 }
 
+// The answer to a delivery the provider's step refused (401, 400) or answered itself (the
+// row's early answer); nullopt for an event to accept.
+std::optional<Answer> ExaminedAnswer(DeliveryRecord& record, const Endpoint& ep,
+                                     Examination& exam) {
+  if (exam.body_resplit) record.log["body_resplit"] = true;
+  if (exam.refused.code() == Status::Code::kUnauthenticated) {
+    const std::string& why = exam.refused.what();
+    record.log["reason"] = why;
+    Metrics().signature_failures.With({ep.name, FailureReason(why)}).Inc();
+    return record.Finish(ErrorAnswer(HttpStatusFor(exam.refused), why), "unauthenticated");
+  }
+  if (exam.answered) return record.Finish(std::move(*exam.answered), exam.outcome.data());
+  if (!exam.refused.ok()) {
+    return record.Finish(ErrorAnswer(HttpStatusFor(exam.refused), exam.refused.what()),
+                         "bad_identity");
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Answer Receiver::Receive(const Delivery& d) const {
@@ -391,24 +414,13 @@ Answer Receiver::Receive(const Delivery& d) const {
   // inbox.
   Examination exam;
   Examine(verifier, d, clock_.Now(), exam);
-  if (exam.body_resplit) record.log["body_resplit"] = true;
-  if (exam.refused.code() == Status::Code::kUnauthenticated) {
-    const std::string& why = exam.refused.what();
-    record.log["reason"] = why;
-    Metrics().signature_failures.With({ep->name, FailureReason(why)}).Inc();
-    return record.Finish(ErrorAnswer(HttpStatusFor(exam.refused), why), "unauthenticated");
-  }
-  if (exam.answered) return record.Finish(std::move(*exam.answered), exam.outcome.data());
-  if (!exam.refused.ok()) {
-    return record.Finish(ErrorAnswer(HttpStatusFor(exam.refused), exam.refused.what()),
-                         "bad_identity");
-  }
+  if (std::optional<Answer> answer = ExaminedAnswer(record, *ep, exam)) return std::move(*answer);
   record.LogIdentity(ep->name, exam.identity);
 
   // 3. accept
   const Event e = EventFor(*setup, *ep, d, exam.verified.body, exam.identity, clock_.Now());
   if (record.spans.on()) record.spans.AcceptStarted();
-  StatusOr<AcceptResult> result = inbox_.Accept(e);
+  StatusOr<AcceptResult> result = events_.Accept(e);
   if (record.spans.on()) record.spans.AcceptEnded(ep->name, e.event_id, result);
   Metrics()
       .accept_latency.With({ep->name})

@@ -25,7 +25,8 @@
 #include "base/delivery.h"
 #include "config/config.h"
 #include "handlers/handler.h"
-#include "inbox/inbox.h"
+#include "inbox/event_store.h"
+#include "inbox/job_queue.h"
 #include "ops/clock.h"
 #include "verify/verify.h"
 
@@ -47,8 +48,10 @@ struct ReceiverSetup {
 
 class Receiver final {
  public:
-  // `on_jobs` runs after an accept created jobs for the worker pool (to wake it).
-  Receiver(ReceiverSetup setup, Inbox& inbox, const Clock& clock,
+  // The inbox in two of its roles: the event store deliveries go into, and the job queue
+  // a mode: sync request finishes its jobs through (one Inbox plays both). `on_jobs` runs
+  // after an accept created jobs for the worker pool (to wake it).
+  Receiver(ReceiverSetup setup, EventStore& events, JobQueue& jobs, const Clock& clock,
            std::function<void()> on_jobs = {});
 
   Answer Receive(const Delivery& delivery) const;
@@ -74,7 +77,8 @@ class Receiver final {
                   const std::string& owner) const;
 
   std::atomic<std::shared_ptr<const ReceiverSetup>> setup_;
-  Inbox& inbox_;
+  EventStore& events_;
+  JobQueue& jobs_;
   const Clock& clock_;
   std::function<void()> on_jobs_;
 };

@@ -35,10 +35,12 @@ AlertFacts BacklogFacts(const HandlerStatus& h, const Alert& alert,
 
 }  // namespace
 
-AlertWatch::AlertWatch(Inbox& inbox, std::shared_ptr<const Config> config,
+AlertWatch::AlertWatch(HandlerStates& states, EventStore& events,
+                       std::shared_ptr<const Config> config,
                        std::shared_ptr<const HandlerSet> handlers, const Clock& clock,
                        std::function<std::string()> storage_problem)
-    : inbox_(inbox),
+    : states_(states),
+      events_(events),
       clock_(clock),
       storage_problem_(std::move(storage_problem)),
       config_(std::move(config)),
@@ -95,7 +97,7 @@ void AlertWatch::Tick(TimePoint now) {
 void AlertWatch::CheckBacklog(const Config& config, TimePoint now) {
   // A failing read is storage's to report (the claims and accepts beside it are recorded);
   // the next check asks again.
-  StatusOr<std::vector<HandlerStatus>> all = inbox_.Handlers(now, /*count_jobs=*/true);
+  StatusOr<std::vector<HandlerStatus>> all = states_.Handlers(now, /*count_jobs=*/true);
   if (!all.ok()) return;
   for (const Alert& alert : config.alerts) {
     if (!Wants(alert, AlertCondition::kBacklog)) continue;
@@ -105,7 +107,7 @@ void AlertWatch::CheckBacklog(const Config& config, TimePoint now) {
       if (!micros) continue;
       const auto waited = now - TimePoint(std::chrono::microseconds(*micros));
       if (waited < alert.backlog_age) continue;
-      (void)RaiseAlert(inbox_, alert, AlertCondition::kBacklog, BacklogFacts(h, alert, waited),
+      (void)RaiseAlert(events_, alert, AlertCondition::kBacklog, BacklogFacts(h, alert, waited),
                        now);
     }
   }

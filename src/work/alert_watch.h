@@ -30,7 +30,8 @@
 
 #include "config/config.h"
 #include "handlers/handler.h"
-#include "inbox/inbox.h"
+#include "inbox/event_store.h"
+#include "inbox/handler_states.h"
 #include "ops/clock.h"
 
 namespace hookbox {
@@ -39,7 +40,7 @@ class AlertWatch final {
  public:
   // `storage_problem` is what the process's storage tracker says (Storage().Problem() in the
   // daemon): "" while storage works.
-  AlertWatch(Inbox& inbox, std::shared_ptr<const Config> config,
+  AlertWatch(HandlerStates& states, EventStore& events, std::shared_ptr<const Config> config,
              std::shared_ptr<const HandlerSet> handlers, const Clock& clock,
              std::function<std::string()> storage_problem);
   ~AlertWatch();
@@ -73,7 +74,8 @@ class AlertWatch final {
   void SendStorageAlert(const Alert& alert, Handler& target, const std::string& problem,
                         TimePoint now, Sending& sending);
 
-  Inbox& inbox_;
+  HandlerStates& states_;
+  EventStore& events_;
   const Clock& clock_;
   const std::function<std::string()> storage_problem_;
   std::mutex mu_;  // guards config_, handlers_, stopping_

@@ -37,7 +37,7 @@ TimePoint AlertWindow(const Alert& alert, TimePoint at) {
   return at - at.time_since_epoch() % repeat;
 }
 
-Status RaiseAlert(Inbox& inbox, const Alert& alert, AlertCondition condition,
+Status RaiseAlert(EventStore& events, const Alert& alert, AlertCondition condition,
                   const AlertFacts& facts, TimePoint at) {
   if (facts.endpoint == kAlertsEndpoint) return Status::Ok();
   const std::string name = AlertConditionName(condition);
@@ -51,7 +51,7 @@ Status RaiseAlert(Inbox& inbox, const Alert& alert, AlertCondition condition,
   e.headers_json = "{}";
   e.handlers = {alert.name};
   e.received_at = at;
-  StatusOr<AcceptResult> stored = inbox.Accept(e);
+  StatusOr<AcceptResult> stored = events.Accept(e);
   if (stored.ok()) return Status::Ok();
   LogError({{"msg", "alert not stored"},
             {"alert", alert.name},
@@ -62,12 +62,12 @@ Status RaiseAlert(Inbox& inbox, const Alert& alert, AlertCondition condition,
   return stored.status();
 }
 
-Status RaiseAlerts(Inbox& inbox, const Config& config, AlertCondition condition,
+Status RaiseAlerts(EventStore& events, const Config& config, AlertCondition condition,
                    const AlertFacts& facts, TimePoint at) {
   Status first_failure = Status::Ok();
   for (const Alert& alert : config.alerts) {
     if (!Wants(alert, condition)) continue;
-    Status s = RaiseAlert(inbox, alert, condition, facts, at);
+    Status s = RaiseAlert(events, alert, condition, facts, at);
     if (!s.ok() && first_failure.ok()) first_failure = std::move(s);
   }
   return first_failure;

@@ -12,7 +12,7 @@
 
 #include "base/job.h"
 #include "config/config.h"
-#include "inbox/inbox.h"
+#include "inbox/event_store.h"
 #include "ops/clock.h"
 
 namespace hookbox {
@@ -45,11 +45,11 @@ std::string AlertBody(const Alert& alert, std::string_view condition, const Aler
 // cannot be sent is in the inbox, dead, for `inbox list` and hookbox_jobs). An alert that
 // cannot be stored is an error line; the first such failure is returned, after trying every
 // alert.
-Status RaiseAlerts(Inbox& inbox, const Config& config, AlertCondition condition,
+Status RaiseAlerts(EventStore& events, const Config& config, AlertCondition condition,
                    const AlertFacts& facts, TimePoint at);
 // The same for one alert, whatever its `on:` says (the backlog watch, whose threshold is
 // each alert's own backlog_age).
-Status RaiseAlert(Inbox& inbox, const Alert& alert, AlertCondition condition,
+Status RaiseAlert(EventStore& events, const Alert& alert, AlertCondition condition,
                   const AlertFacts& facts, TimePoint at);
 
 // The start of the `repeat:` window `at` falls in (windows are aligned to the epoch).

@@ -148,13 +148,13 @@ StatusOr<JobOutcome> Report(const FinishRequest& finish, const StatusOr<Outcome>
   return outcome;
 }
 
-StatusOr<JobOutcome> RunAttempt(Inbox& inbox, const ClaimedJob& job, const Config& config,
+StatusOr<JobOutcome> RunAttempt(JobQueue& jobs, const ClaimedJob& job, const Config& config,
                                 const HandlerSet& handlers, const Clock& clock, AttemptMode mode) {
   Handler* handler = handlers.Find(job.event.endpoint, job.handler);
   if (!handler) {
     // A takeover under a config that no longer has the handler: the job is held, as the
     // dispatcher holds it (work/held.h), never run by another handler nor made dead.
-    Status held = inbox.HoldForHandler({job}, clock.Now());
+    Status held = jobs.HoldForHandler({job}, clock.Now());
     LogWarn({{"msg", "job held: its handler is not configured"},
              {"endpoint", job.event.endpoint},
              {"event_id", job.event.event_id},
@@ -168,8 +168,8 @@ StatusOr<JobOutcome> RunAttempt(Inbox& inbox, const ClaimedJob& job, const Confi
   HandlerResult result;
   if (!handler->transactional()) result = handler->Run(job.event);
   FinishRequest finish = Conclude(job, result, handler, config, clock, mode);
-  StatusOr<Outcome> recorded = inbox.FinishJob(job, finish.outcome, finish.work,
-                                               finish.work ? &finish.work_failed : nullptr);
+  StatusOr<Outcome> recorded =
+      jobs.FinishJob(job, finish.outcome, finish.work, finish.work ? &finish.work_failed : nullptr);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return Report(finish, recorded, seconds, mode);

@@ -6,7 +6,7 @@
 
 #include "config/config.h"
 #include "handlers/handler.h"
-#include "inbox/inbox.h"
+#include "inbox/job_queue.h"
 #include "ops/clock.h"
 
 namespace hookbox {
@@ -29,7 +29,7 @@ std::chrono::milliseconds LeaseFor(const Handler* handler);
 // The outcome recorded for the job, or why nothing was recorded (Conflict "lease lost":
 // another worker took the job over and its result stands; Unavailable: storage; NotFound:
 // the handler is not configured, and the job is now held, work/held.h).
-StatusOr<JobOutcome> RunAttempt(Inbox& inbox, const ClaimedJob& job, const Config& config,
+StatusOr<JobOutcome> RunAttempt(JobQueue& jobs, const ClaimedJob& job, const Config& config,
                                 const HandlerSet& handlers, const Clock& clock, AttemptMode mode);
 
 // The pieces of RunAttempt, for the dispatcher, which runs many attempts at once and

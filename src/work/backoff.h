@@ -9,7 +9,7 @@
 
 #include "config/config.h"
 #include "handlers/handler.h"
-#include "inbox/inbox.h"
+#include "inbox/job_queue.h"
 
 namespace hookbox {
 

@@ -93,7 +93,7 @@ std::shared_ptr<const Dispatcher::Controls> Dispatcher::ControlsOf(const Config&
 // closes at load (DESIGN.md, "Handler state"). The state rows alone are read.
 void Dispatcher::CloseUnconfiguredCircuits(const Config& config, const Controls& controls) {
   const TimePoint now = clock_.Now();
-  auto states = inbox_.Handlers(now, /*count_jobs=*/false);
+  auto states = states_.Handlers(now, /*count_jobs=*/false);
   if (!states.ok()) return;  // the claim goes on honouring it until the next load
   for (const HandlerStatus& h : *states) {
     const HandlerState& st = h.state;
@@ -107,7 +107,7 @@ void Dispatcher::CloseUnconfiguredCircuits(const Config& config, const Controls&
         })) {
       continue;  // not a handler this config runs: its state is not this config's to change
     }
-    auto t = inbox_.RecordCircuit({st.endpoint, st.handler}, Outcome::kOk, CircuitLimit{}, now);
+    auto t = states_.RecordCircuit({st.endpoint, st.handler}, Outcome::kOk, CircuitLimit{}, now);
     if (!t.ok()) {
       LogError({{"msg", "cannot close the circuit of a handler configured without one"},
                 {"endpoint", st.endpoint},
@@ -134,9 +134,12 @@ struct Dispatcher::Attempt {
   HandlerResult result;
 };
 
-Dispatcher::Dispatcher(Inbox& inbox, std::shared_ptr<const Config> config,
+Dispatcher::Dispatcher(JobQueue& jobs, HandlerStates& states, EventStore& alerts,
+                       std::shared_ptr<const Config> config,
                        std::shared_ptr<const HandlerSet> handlers, const Clock& clock)
-    : inbox_(inbox),
+    : jobs_(jobs),
+      states_(states),
+      alerts_(alerts),
       clock_(clock),
       owner_(LeaseOwnerPrefix() + "dispatcher"),
       config_(std::move(config)),
@@ -147,7 +150,7 @@ Dispatcher::~Dispatcher() { Stop(std::chrono::hours(1)); }
 
 void Dispatcher::Start(bool enabled) {
   CloseUnconfiguredCircuits(*config_, *controls_);
-  ReleaseHeldJobs(inbox_, *config_, clock_.Now());
+  ReleaseHeldJobs(jobs_, *config_, clock_.Now());
   released_held_at_ = std::chrono::steady_clock::now();
   if (enabled) thread_ = std::thread([this] { Loop(); });
 }
@@ -186,7 +189,7 @@ void Dispatcher::Swap(std::shared_ptr<const Config> config,
     controls_ = controls;
   }
   CloseUnconfiguredCircuits(*now_configured, *controls);
-  ReleaseHeldJobs(inbox_, *now_configured, clock_.Now());
+  ReleaseHeldJobs(jobs_, *now_configured, clock_.Now());
   Wake();
 }
 
@@ -208,7 +211,7 @@ void Dispatcher::Loop() {
         std::lock_guard config_lock(mu_);
         config = config_;
       }
-      ReleaseHeldJobs(inbox_, *config, clock_.Now());
+      ReleaseHeldJobs(jobs_, *config, clock_.Now());
     }
     lock.lock();
     if (!progress && ended_.empty()) {
@@ -255,7 +258,7 @@ bool Dispatcher::Claim() {
   if (free <= 0) return false;
   const std::chrono::milliseconds lease = LeaseFor(*handlers);
   const TimePoint now = clock_.Now();
-  auto claimed = inbox_.ClaimJobs(owner_, std::min(free, kMaxClaim), now, lease, limits);
+  auto claimed = jobs_.ClaimJobs(owner_, std::min(free, kMaxClaim), now, lease, limits);
   // A fault is an error line and a count (ops/storage_health.h); contention is quiet.
   Storage().Record(kStorageClaim, claimed.status());
   if (!claimed.ok()) {
@@ -303,7 +306,7 @@ bool Dispatcher::Claim() {
 // never made dead for it (held.h). If the hold cannot be written, their leases run out and
 // the next claim holds them.
 void Dispatcher::Hold(const std::vector<ClaimedJob>& jobs, TimePoint now) {
-  Status s = inbox_.HoldForHandler(jobs, now);
+  Status s = jobs_.HoldForHandler(jobs, now);
   for (const ClaimedJob& job : jobs) {
     nlohmann::json line = {{"msg", s.ok() ? "job held: its handler is not configured"
                                           : "cannot hold a job whose handler is not configured"},
@@ -331,7 +334,7 @@ void Dispatcher::Hold(const std::vector<ClaimedJob>& jobs, TimePoint now) {
                      .detail =
                          "jobs held: no handler of this name is configured (renamed or "
                          "removed); they wait until it is, or `inbox reassign` moves them"};
-    (void)RaiseAlerts(inbox_, *config, AlertCondition::kHandlerHeld, facts, now);
+    (void)RaiseAlerts(alerts_, *config, AlertCondition::kHandlerHeld, facts, now);
   }
 }
 
@@ -376,7 +379,7 @@ void Dispatcher::FinishBatch(std::vector<Attempt*>& batch) {
     finishes.push_back(
         Conclude(a->job, a->result, a->handler, *a->config, clock_, AttemptMode::kPool));
   }
-  std::vector<StatusOr<Outcome>> recorded = inbox_.FinishJobs(finishes);
+  std::vector<StatusOr<Outcome>> recorded = jobs_.FinishJobs(finishes);
   Storage().Record(kStorageFinish, StorageFault(recorded));
   RecordCircuits(batch, recorded);
   const auto now = std::chrono::steady_clock::now();
@@ -405,7 +408,7 @@ void Dispatcher::AlertDead(const Attempt& a, const JobOutcome& outcome) {
                    .detail = outcome.detail.substr(0, 512)};
   facts.fields["attempts"] = a.job.event.attempt;
   facts.fields["outcome"] = OutcomeName(outcome.outcome);
-  (void)RaiseAlerts(inbox_, *a.config, AlertCondition::kJobDead, facts, clock_.Now());
+  (void)RaiseAlerts(alerts_, *a.config, AlertCondition::kJobDead, facts, clock_.Now());
 }
 
 // Only attempts whose finish was recorded count (a lost lease's result is nobody's), and
@@ -426,8 +429,8 @@ void Dispatcher::RecordCircuits(const std::vector<Attempt*>& batch,
       continue;
     }
     const ClaimedJob& job = batch[i]->job;
-    auto t = inbox_.RecordCircuit({job.event.endpoint, job.handler}, *recorded[i], c->second,
-                                  clock_.Now());
+    auto t = states_.RecordCircuit({job.event.endpoint, job.handler}, *recorded[i], c->second,
+                                   clock_.Now());
     if (!t.ok()) {
       LogError({{"msg", "cannot record the attempt for the circuit breaker"},
                 {"endpoint", job.event.endpoint},
@@ -451,7 +454,7 @@ void Dispatcher::AlertCircuitOpen(const Attempt& a, const CircuitTransition& t) 
                              " failures in a row: the handler's jobs wait until the cooldown"};
   facts.fields["failures"] = t.failures;
   facts.fields["from"] = CircuitName(t.from);
-  (void)RaiseAlerts(inbox_, *a.config, AlertCondition::kCircuitOpen, facts, clock_.Now());
+  (void)RaiseAlerts(alerts_, *a.config, AlertCondition::kCircuitOpen, facts, clock_.Now());
 }
 
 void Dispatcher::BlockingThread() {

@@ -33,15 +33,21 @@
 
 #include "config/config.h"
 #include "handlers/handler.h"
-#include "inbox/inbox.h"
+#include "inbox/event_store.h"
+#include "inbox/handler_states.h"
+#include "inbox/job_queue.h"
 #include "ops/clock.h"
 
 namespace hookbox {
 
 class Dispatcher final {
  public:
-  Dispatcher(Inbox& inbox, std::shared_ptr<const Config> config,
-             std::shared_ptr<const HandlerSet> handlers, const Clock& clock);
+  // The inbox in three of its roles: the jobs it claims and finishes, the handler states
+  // its gates read and its circuits write, and the event store its alerts go into (one
+  // Inbox plays all three).
+  Dispatcher(JobQueue& jobs, HandlerStates& states, EventStore& alerts,
+             std::shared_ptr<const Config> config, std::shared_ptr<const HandlerSet> handlers,
+             const Clock& clock);
   ~Dispatcher();
 
   // Starts dispatching (`enabled` false, `workers: 0`: nothing runs; jobs wait). The leases
@@ -93,7 +99,9 @@ class Dispatcher final {
   void RecordCircuits(const std::vector<Attempt*>& batch,
                       const std::vector<StatusOr<Outcome>>& recorded);
 
-  Inbox& inbox_;
+  JobQueue& jobs_;
+  HandlerStates& states_;
+  EventStore& alerts_;
   const Clock& clock_;
   const std::string owner_;
 

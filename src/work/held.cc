@@ -61,8 +61,8 @@ std::string HeldWarning(const HandlerBacklog& b) {
          b.endpoint + " " + b.handler + "`";
 }
 
-void ReleaseHeldJobs(Inbox& inbox, const Config& config, TimePoint now) {
-  auto released = inbox.ReleaseHeld(ConfiguredHandlers(config), now);
+void ReleaseHeldJobs(JobQueue& jobs, const Config& config, TimePoint now) {
+  auto released = jobs.ReleaseHeld(ConfiguredHandlers(config), now);
   if (!released.ok()) {
     LogWarn({{"msg", "cannot release held jobs"}, {"error", released.status().ToString()}});
   } else if (*released > 0) {
@@ -70,8 +70,9 @@ void ReleaseHeldJobs(Inbox& inbox, const Config& config, TimePoint now) {
   }
 }
 
-int64_t WarnAboutHeldJobs(Inbox& inbox, const Config& config, const char* when) {
-  auto backlog = inbox.UnfinishedByHandler();
+int64_t WarnAboutHeldJobs(HandlerStates& states, EventStore& events, const Config& config,
+                          const char* when) {
+  auto backlog = states.UnfinishedByHandler();
   if (!backlog.ok()) {
     LogWarn({{"msg", "cannot count unfinished jobs by handler"},
              {"error", backlog.status().ToString()}});
@@ -93,7 +94,7 @@ int64_t WarnAboutHeldJobs(Inbox& inbox, const Config& config, const char* when) 
     facts.detail = HeldWarning(b);
     facts.fields["jobs"] = b.unfinished;
     facts.fields["when"] = when;
-    (void)RaiseAlerts(inbox, config, AlertCondition::kHandlerHeld, facts,
+    (void)RaiseAlerts(events, config, AlertCondition::kHandlerHeld, facts,
                       std::chrono::system_clock::now());
   }
   return count;

@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "config/config.h"
-#include "inbox/inbox.h"
+#include "inbox/event_store.h"
+#include "inbox/handler_states.h"
+#include "inbox/job_queue.h"
 
 namespace hookbox {
 
@@ -30,10 +32,11 @@ std::vector<HandlerBacklog> Unconfigured(const std::vector<HandlerBacklog>& back
 std::string HeldWarning(const HandlerBacklog& unconfigured);
 
 // Makes the held jobs of the config's handlers due now; logs how many when any.
-void ReleaseHeldJobs(Inbox& inbox, const Config& config, TimePoint now);
+void ReleaseHeldJobs(JobQueue& jobs, const Config& config, TimePoint now);
 
 // Logs HeldWarnings() for `config` against the inbox (a start or a reload); returns how many
 // jobs they count. A storage error is logged and counts nothing.
-int64_t WarnAboutHeldJobs(Inbox& inbox, const Config& config, const char* when);
+int64_t WarnAboutHeldJobs(HandlerStates& states, EventStore& events, const Config& config,
+                          const char* when);
 
 }  // namespace hookbox

@@ -57,9 +57,9 @@ std::chrono::milliseconds InstanceLiveness::IntervalFor(std::chrono::millisecond
   return std::max(timeout / 6, std::chrono::milliseconds(100));
 }
 
-InstanceLiveness::InstanceLiveness(Inbox& inbox, const Clock& clock,
+InstanceLiveness::InstanceLiveness(JobQueue& jobs, const Clock& clock,
                                    std::chrono::milliseconds timeout)
-    : inbox_(inbox), clock_(clock), timeout_(timeout), host_(HostName()) {}
+    : jobs_(jobs), clock_(clock), timeout_(timeout), host_(HostName()) {}
 
 InstanceLiveness::~InstanceLiveness() {
   {
@@ -81,13 +81,13 @@ void InstanceLiveness::Start() {
 }
 
 Status InstanceLiveness::Beat() {
-  return inbox_.Heartbeat(
+  return jobs_.Heartbeat(
       {InstanceId(), host_, static_cast<int64_t>(getpid()), clock_.Now(), timeout_});
 }
 
 Status InstanceLiveness::Release() {
   const TimePoint now = clock_.Now();
-  auto released = inbox_.ReleaseExpiredLeases(now, InstanceId(), now - kForgetAfter);
+  auto released = jobs_.ReleaseExpiredLeases(now, InstanceId(), now - kForgetAfter);
   if (!released.ok()) return released.status();
   for (const ExpiredInstance& e : *released) {
     LogWarn({{"msg", "released the leases of an instance whose heartbeat expired"},
@@ -127,7 +127,7 @@ void InstanceLiveness::Stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  auto ended = inbox_.RemoveInstance(InstanceId(), clock_.Now());
+  auto ended = jobs_.RemoveInstance(InstanceId(), clock_.Now());
   if (!ended.ok()) {
     LogWarn({{"msg", "could not remove the instance: its leases end when its heartbeat expires"},
              {"instance", InstanceId()},

@@ -24,7 +24,7 @@
 #include <string>
 #include <thread>
 
-#include "inbox/inbox.h"
+#include "inbox/job_queue.h"
 #include "ops/clock.h"
 
 namespace hookbox {
@@ -45,7 +45,7 @@ class InstanceLiveness final {
   // ended when they expired; the row stays for the operator's eyes).
   static constexpr std::chrono::hours kForgetAfter{24};
 
-  InstanceLiveness(Inbox& inbox, const Clock& clock, std::chrono::milliseconds timeout);
+  InstanceLiveness(JobQueue& jobs, const Clock& clock, std::chrono::milliseconds timeout);
   // Stops the thread; the instance stays (Stop() removes it): a process that did not stop
   // cleanly leaves its leases to its heartbeat's expiry.
   ~InstanceLiveness();
@@ -69,7 +69,7 @@ class InstanceLiveness final {
   // Ends the leases of expired instances and logs whose.
   Status Release();
 
-  Inbox& inbox_;
+  JobQueue& jobs_;
   const Clock& clock_;
   const std::chrono::milliseconds timeout_;
   const std::string host_;

@@ -93,10 +93,10 @@ PurgeRequest PurgeCutoffs(const Retention& retention, TimePoint now, bool dry_ru
   return r;
 }
 
-StatusOr<PurgeCounts> PurgeNow(Inbox& inbox, const Retention& retention, TimePoint now) {
+StatusOr<PurgeCounts> PurgeNow(InboxAdmin& admin, const Retention& retention, TimePoint now) {
   const PurgeRequest request = PurgeCutoffs(retention, now);
   const auto started = std::chrono::steady_clock::now();
-  StatusOr<PurgeCounts> counts = inbox.Purge(request);
+  StatusOr<PurgeCounts> counts = admin.Purge(request);
   // A fault is an error line and a count (ops/storage_health.h); contention, which outlasted
   // every batch's wait for the write lock, is not, so it has a line of its own here.
   Storage().Record(kStoragePurge, counts.status());
@@ -132,8 +132,9 @@ StatusOr<PurgeCounts> PurgeNow(Inbox& inbox, const Retention& retention, TimePoi
   return counts;
 }
 
-PurgeSchedule::PurgeSchedule(Inbox& inbox, std::shared_ptr<const Config> config, const Clock& clock)
-    : inbox_(inbox), clock_(clock), config_(std::move(config)) {
+PurgeSchedule::PurgeSchedule(InboxAdmin& admin, std::shared_ptr<const Config> config,
+                             const Clock& clock)
+    : admin_(admin), clock_(clock), config_(std::move(config)) {
   next_run_ = NextDailyRun(clock_.Now(), ParseDailyTime(config_->purge_at).value_or(DailyTime{}));
 }
 
@@ -178,7 +179,7 @@ std::optional<StatusOr<PurgeCounts>> PurgeSchedule::Tick() {
     if (now < next_run_) return std::nullopt;
     config = config_;
   }
-  StatusOr<PurgeCounts> counts = PurgeNow(inbox_, config->retention, now);
+  StatusOr<PurgeCounts> counts = PurgeNow(admin_, config->retention, now);
   std::lock_guard lock(mu_);
   // From the time this run was due to start: however long it took, the next is on a
   // later date.

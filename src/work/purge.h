@@ -22,7 +22,7 @@
 #include <thread>
 
 #include "config/config.h"
-#include "inbox/inbox.h"
+#include "inbox/inbox_admin.h"
 #include "ops/clock.h"
 
 namespace hookbox {
@@ -45,11 +45,11 @@ PurgeRequest PurgeCutoffs(const Retention& retention, TimePoint now, bool dry_ru
 
 // Runs one purge at `now` and logs how many rows of each kind went; the daemon's counters
 // (hookbox_purged_rows_total) count them.
-StatusOr<PurgeCounts> PurgeNow(Inbox& inbox, const Retention& retention, TimePoint now);
+StatusOr<PurgeCounts> PurgeNow(InboxAdmin& admin, const Retention& retention, TimePoint now);
 
 class PurgeSchedule final {
  public:
-  PurgeSchedule(Inbox& inbox, std::shared_ptr<const Config> config, const Clock& clock);
+  PurgeSchedule(InboxAdmin& admin, std::shared_ptr<const Config> config, const Clock& clock);
   ~PurgeSchedule();
   PurgeSchedule(const PurgeSchedule&) = delete;
   PurgeSchedule& operator=(const PurgeSchedule&) = delete;
@@ -70,7 +70,7 @@ class PurgeSchedule final {
  private:
   void Loop();
 
-  Inbox& inbox_;
+  InboxAdmin& admin_;
   const Clock& clock_;
   mutable std::mutex mu_;  // guards config_, next_run_, stopping_
   std::condition_variable cv_;

@@ -55,7 +55,7 @@ struct Admin {
   }
   TestInbox inbox;
   console::Guards guards;
-  console::Console console{*inbox.inbox, Options(), guards};
+  console::Console console{*inbox.inbox, *inbox.inbox, Options(), guards};
   std::string problem;  // what /readyz reports
   admin::RouteTable table{admin::AdminRoutes([this] { return problem; }, console), guards};
 

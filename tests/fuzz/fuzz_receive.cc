@@ -145,7 +145,7 @@ struct World {
     if (!opened.ok()) __builtin_trap();
     inbox = std::move(*opened);
     receiver = std::make_unique<Receiver>(
-        ReceiverSetup{config, std::make_shared<const HandlerSet>()}, *inbox, clock);
+        ReceiverSetup{config, std::make_shared<const HandlerSet>()}, *inbox, *inbox, clock);
     for (const Endpoint& ep : config->endpoints) {
       Producer& producer = producers.emplace_back();
       producer.signer = ep;

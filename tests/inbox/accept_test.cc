@@ -1,4 +1,4 @@
-// The Inbox contract, Accept (inbox.h): an event stored once in one transaction, a duplicate
+// The Inbox contract, Accept (event_store.h): an event stored once in one transaction, a duplicate
 // counted on the original row, a body that differs under the same id refused (strict_body),
 // a repeated body under a new id found (dedupe_body), the sequence gate, the group commit
 // under concurrent accepts, and identity fields that are not UTF-8. Part of the storage

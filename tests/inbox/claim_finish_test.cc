@@ -1,4 +1,4 @@
-// The Inbox contract, ClaimJobs and FinishJob(s) (inbox.h): a lease held against a second
+// The Inbox contract, ClaimJobs and FinishJob(s) (job_queue.h): a lease held against a second
 // claim, the compare-and-swap that lets only the lease's holder finish, a sql handler's
 // statements committed with the finish (one savepoint each in a batch), each finish recording
 // its own try, output that is not UTF-8, and the queue's counts (crash recovery, the leases of

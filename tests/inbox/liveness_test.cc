@@ -1,4 +1,4 @@
-// The Inbox contract, lease liveness (inbox.h: Heartbeat, ReleaseExpiredLeases,
+// The Inbox contract, lease liveness (job_queue.h: Heartbeat, ReleaseExpiredLeases,
 // RemoveInstance): a lease ends before its lease_until only when its owner's instance has
 // stopped beating or removed itself. A fresh heartbeat keeps every lease of its instance,
 // an expired one's leases end at once (and once), an owner with no instance row (an older

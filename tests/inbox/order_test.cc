@@ -1,4 +1,4 @@
-// The Inbox contract, per-resource order (inbox.h, ClaimJobs): one job of a resource at a
+// The Inbox contract, per-resource order (job_queue.h, ClaimJobs): one job of a resource at a
 // time, in received order, and a job waiting for its retry holding back the later jobs of
 // its resource. Part of the storage contract suite, on SQLite and PostgreSQL
 // (tests/inbox/contract.h).

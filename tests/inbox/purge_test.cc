@@ -1,4 +1,4 @@
-// The Inbox contract, Purge (inbox.h, PurgeRequest): exactly the rows past retention go,
+// The Inbox contract, Purge (inbox_admin.h, PurgeRequest): exactly the rows past retention go,
 // in batches, never a dead row while another of its jobs waits or runs, nor one a retry
 // re-arms while the purge runs, and a dry run counts what a purge then deletes. Part of the
 // storage contract suite, on SQLite and PostgreSQL (tests/inbox/contract.h).

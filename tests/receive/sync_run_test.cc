@@ -101,7 +101,7 @@ struct SyncSetup {
 
   // One delivery of event `id`; the answer.
   Answer Deliver(const std::string& id) {
-    Receiver receiver({config, handlers}, *inbox, clock);
+    Receiver receiver({config, handlers}, *inbox, *inbox, clock);
     Delivery d;
     d.method = "POST";
     d.path = "/hooks/sync";

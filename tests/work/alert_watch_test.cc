@@ -111,8 +111,8 @@ struct Setup {
   // The watch over `alerts`, on the inbox behind `flaky`.
   AlertWatch& Watch(std::vector<Alert> alerts) {
     auto [config, handlers] = With(std::move(alerts));
-    watch =
-        std::make_unique<AlertWatch>(*flaky, config, handlers, clock, [this] { return problem; });
+    watch = std::make_unique<AlertWatch>(*flaky, *flaky, config, handlers, clock,
+                                         [this] { return problem; });
     return *watch;
   }
 

@@ -184,7 +184,7 @@ TEST_CASE("dispatcher: one claim takes every due head of its resource, order kep
       t.Accept("ep", std::string(r) + "-" + std::to_string(seq), r, seq);
   }
 
-  Dispatcher d(*t.counting, t.config, t.handlers, t.clock);
+  Dispatcher d(*t.counting, *t.counting, *t.counting, t.config, t.handlers, t.clock);
   d.Start(true);
   REQUIRE(t.Drained());
   REQUIRE(d.Stop(10s));
@@ -228,7 +228,7 @@ TEST_CASE("dispatcher: each handler runs at most its own concurrency, the others
     t.Accept("slow", "s" + std::to_string(i));
     t.Accept("fast", "f" + std::to_string(i));
   }
-  Dispatcher d(*t.counting, t.config, t.handlers, t.clock);
+  Dispatcher d(*t.counting, *t.counting, *t.counting, t.config, t.handlers, t.clock);
   d.Start(true);
   REQUIRE(t.Drained());
   REQUIRE(d.Stop(10s));
@@ -245,7 +245,7 @@ TEST_CASE("dispatcher: Stop waits for the attempts under way and records them") 
   auto h = std::make_shared<RecordingHandler>(/*concurrency=*/4, 300ms);
   t.AddHandler("ep", h);
   for (int i = 0; i < 4; ++i) t.Accept("ep", "e" + std::to_string(i));
-  Dispatcher d(*t.counting, t.config, t.handlers, t.clock);
+  Dispatcher d(*t.counting, *t.counting, *t.counting, t.config, t.handlers, t.clock);
   d.Start(true);
   for (int i = 0; i < 200 && h->Ran().size() < 4; ++i) std::this_thread::sleep_for(5ms);
   REQUIRE(h->Ran().size() == 4);
