@@ -26,6 +26,7 @@
 #include "base/crypto.h"
 #include "http/client.h"
 #include "tests/handlers/testing.h"
+#include "tests/http/raw_peer.h"
 #include "verify/verify.h"
 
 namespace hookbox {
@@ -110,64 +111,10 @@ Answer Reply(int status, const std::string& body = "", const Headers& headers = 
   };
 }
 
-// A downstream that writes `answer` as raw bytes, whatever it is sent: for answers
-// cpp-httplib's server would not write. Serves one connection: it reads the request's head
-// and Content-Length body, writes, and closes (a client that hangs up early ends the write).
-class RawDownstream final {
- public:
-  explicit RawDownstream(std::string answer) : answer_(std::move(answer)) {
-    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), len) == 0);
-    REQUIRE(::listen(listener_, 4) == 0);
-    REQUIRE(::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-    port_ = ntohs(addr.sin_port);
-    thread_ = std::thread([this] { Serve(); });
-  }
-  ~RawDownstream() {
-    ::shutdown(listener_, SHUT_RDWR);  // ends an accept() still waiting
-    thread_.join();
-    ::close(listener_);
-  }
-  std::string Url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/hook"; }
-
- private:
-  void Serve() {
-    const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) return;
-    timeval tv{10, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    std::string request;
-    char buf[4096];
-    size_t want = std::string::npos;
-    while (request.size() < want) {
-      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-      if (n <= 0) break;
-      request.append(buf, static_cast<size_t>(n));
-      const size_t end = request.find("\r\n\r\n");
-      if (want == std::string::npos && end != std::string::npos) {
-        const size_t at = request.find("Content-Length: ");
-        want = end + 4 + (at < end ? std::stoul(request.substr(at + 16)) : 0);
-      }
-    }
-    size_t sent = 0;
-    while (sent < answer_.size()) {
-      const ssize_t n = ::send(fd, answer_.data() + sent, answer_.size() - sent, MSG_NOSIGNAL);
-      if (n <= 0) break;
-      sent += static_cast<size_t>(n);
-    }
-    ::close(fd);
-  }
-
-  std::string answer_;
-  int listener_ = -1;
-  int port_ = 0;
-  std::thread thread_;
-};
+// The URL of a raw peer (tests/http/raw_peer.h) as a handler's `url:`.
+std::string UrlOf(const testing::RawPeer& peer) {
+  return "http://127.0.0.1:" + std::to_string(peer.port()) + "/hook";
+}
 
 // This process's resident memory, in KiB (VmRSS of /proc/self/status).
 long ResidentKiB() {
@@ -348,8 +295,8 @@ TEST_CASE("http: a downstream slower than the timeout is failed, at the timeout"
 
 TEST_CASE("http: an answer of 400,000 headers fails at 64 KiB of head, and memory stays down") {
   // Such a downstream must not grow the daemon's memory for good.
-  RawDownstream downstream(RawAnswer("X-Flood: y", 400'000));
-  auto handler = HttpHandlerFor(downstream.Url());
+  testing::RawPeer raw(RawAnswer("X-Flood: y", 400'000));
+  auto handler = HttpHandlerFor(UrlOf(raw));
   const long before = ResidentKiB();
   const auto started = std::chrono::steady_clock::now();
   HandlerResult r = handler->Run(Event());
@@ -364,28 +311,28 @@ TEST_CASE("http: an answer of 400,000 headers fails at 64 KiB of head, and memor
 
 TEST_CASE("http: an answer head of exactly 64 KiB and 256 header lines is taken; one more is not") {
   SECTION("64 KiB") {
-    RawDownstream downstream(AnswerWithHeadOf(kMaxReplyHead));
-    CHECK(HttpHandlerFor(downstream.Url())->Run(Event()).outcome == Outcome::kOk);
+    testing::RawPeer raw(AnswerWithHeadOf(kMaxReplyHead));
+    CHECK(HttpHandlerFor(UrlOf(raw))->Run(Event()).outcome == Outcome::kOk);
   }
   SECTION("64 KiB and a byte") {
-    RawDownstream downstream(AnswerWithHeadOf(kMaxReplyHead + 1));
-    HandlerResult r = HttpHandlerFor(downstream.Url())->Run(Event());
+    testing::RawPeer raw(AnswerWithHeadOf(kMaxReplyHead + 1));
+    HandlerResult r = HttpHandlerFor(UrlOf(raw))->Run(Event());
     CHECK(r.outcome == Outcome::kFailed);
     CHECK(r.detail == "POST failed: response head over 64 KiB (timeout 10s)");
   }
   SECTION("256 header lines") {  // 255 and Content-Length
-    RawDownstream downstream(RawAnswer("X-A: b", kMaxReplyHeaders - 1));
-    CHECK(HttpHandlerFor(downstream.Url())->Run(Event()).outcome == Outcome::kOk);
+    testing::RawPeer raw(RawAnswer("X-A: b", kMaxReplyHeaders - 1));
+    CHECK(HttpHandlerFor(UrlOf(raw))->Run(Event()).outcome == Outcome::kOk);
   }
   SECTION("257 header lines") {
-    RawDownstream downstream(RawAnswer("X-A: b", kMaxReplyHeaders));
-    HandlerResult r = HttpHandlerFor(downstream.Url())->Run(Event());
+    testing::RawPeer raw(RawAnswer("X-A: b", kMaxReplyHeaders));
+    HandlerResult r = HttpHandlerFor(UrlOf(raw))->Run(Event());
     CHECK(r.outcome == Outcome::kFailed);
     CHECK(r.detail == "POST failed: response has over 256 header lines (timeout 10s)");
   }
   SECTION("257 header lines on a 204, which has no body") {
-    RawDownstream downstream(RawAnswer("X-A: b", kMaxReplyHeaders, "HTTP/1.1 204 No Content"));
-    CHECK(HttpHandlerFor(downstream.Url())->Run(Event()).outcome == Outcome::kFailed);
+    testing::RawPeer raw(RawAnswer("X-A: b", kMaxReplyHeaders, "HTTP/1.1 204 No Content"));
+    CHECK(HttpHandlerFor(UrlOf(raw))->Run(Event()).outcome == Outcome::kFailed);
   }
 }
 

@@ -21,6 +21,8 @@
 #include <string>
 #include <thread>
 
+#include "tests/http/raw_peer.h"
+
 using namespace hookbox;
 using std::chrono::milliseconds;
 
@@ -52,62 +54,10 @@ class HttplibPeer final {
   std::thread thread_;
 };
 
-// A peer that reads one request and writes `answer` as raw bytes, then closes: for answers
-// cpp-httplib's server would not write.
-class RawPeer final {
- public:
-  explicit RawPeer(std::string answer) : answer_(std::move(answer)) {
-    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), len) == 0);
-    REQUIRE(::listen(listener_, 4) == 0);
-    REQUIRE(::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-    port_ = ntohs(addr.sin_port);
-    thread_ = std::thread([this] { Serve(); });
-  }
-  ~RawPeer() {
-    ::shutdown(listener_, SHUT_RDWR);  // ends an accept() still waiting
-    thread_.join();
-    ::close(listener_);
-  }
-  HttpUrl Url() const { return HttpUrl{.host = "127.0.0.1", .port = port_, .path = "/raw"}; }
-
- private:
-  void Serve() {
-    const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) return;
-    timeval tv{10, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    // The whole request, body too: closing with bytes unread would reset the connection.
-    std::string request;
-    char buf[4096];
-    size_t want = std::string::npos;
-    while (request.size() < want) {
-      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-      if (n <= 0) break;
-      request.append(buf, static_cast<size_t>(n));
-      const size_t end = request.find("\r\n\r\n");
-      if (want == std::string::npos && end != std::string::npos) {
-        const size_t at = request.find("Content-Length: ");
-        want = end + 4 + (at < end ? std::stoul(request.substr(at + 16)) : 0);
-      }
-    }
-    for (size_t sent = 0; sent < answer_.size();) {
-      const ssize_t n = ::send(fd, answer_.data() + sent, answer_.size() - sent, MSG_NOSIGNAL);
-      if (n <= 0) break;  // the client hung up: it has read what it wanted
-      sent += static_cast<size_t>(n);
-    }
-    ::close(fd);
-  }
-
-  std::string answer_;
-  int listener_ = -1;
-  int port_ = 0;
-  std::thread thread_;
-};
+// The URL of a raw peer (tests/http/raw_peer.h).
+HttpUrl UrlOf(const testing::RawPeer& peer) {
+  return HttpUrl{.host = "127.0.0.1", .port = peer.port(), .path = "/raw"};
+}
 
 // A 200 with `count` header lines of `line` before its Content-Length.
 std::string HeadOfLines(const std::string& line, size_t count,
@@ -174,8 +124,8 @@ TEST_CASE("HttpPost: the first kMaxReplyBody bytes of the body are kept", "[clie
 TEST_CASE("HttpPost: no listener, or a peer that closes, is Unavailable", "[client]") {
   HttpUrl nowhere;
   {
-    RawPeer closed("");  // takes one connection, then the port is free again
-    nowhere = closed.Url();
+    testing::RawPeer closed("");  // takes one connection, then the port is free again
+    nowhere = UrlOf(closed);
     CheckUnavailable(PostTo(nowhere), "connection closed or read timed out", nowhere);
   }
   CheckUnavailable(PostTo(nowhere), "cannot connect", nowhere);
@@ -201,23 +151,23 @@ TEST_CASE("HttpPost: an answer slower than the timeout is Unavailable: timed out
 
 TEST_CASE("HttpPost: a head of more than 64 KiB or 256 lines is Unavailable", "[client]") {
   {
-    RawPeer peer(HeadOfLines("X-Pad: " + std::string(7000, 'p'), 10));
-    CheckUnavailable(PostTo(peer.Url()), "response head over 64 KiB", peer.Url());
+    testing::RawPeer peer(HeadOfLines("X-Pad: " + std::string(7000, 'p'), 10));
+    CheckUnavailable(PostTo(UrlOf(peer)), "response head over 64 KiB", UrlOf(peer));
   }
   {
-    RawPeer peer(HeadOfLines("X-Flood: y", 400'000));
-    CheckUnavailable(PostTo(peer.Url()), "response head over 64 KiB", peer.Url());
+    testing::RawPeer peer(HeadOfLines("X-Flood: y", 400'000));
+    CheckUnavailable(PostTo(UrlOf(peer)), "response head over 64 KiB", UrlOf(peer));
   }
   {
-    RawPeer peer(HeadOfLines("X-A: b", kMaxReplyHeaders - 1));  // and Content-Length: 256
-    auto reply = PostTo(peer.Url());
+    testing::RawPeer peer(HeadOfLines("X-A: b", kMaxReplyHeaders - 1));  // and Content-Length: 256
+    auto reply = PostTo(UrlOf(peer));
     REQUIRE(reply.ok());
     CHECK(reply->status == 200);
   }
   for (const char* status_line : {"HTTP/1.1 200 OK", "HTTP/1.1 204 No Content"}) {
     INFO(status_line);
-    RawPeer peer(HeadOfLines("X-A: b", kMaxReplyHeaders, status_line));
-    CheckUnavailable(PostTo(peer.Url()), "response has over 256 header lines", peer.Url());
+    testing::RawPeer peer(HeadOfLines("X-A: b", kMaxReplyHeaders, status_line));
+    CheckUnavailable(PostTo(UrlOf(peer)), "response has over 256 header lines", UrlOf(peer));
   }
 }
 
