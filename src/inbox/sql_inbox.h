@@ -326,10 +326,4 @@ StatusOr<std::vector<T>> ReadRows(SqlInbox& inbox, const std::string& sql, const
                                   });
 }
 
-// The number of rows a purge's next delete transaction takes (SqlInbox::PurgeRows), after
-// one of `batch` rows took `took`: half while a transaction takes longer than 20 ms, twice
-// while one takes under 5 ms, never more than `most` (the request's batch) nor fewer than
-// 10, or than `most` when that is smaller.
-int64_t NextPurgeBatch(int64_t batch, int64_t most, std::chrono::steady_clock::duration took);
-
 }  // namespace hookbox

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "base/status_macros.h"
+#include "inbox/purge_pace.h"
 #include "inbox/sql_inbox.h"
 
 namespace hookbox {
@@ -511,34 +512,12 @@ StatusOr<SqlInbox::PurgeBatch> SqlInbox::PurgeInboxBatch(SqlTx& tx, const SqlArg
   return PurgeBatch{static_cast<int64_t>(picked.size()), del.changed};
 }
 
-int64_t NextPurgeBatch(int64_t batch, int64_t most, std::chrono::steady_clock::duration took) {
-  constexpr auto kPurgeTransaction = std::chrono::milliseconds(20);
-  constexpr int64_t kMinPurgeBatch = 10;
-  most = std::max<int64_t>(1, most);
-  if (took > kPurgeTransaction) {
-    // The floor is the request's own batch when that is smaller: a purge asked for batches
-    // of 5 never grows to 10 by halving.
-    return std::max<int64_t>(std::min(kMinPurgeBatch, most), batch / 2);
-  }
-  if (took < kPurgeTransaction / 4) return std::min<int64_t>(most, batch * 2);
-  return std::min(most, batch);
-}
-
-// Counts (dry run) or deletes, one batch per write transaction, the rows a purge query
-// selects; `delete_batch` deletes at most the batch size it is given, and says how many rows
-// it took up and how many of them it deleted (fewer when some no longer qualified).
-//
-// Accepts wait behind each purge transaction: in SQLite's writer queue, or for its write
-// lock when the purge runs as `hookbox purge` beside the daemon; on PostgreSQL for the
-// locks of the rows and index pages it deletes, and for the disk its WAL and page writes
-// share with their commits. So a transaction deletes at most r.batch rows, and fewer while
-// that takes longer than kPurgeTransaction (deleting a row rewrites its pages, its index
-// entries, its jobs and attempts: on a large database, pages all over the file); and after
-// each one the purge pauses as long as it took (at least kPurgePause): a writer waiting for
-// the lock gets it, and the purge's writes take at most about half of the disk's time.
+// Counts (dry run) or deletes, one batch per write transaction at the pace of purge_pace.h,
+// the rows a purge query selects; `delete_batch` deletes at most the batch size it is given,
+// and says how many rows it took up and how many of them it deleted (fewer when some no
+// longer qualified).
 StatusOr<int64_t> SqlInbox::PurgeRows(const PurgeRequest& r, const std::string& count_sql,
                                       const SqlArgs& args, const PurgeBatchFn& delete_batch) {
-  constexpr auto kPurgePause = std::chrono::milliseconds(3);
   if (r.dry_run) {
     return ReadInto<int64_t>(*this, TxKind::kRead, [&](SqlTx& tx, int64_t& n) -> Status {
       ASSIGN_OR_RETURN(const SqlRows& q, tx.Query(count_sql, args));
@@ -547,9 +526,10 @@ StatusOr<int64_t> SqlInbox::PurgeRows(const PurgeRequest& r, const std::string& 
     });
   }
   int64_t total = 0;
-  int64_t batch = std::max(1, r.batch);
+  PurgePace pace(r.batch);
   for (;;) {
     PurgeBatch done;
+    const int64_t batch = pace.batch();
     const auto started = std::chrono::steady_clock::now();
     RETURN_IF_ERROR(Transact(TxKind::kWrite, [&](SqlTx& tx) -> Status {
       ASSIGN_OR_RETURN(done, delete_batch(tx, batch));
@@ -557,9 +537,7 @@ StatusOr<int64_t> SqlInbox::PurgeRows(const PurgeRequest& r, const std::string& 
     }));
     total += done.deleted;
     if (done.taken < batch) return total;
-    const auto took = std::chrono::steady_clock::now() - started;
-    batch = NextPurgeBatch(batch, r.batch, took);
-    std::this_thread::sleep_for(std::max<std::chrono::steady_clock::duration>(took, kPurgePause));
+    std::this_thread::sleep_for(pace.After(std::chrono::steady_clock::now() - started));
   }
 }
 

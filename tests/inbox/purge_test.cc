@@ -124,18 +124,6 @@ TEST_CASE("purge keeps a dead row while another of its jobs waits or runs; dry r
   CHECK(t.Count("SELECT count(*) FROM jobs") == 0);
 }
 
-TEST_CASE("purge's batch halves while slow and doubles while fast, within the request's batch") {
-  using std::chrono::milliseconds;
-  CHECK(NextPurgeBatch(1000, 1000, milliseconds(50)) == 500);
-  CHECK(NextPurgeBatch(500, 1000, milliseconds(1)) == 1000);
-  CHECK(NextPurgeBatch(1000, 1000, milliseconds(1)) == 1000);  // never above the request's
-  CHECK(NextPurgeBatch(600, 1000, milliseconds(10)) == 600);   // between: kept
-  CHECK(NextPurgeBatch(12, 1000, milliseconds(50)) == 10);     // the floor
-  // A request for batches under the floor keeps to its own size: halving 5 gave 10 before.
-  CHECK(NextPurgeBatch(5, 5, milliseconds(50)) == 5);
-  CHECK(NextPurgeBatch(1, 1, milliseconds(50)) == 1);
-}
-
 namespace {
 
 // An event received 40 days before kT0 whose every job ended dead: a row a purge with 30 days
