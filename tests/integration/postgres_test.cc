@@ -11,9 +11,15 @@
 #include <set>
 #include <thread>
 
-#include "daemon.h"
-#include "tests/pg/pg_testing.h"
+#include "tests/integration/replicas.h"
 
+using hookbox::pgtest::Endpoint;
+using hookbox::pgtest::Exec;
+using hookbox::pgtest::ReadyStatus;
+using hookbox::pgtest::Recorder;
+using hookbox::pgtest::ReplicaConfig;
+using hookbox::pgtest::Replicas;
+using hookbox::pgtest::Sql;
 using hookbox::pgtest::TestDatabase;
 using hookbox::testing::AnswerLine;
 using hookbox::testing::Daemon;
@@ -22,77 +28,6 @@ using hookbox::testing::ReadLines;
 using hookbox::testing::TempDir;
 using nlohmann::json;
 using namespace std::chrono_literals;
-
-namespace {
-
-// A config for one replica: {DB} is the shared database, {SHARED} a directory both
-// replicas' handlers write to, {WORKERS} the worker count; `endpoints` is YAML.
-std::string ReplicaConfig(const TempDir& shared, int workers, const std::string& endpoints) {
-  std::string yaml = R"(
-listen: 127.0.0.1:0
-admin_listen: 127.0.0.1:0
-database: "{DB}"
-workers: )" + std::to_string(workers) +
-                     "\nendpoints:\n" + endpoints;
-  for (auto at = yaml.find("{SHARED}"); at != std::string::npos; at = yaml.find("{SHARED}")) {
-    yaml.replace(at, 8, shared.path().string());
-  }
-  return yaml;
-}
-
-// Two replicas of one config on one fresh database.
-// Two replicas on a database of the shared cluster, or of the cluster of `state`.
-struct Replicas {
-  Replicas(const std::string& endpoints, int workers = 4,
-           const std::string& state = hookbox::pgtest::StatePath())
-      : db(state),
-        a(a_dir, ReplicaConfig(shared, workers, endpoints), db.url()),
-        b(b_dir, ReplicaConfig(shared, workers, endpoints), db.url()) {}
-  Daemon& operator[](int i) { return i % 2 ? b : a; }
-  int64_t Count(const std::string& sql) const { return db.Count(sql); }
-
-  TempDir shared, a_dir, b_dir;
-  TestDatabase db;
-  Daemon a, b;
-};
-
-// An exec handler that appends "<event id> <hookbox pid>" to {SHARED}/<file> ($PPID: the
-// replica that ran it).
-std::string Recorder(const std::string& file, const std::string& then = "") {
-  return R"([/bin/sh, -c, 'echo "$HOOKBOX_EVENT_ID $PPID" >> {SHARED}/)" + file + "; " + then +
-         "']";
-}
-
-// One endpoint at /hooks/<name>: no verification, the id at body:/id, `extra` endpoint keys
-// (YAML, indented by 4), every event type routed to `handlers` (list items, indented by 10).
-std::string Endpoint(const std::string& name, const std::string& handlers,
-                     const std::string& extra = "") {
-  return "  - name: " + name + "\n    path: /hooks/" + name +
-         "\n    verify: none\n    event_id: body:/id\n" + extra +
-         "    routes:\n      - events: [\"*\"]\n        handlers:\n" + handlers;
-}
-
-// concurrency 0: the kind's default.
-std::string Exec(const std::string& command, const std::string& timeout = "10s",
-                 int concurrency = 0) {
-  return "          - exec: {command: " + command + ", timeout: " + timeout +
-         (concurrency > 0 ? ", concurrency: " + std::to_string(concurrency) : "") + "}\n";
-}
-
-// A sql handler with one setup and one per-event statement (each in double quotes).
-std::string Sql(const std::string& setup, const std::string& statement) {
-  return "          - sql:\n              setup: [\"" + setup +
-         "\"]\n              statements: [\"" + statement + "\"]\n";
-}
-
-int ReadyStatus(const Daemon& d) {
-  httplib::Client admin("127.0.0.1", d.admin_port());
-  admin.set_read_timeout(5s);
-  auto r = admin.Get("/readyz");
-  return r ? r->status : 0;
-}
-
-}  // namespace
 
 TEST_CASE("replicas: the same event posted to both at once is accepted once, run once",
           "[.postgres]") {
@@ -415,88 +350,4 @@ TEST_CASE("replicas: kill -9 one mid-job; the other finishes its jobs once its h
   for (const std::string& line : runs) ids.insert(line.substr(0, line.find(' ')));
   CHECK(ids.size() == static_cast<size_t>(kEvents));
   CHECK(runs.size() == static_cast<size_t>(kEvents + 2));
-}
-
-TEST_CASE("PostgreSQL restarted under load: 503 while down, no 200 lost, recovery", "[.postgres]") {
-  const hookbox::pgtest::OwnCluster cluster;  // the shared one serves other tests meanwhile
-  Replicas r(Endpoint("open", Sql("CREATE TABLE IF NOT EXISTS effects (event_id text NOT NULL)",
-                                  "INSERT INTO effects VALUES (:event_id)")),
-             2, cluster.state());
-  std::mutex mu;
-  std::map<std::string, std::string> answers;  // event id -> last answer
-  std::map<std::string, int> by_answer;
-  std::atomic<bool> stop{false};
-  std::atomic<int> next{0};
-  std::vector<std::thread> senders;
-  for (int s = 0; s < 2; ++s) {
-    senders.emplace_back([&, s] {
-      while (!stop) {
-        const std::string id = "load-" + std::to_string(next++);
-        std::string answer = AnswerLine(r[s].Post("/hooks/open", {}, R"({"id":")" + id + R"("})"));
-        {
-          std::lock_guard lock(mu);
-          answers[id] = answer;
-          ++by_answer[answer];
-        }
-        std::this_thread::sleep_for(5ms);
-      }
-    });
-  }
-  std::this_thread::sleep_for(1s);
-  REQUIRE(hookbox::pgtest::ClusterCommand("server-stop", cluster.state()));
-  std::this_thread::sleep_for(1500ms);
-  CHECK(ReadyStatus(r.a) == 503);
-  CHECK(ReadyStatus(r.b) == 503);
-  int accepted_while_down;
-  {
-    std::lock_guard lock(mu);
-    accepted_while_down = by_answer["200 accepted"];
-  }
-  std::this_thread::sleep_for(500ms);
-  {
-    std::lock_guard lock(mu);
-    CHECK(by_answer["200 accepted"] == accepted_while_down);  // no 200 without a database
-  }
-  REQUIRE(hookbox::pgtest::ClusterCommand("server-start", cluster.state()));
-  CHECK(Eventually([&] { return ReadyStatus(r.a) == 200 && ReadyStatus(r.b) == 200; }, 20s));
-  std::this_thread::sleep_for(1s);  // load goes on after recovery, without a hookbox restart
-  stop = true;
-  for (auto& t : senders) t.join();
-
-  std::map<std::string, int> counts;
-  std::vector<std::string> accepted, refused;
-  for (const auto& [id, answer] : answers) {
-    ++counts[answer];
-    if (answer == "200 accepted")
-      accepted.push_back(id);
-    else
-      refused.push_back(id);
-  }
-  INFO("answers: " << json(counts).dump());
-  CHECK(counts["503 storage unavailable"] > 0);
-  CHECK(counts["200 accepted"] + counts["503 storage unavailable"] ==
-        static_cast<int>(answers.size()));  // nothing else: no 500, no lost request
-  // Every 200 is in the inbox.
-  std::string stored = r.db.Query("SELECT event_id FROM inbox");
-  std::set<std::string> stored_ids;
-  std::istringstream lines(stored);
-  for (std::string line; std::getline(lines, line);) stored_ids.insert(line);
-  for (const std::string& id : accepted) {
-    INFO(id);
-    CHECK(stored_ids.count(id) == 1);
-  }
-  // Recovery: the producer's retries of the 503s are accepted (or were stored after all).
-  for (const std::string& id : refused) {
-    std::string again = AnswerLine(r.a.Post("/hooks/open", {}, R"({"id":")" + id + R"("})"));
-    INFO(id);
-    CHECK((again == "200 accepted" || again == "200 duplicate"));
-  }
-  // A job whose claim or finish was cut off by the restart runs again when its lease (the
-  // sql kind's 30 s timeout + 30 s) ends.
-  const int64_t total = static_cast<int64_t>(answers.size());
-  REQUIRE(Eventually(
-      [&] { return r.Count("SELECT count(*) FROM inbox WHERE status = 'processed'") == total; },
-      90s));
-  CHECK(r.Count("SELECT count(*) FROM effects") == total);
-  CHECK(r.Count("SELECT count(DISTINCT event_id) FROM effects") == total);
 }
