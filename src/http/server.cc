@@ -21,8 +21,9 @@
 // Memory. `buffered` counts the bytes that requests hold (Held(): unparsed bytes, heads,
 // body buffers) against max_buffered. Before each read a thread reserves what the read can
 // add at most (Cost()); when the budget cannot take even a small read, the connection is
-// parked: not read, not armed in epoll, its deadline running, until bytes are freed (an
-// answer, a close) and it is woken. So past the budget nothing is read or allocated.
+// parked: not read, armed in epoll for its peer's hang-up alone, its deadline running, until
+// bytes are freed (an answer, a close) and it is woken, or its peer hangs up and it is
+// closed. So past the budget nothing is read or allocated.
 #include "http/server.h"
 
 #include <fcntl.h>
@@ -273,7 +274,8 @@ struct HttpServer::Impl {
   }
 
   // Not read until max_buffered has room (WakeParkedLocked); its deadline still runs. The
-  // caller lets go of `c`.
+  // caller lets go of `c`. Watched meanwhile for its peer's hang-up alone (EPOLLRDHUP;
+  // EPOLLHUP and EPOLLERR are always reported): see CloseParked.
   void Park(Connection* c) {
     std::lock_guard lock(mu);
     if (stopping) return CloseLocked(c);
@@ -283,6 +285,25 @@ struct HttpServer::Impl {
     parked.push_back(c->id);
     parked_count = parked.size();
     ++parked_now;
+    epoll_event ev{};
+    ev.events = EPOLLRDHUP | EPOLLONESHOT;
+    ev.data.u64 = c->id;
+    ::epoll_ctl(epoll, EPOLL_CTL_MOD, c->fd, &ev);
+  }
+
+  // A parked connection whose peer hung up (or shut down its sending side) is closed at once,
+  // its request unanswered, as at its deadline: it will send nothing more, and the bytes it
+  // holds are what keeps the others parked, so a flood that hangs up frees max_buffered
+  // for the next delivery then, not at its read_timeout. (Its request may be whole in the
+  // kernel's buffer for a client that half-closes; none is read while the budget is full,
+  // and a producer retries a delivery it got no answer to.) An event that finds the
+  // connection woken meanwhile is left to its new arming, which reports the hang-up again.
+  void CloseParked(uint64_t id) {
+    std::lock_guard lock(mu);
+    auto it = conns.find(id);
+    if (it == conns.end() || !it->second->parked) return;
+    ++parked_hung_up;
+    CloseLocked(it->second.get());
   }
 
   // Arms up to `threads` parked connections again, first parked first.
@@ -606,7 +627,11 @@ struct HttpServer::Impl {
         if (ev.data.u64 == kListenId) {
           AcceptAll();
         } else if (ev.data.u64 != kWakeId) {
-          if (Connection* c = Take(ev.data.u64)) Serve(c);
+          if (Connection* c = Take(ev.data.u64)) {
+            Serve(c);
+          } else if ((ev.events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) {
+            CloseParked(ev.data.u64);
+          }
         }
       }
       MaybeSweep();
@@ -623,7 +648,7 @@ struct HttpServer::Impl {
       return;
     }
     size_t timed_out = 0, idle_closed = 0, refused_now = 0, accept_failures_now = 0;
-    size_t displaced_now = 0, parked_now_count = 0, open = 0;
+    size_t displaced_now = 0, parked_now_count = 0, hung_up_now = 0, open = 0;
     {
       std::lock_guard lock(mu);
       for (auto it = conns.begin(); it != conns.end();) {
@@ -643,15 +668,17 @@ struct HttpServer::Impl {
       std::swap(accept_failures_now, accept_failures);
       std::swap(displaced_now, displaced);
       std::swap(parked_now_count, parked_now);
+      std::swap(hung_up_now, parked_hung_up);
       open = conns.size();
     }
     if (timed_out > 0 || refused_now > 0 || accept_failures_now > 0 || displaced_now > 0 ||
-        parked_now_count > 0) {
+        parked_now_count > 0 || hung_up_now > 0) {
       LogWarn({{"msg", "connections closed at the edge"},
                {"request_timeouts", timed_out},
                {"refused_over_limit", refused_now},
                {"displaced_over_limit", displaced_now},
                {"paused_over_max_buffered", parked_now_count},
+               {"paused_then_hung_up", hung_up_now},
                {"accept_out_of_descriptors", accept_failures_now},
                {"open", open}});
     }
@@ -698,8 +725,9 @@ struct HttpServer::Impl {
   std::unordered_map<std::string, Peer> peers;  // by IP address
   std::deque<uint64_t> parked;                  // ids, first parked first (some gone since)
   uint64_t next_id = 2;
-  size_t displaced = 0;   // connections closed to make room, since the last sweep
-  size_t parked_now = 0;  // parkings since the last sweep
+  size_t displaced = 0;       // connections closed to make room, since the last sweep
+  size_t parked_now = 0;      // parkings since the last sweep
+  size_t parked_hung_up = 0;  // parked ones closed at their peer's hang-up, since then
   size_t refused = 0;
   size_t accept_failures = 0;
   bool accept_paused = false;
