@@ -39,11 +39,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string name = fuzz::PickHeaderName(in, kHeaderNames);
     headers.emplace(std::move(name), in.ConsumeRandomLengthString(64));
   }
+  // What verification may leave besides the body (verify.h, Verified): the header of a
+  // signed id (standard's, or any name: identity must hold for each) and a signed message
+  // (twilio's, square's), whose hash stands in for the body's.
+  const std::string id_header = in.ConsumeBool() ? fuzz::PickHeaderName(in, kHeaderNames) : "";
+  const std::string signed_message = in.ConsumeBool() ? in.ConsumeRandomLengthString(128) : "";
   const std::string body = in.ConsumeRemainingBytesAsString();
-  // As verification leaves it for a scheme that signs the raw body and no id header; the
-  // other fields of Verified are fuzzed through Verify in fuzz_receive.cc.
   Verified verified;
   verified.body = body;
+  verified.id_header = id_header;
+  verified.signed_message = signed_message;
   auto id = Identify(ep, headers, verified);
   if (id.ok() && id->event_id.empty()) __builtin_trap();  // there is always an id
   (void)SequenceKey(body.substr(0, 64));
